@@ -1,0 +1,25 @@
+// Hex text <-> bytes and numbers, as used in traces, command-line addresses and dumps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/bytes.hpp"
+
+namespace cudatool {
+
+// "0a1b…" (even length, upper or lower case, no prefix) to bytes; nothing on bad input.
+std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex);
+// Appends lower-case hex digits of the bytes to out.
+void append_hex(std::string& out, ByteView bytes);
+std::string to_hex(ByteView bytes);
+// "0x1f", "1f" (hex), or decimal when `allow_decimal` and no prefix: a number that fits 64 bits.
+// Numbers with a 0x prefix are always hex; without one, decimal if allow_decimal else hex.
+std::optional<uint64_t> parse_u64(std::string_view text, bool allow_decimal = true);
+// Classic 16-bytes-per-line dump with offsets relative to `base`, for unknown structures.
+std::string hex_dump(ByteView bytes, uint64_t base, size_t max_bytes = 256);
+
+}  // namespace cudatool

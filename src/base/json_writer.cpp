@@ -1,0 +1,175 @@
+#include "base/json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace cudatool {
+
+void json_escape_to(std::string& out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  size_t run = 0;  // start of the pending run of bytes that need no escaping
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        // Control bytes, and bytes >= 0x80 (names from binaries are not guaranteed UTF-8):
+        // written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+void JsonWriter::newline_indent() {
+  out_.push_back('\n');
+  out_.append(has_elem_.size() * 2, ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (has_elem_.empty()) return;
+  if (has_elem_.back()) out_.push_back(',');
+  has_elem_.back() = true;
+  if (pretty_) newline_indent();
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  before_value();
+  out_.push_back('{');
+  has_elem_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_object() {
+  bool had = !has_elem_.empty() && has_elem_.back();
+  if (!has_elem_.empty()) has_elem_.pop_back();
+  if (pretty_ && had) newline_indent();
+  out_.push_back('}');
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_array() {
+  before_value();
+  out_.push_back('[');
+  has_elem_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_array() {
+  bool had = !has_elem_.empty() && has_elem_.back();
+  if (!has_elem_.empty()) has_elem_.pop_back();
+  if (pretty_ && had) newline_indent();
+  out_.push_back(']');
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view k) {
+  before_value();
+  json_escape_to(out_, k);
+  out_ += pretty_ ? ": " : ":";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view s) {
+  before_value();
+  json_escape_to(out_, s);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool b) {
+  before_value();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(long v) {
+  before_value();
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, r.ptr);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(unsigned long v) {
+  before_value();
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, r.ptr);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(double v) {
+  before_value();
+  if (!std::isfinite(v)) {
+    out_ += "null";
+    return *this;
+  }
+  char buf[32];
+  int n = std::snprintf(buf, sizeof buf, "%.6g", v);
+  out_.append(buf, static_cast<size_t>(n));
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+JsonWriter& JsonWriter::hex(uint64_t v) {
+  before_value();
+  char buf[24] = {'"', '0', 'x'};
+  auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
+  *r.ptr = '"';
+  out_.append(buf, r.ptr + 1);
+  return *this;
+}
+
+JsonWriter& JsonWriter::hex_bytes(const uint8_t* p, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  before_value();
+  out_.push_back('"');
+  size_t at = out_.size();
+  out_.resize(at + 2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out_[at + 2 * i] = kHex[p[i] >> 4];
+    out_[at + 2 * i + 1] = kHex[p[i] & 15];
+  }
+  out_.push_back('"');
+  return *this;
+}
+
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  before_value();
+  out_.append(json);
+  return *this;
+}
+
+}  // namespace cudatool

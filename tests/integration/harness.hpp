@@ -1,0 +1,56 @@
+// Shared helpers for integration tests: run a command and capture its output and exit status,
+// find the real driver builds, and parse readelf/eu-readelf output (the independent tools whose
+// figures cudatool must match).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cudatool::test {
+
+struct RunResult {
+  std::string out;
+  std::string err;
+  int status = -1;  // exit status when the process exited
+  int signal = 0;   // terminating signal, 0 if it exited
+  bool timed_out = false;
+};
+
+// Runs argv (no shell) with a wall-clock limit; stdout and stderr captured separately.
+RunResult run(const std::vector<std::string>& argv, int timeout_s = 120);
+// Runs through /bin/sh -c.
+RunResult sh(const std::string& command, int timeout_s = 120);
+
+// Path of the built cudatool binary, fixtures dir, source dir.
+std::string cudatool_bin();
+std::string fixtures_dir();
+std::string source_dir();
+
+struct DriverBuild {
+  std::string package;
+  std::string version;   // upstream version, "550.163.01"
+  std::string lib_path;  // <drivers dir>/libcuda.so.<version>
+  std::string deb_path;  // the .deb it came from (may be absent)
+};
+// For readable test names in gtest output.
+inline void PrintTo(const DriverBuild& b, std::ostream* os) {
+  *os << b.package << " " << b.version;
+}
+
+// Every build in tools/drivers.list, located in $CUDATOOL_DRIVERS or the configured cache dir.
+std::vector<DriverBuild> driver_builds();
+std::string drivers_dir();
+
+// Writes bytes to a fresh file under a per-test temporary directory; returns its path.
+std::string write_temp(const std::string& name, const std::string& bytes);
+std::string read_file(const std::string& path);
+std::string temp_dir();
+
+// readelf -S -W: section name -> size.
+std::map<std::string, uint64_t> readelf_section_sizes(const std::string& path);
+
+}  // namespace cudatool::test

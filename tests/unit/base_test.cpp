@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/bytes.hpp"
+#include "base/hex.hpp"
+#include "base/json_writer.hpp"
+#include "base/sha256.hpp"
+
+namespace cudatool {
+namespace {
+
+TEST(ByteView, SubIsOverflowSafe) {
+  uint8_t buf[16] = {};
+  ByteView v(buf, sizeof buf, 100);
+  EXPECT_TRUE(v.sub(0, 16));
+  EXPECT_TRUE(v.sub(16, 0));
+  EXPECT_FALSE(v.sub(17, 0));
+  EXPECT_FALSE(v.sub(1, 16));
+  EXPECT_FALSE(v.sub(8, UINT64_MAX));  // off + len would wrap
+  EXPECT_FALSE(v.sub(UINT64_MAX, 2));
+  EXPECT_EQ(v.sub(4, 4)->base(), 104u);
+  EXPECT_EQ(v.clamp(10, 100).size(), 6u);
+}
+
+TEST(ByteView, ReadAndCString) {
+  const uint8_t buf[] = {0x78, 0x56, 0x34, 0x12, 'a', 'b', 0, 'c'};
+  ByteView v(buf, sizeof buf);
+  EXPECT_EQ(*v.read<uint32_t>(0), 0x12345678u);
+  EXPECT_FALSE(v.read<uint64_t>(1));
+  EXPECT_EQ(*v.cstring(4), "ab");
+  EXPECT_FALSE(v.cstring(7));  // unterminated
+  EXPECT_FALSE(v.cstring(8));
+  EXPECT_EQ(*v.find(std::string_view("b\0c", 3)), 5u);
+}
+
+TEST(Cursor, FirstErrorSticks) {
+  const uint8_t buf[] = {1, 2, 3};
+  Cursor c(ByteView(buf, 3));
+  EXPECT_EQ(c.u16(), 0x0201);
+  EXPECT_EQ(c.u16(), 0);  // only one byte left
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.error_pos(), 2u);
+  EXPECT_EQ(c.u8(), 0);  // stays failed, does not advance
+  EXPECT_EQ(c.pos(), 2u);
+}
+
+TEST(Cursor, Leb128) {
+  const uint8_t u[] = {0xe5, 0x8e, 0x26};  // 624485 (DWARF 5, section 7.6)
+  Cursor a(ByteView(u, 3));
+  EXPECT_EQ(a.uleb128(), 624485u);
+  EXPECT_TRUE(a.ok());
+  const uint8_t s[] = {0xc0, 0xbb, 0x78};  // -123456
+  Cursor b(ByteView(s, 3));
+  EXPECT_EQ(b.sleb128(), -123456);
+  const uint8_t max[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+  Cursor c(ByteView(max, 10));
+  EXPECT_EQ(c.uleb128(), UINT64_MAX);
+  EXPECT_TRUE(c.ok());
+  const uint8_t big[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+  Cursor d(ByteView(big, 10));
+  d.uleb128();
+  EXPECT_FALSE(d.ok());
+  const uint8_t runaway[] = {0x80, 0x80, 0x80};
+  Cursor e(ByteView(runaway, 3));
+  e.uleb128();
+  EXPECT_FALSE(e.ok());
+  std::vector<uint8_t> padded(64, 0x80);
+  padded.back() = 0;
+  Cursor f(ByteView(padded.data(), padded.size()));
+  f.uleb128();
+  EXPECT_FALSE(f.ok());  // more than 10 bytes
+}
+
+TEST(JsonWriter, ProducesValidJson) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object()
+      .kv("s", std::string_view("q\"\\\n\x01\xff", 6))
+      .kv("n", uint64_t{18446744073709551615ULL});
+  w.kv("i", -5).kv_hex("a", 0xdeadbeef).key("e").begin_array().end_array();
+  w.key("o").begin_object().end_object().key("b").hex_bytes(
+      reinterpret_cast<const uint8_t*>("\x00\xab"), 2);
+  w.end_object();
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["n"].get<uint64_t>(), 18446744073709551615ULL);
+  EXPECT_EQ(j["a"], "0xdeadbeef");
+  EXPECT_EQ(j["b"], "00ab");
+  EXPECT_EQ(j["s"].get<std::string>().size(), 7u);  // 0xff became U+00FF (2 bytes in UTF-8)
+  std::string compact;
+  JsonWriter c(compact, false);
+  c.begin_array().value(1).value("x").null().value(true).end_array();
+  EXPECT_EQ(compact, "[1,\"x\",null,true]");
+}
+
+TEST(Hex, RoundTripAndParse) {
+  auto b = parse_hex_bytes("00ff7A");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(to_hex(ByteView(b->data(), b->size())), "00ff7a");
+  EXPECT_FALSE(parse_hex_bytes("abc"));
+  EXPECT_FALSE(parse_hex_bytes("zz"));
+  EXPECT_EQ(parse_u64("0x10"), 16u);
+  EXPECT_EQ(parse_u64("10"), 10u);
+  EXPECT_EQ(parse_u64("10", false), 16u);
+  EXPECT_FALSE(parse_u64("0x"));
+  EXPECT_FALSE(parse_u64("0x1ffffffffffffffff"));
+}
+
+TEST(Sha256, KnownVectors) {
+  // FIPS 180-4 examples.
+  EXPECT_EQ(sha256_hex(ByteView(std::string_view(""))),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex(ByteView(std::string_view("abc"))),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(ByteView(
+                std::string_view("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+}  // namespace
+}  // namespace cudatool
