@@ -88,9 +88,9 @@ std::optional<FoundLibrary> find_system_library(std::string_view soname) {
     while (pos <= paths.size()) {
       size_t end = paths.find_first_of(":;", pos);
       if (end == std::string::npos) end = paths.size();
-      std::string dir = paths.substr(pos, end - pos);
-      if (dir.empty()) dir = ".";
-      std::string p = dir + "/" + name;
+      std::string_view dir = std::string_view(paths).substr(pos, end - pos);
+      // An empty element means the current directory (ld.so(8)).
+      std::string p = fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, name);
       if (is_file(p)) return FoundLibrary{p, real(p), "LD_LIBRARY_PATH"};
       pos = end + 1;
     }
@@ -108,7 +108,7 @@ std::optional<FoundLibrary> find_system_library(std::string_view soname) {
   }
   for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
                           "/usr/lib64", "/lib", "/usr/lib"}) {
-    std::string p = std::string(dir) + "/" + name;
+    std::string p = fmt::format("{}/{}", dir, name);
     if (is_file(p)) return FoundLibrary{p, real(p), fmt::format("default directory {}", dir)};
   }
   return std::nullopt;
