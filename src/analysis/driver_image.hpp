@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <typeindex>
 #include <vector>
 
 #include "base/error.hpp"
@@ -88,6 +90,19 @@ class DriverImage {
   // First PT_LOAD with PF_X.
   [[nodiscard]] const elf::ProgramHeader* exec_segment() const;
 
+  // Facets: analyses that live in their own files (function map, embedded cubins, driver
+  // tables …) attach here and are built once, on first use, by `T(DriverImage&)`. A facet may
+  // use other facets; it reports damage to diagnostics() rather than failing.
+  template <class T>
+  T& facet() {
+    auto it = facets_.find(std::type_index(typeid(T)));
+    if (it == facets_.end()) {
+      auto p = std::make_shared<T>(*this);
+      it = facets_.emplace(std::type_index(typeid(T)), p).first;
+    }
+    return *static_cast<T*>(it->second.get());
+  }
+
  private:
   DriverImage() = default;
 
@@ -108,6 +123,7 @@ class DriverImage {
   std::optional<Error> fwd_compat_error_;
   std::optional<std::optional<elf::EhFrameHdr>> eh_frame_hdr_;
   std::optional<DriverVersion> version_;
+  std::map<std::type_index, std::shared_ptr<void>> facets_;
 };
 
 // "550.163.01" from "libcuda.so.550.163.01" (any name ending in .so.<digits>.<digits>[.<digits>]).

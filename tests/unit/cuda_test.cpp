@@ -127,3 +127,28 @@ TEST(LdCache, ParsesNewFormatAndRejectsDamage) {
 
 }  // namespace
 }  // namespace cudatool
+
+namespace cudatool {
+namespace {
+
+struct CountingFacet {
+  static inline int built = 0;
+  explicit CountingFacet(DriverImage& img) : sections(img.elf().sections().size()) { ++built; }
+  size_t sections;
+};
+
+TEST(DriverImage, FacetIsBuiltOnce) {
+  // A minimal ELF64 header with no tables is a valid (empty) image.
+  std::vector<uint8_t> b(64, 0);
+  b[0] = 0x7f, b[1] = 'E', b[2] = 'L', b[3] = 'F', b[4] = 2, b[5] = 1, b[6] = 1;
+  b[52] = 64;
+  auto img = DriverImage::from_file(MappedFile::from_buffer(b, "mini"), "mini");
+  ASSERT_TRUE(img.ok()) << img.error().message();
+  CountingFacet::built = 0;
+  EXPECT_EQ((*img)->facet<CountingFacet>().sections, 0u);
+  (void)(*img)->facet<CountingFacet>();
+  EXPECT_EQ(CountingFacet::built, 1);
+}
+
+}  // namespace
+}  // namespace cudatool

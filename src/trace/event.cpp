@@ -1,0 +1,37 @@
+#include "trace/event.hpp"
+
+#include <array>
+#include <utility>
+
+namespace cudatool::trace {
+namespace {
+
+constexpr std::array<std::pair<Sys, std::string_view>, 9> kNames{{
+    {Sys::kOpen, "open"},
+    {Sys::kClose, "close"},
+    {Sys::kDup, "dup"},
+    {Sys::kIoctl, "ioctl"},
+    {Sys::kMmap, "mmap"},
+    {Sys::kMunmap, "munmap"},
+    {Sys::kExecve, "execve"},
+    {Sys::kFork, "fork"},
+    {Sys::kExit, "exit"},
+}};
+
+}  // namespace
+
+std::string_view sys_name(Sys s) {
+  for (const auto& [k, n] : kNames) {
+    if (k == s) return n;
+  }
+  return "unknown";
+}
+
+Sys sys_from_name(std::string_view name) {
+  for (const auto& [k, n] : kNames) {
+    if (n == name) return k;
+  }
+  return Sys::kUnknown;
+}
+
+}  // namespace cudatool::trace

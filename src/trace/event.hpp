@@ -1,0 +1,103 @@
+// The event model of a trace: what a CUDA program asked of the NVIDIA kernel driver.
+//
+// This is the contract between the recorder (trace/), the decoder (rm/), statistics, export and
+// A/B comparison (ab/). The on-disk form is specified in docs/trace-format.md (JSON lines,
+// versioned header); this header is its in-memory twin.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cudatool::trace {
+
+// Version of the trace file format written by this build (header field "cudatool_trace").
+inline constexpr int kFormatVersion = 1;
+
+enum class Sys : uint8_t {
+  kOpen,     // open/openat/openat2/creat: `path`, `open_flags`, ret = fd
+  kClose,    // close: `fd`
+  kDup,      // dup/dup2/dup3/fcntl(F_DUPFD*): `fd` (old), ret = new fd
+  kIoctl,    // ioctl: `fd`, `request`, `arg`, `nested`
+  kMmap,     // mmap: `fd`, `addr` (hint), `len`, `prot`, `map_flags`, `offset`, ret = address
+  kMunmap,   // munmap: `addr`, `len`
+  kExecve,   // a traced process replaced its image: `path` (new program)
+  kFork,     // a traced process created `child_pid` (fork/vfork/clone of a process)
+  kExit,     // a traced process or thread ended: ret = exit status, or -signal
+  kUnknown,  // a record of a kind this build does not know (read from a newer trace)
+};
+
+std::string_view sys_name(Sys s);  // "open", "close", "dup", "ioctl", …
+Sys sys_from_name(std::string_view name);
+
+// A user-memory buffer read before and after the call.
+struct Buffer {
+  std::string role;  // "arg" for the ioctl argument; "params" (NVOS54/NVOS21/NVOS64 pParams/
+                     // pAllocParms), "xfer" (nv_ioctl_xfer_t target), … for nested ones
+  uint64_t addr = 0;
+  uint64_t size = 0;  // bytes the recorder meant to read
+  // Contents; empty with the matching `*_error` set when the memory could not be read (bad
+  // pointer, unmapped, size over the recorder's cap). Both may be present with fewer bytes than
+  // `size` when only a prefix was readable (then `*_error` says so too).
+  std::vector<uint8_t> before;
+  std::vector<uint8_t> after;
+  std::string before_error;
+  std::string after_error;
+};
+
+struct Event {
+  uint64_t seq = 0;     // 0-based, in order of completion as the recorder saw it
+  uint64_t t_ns = 0;    // entry time, ns since the trace's t0 (CLOCK_MONOTONIC)
+  uint64_t dur_ns = 0;  // entry to exit; 0 when unknown (imported captures)
+  bool has_duration = false;
+  int32_t pid = 0;  // 0 when unknown (imported captures record only tids)
+  int32_t tid = 0;
+  Sys sys = Sys::kUnknown;
+  std::string sys_raw;  // the name as written, kept for kUnknown
+  int32_t fd = -1;
+  std::string path;      // device path of fd (or opened path); "" when not a device
+  uint64_t request = 0;  // ioctl request
+  int64_t ret = 0;       // return value (fd, 0, address for mmap); -1 with errno on failure
+  int32_t err = 0;       // errno, 0 on success
+  // open
+  uint64_t open_flags = 0;
+  // mmap / munmap
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  uint64_t prot = 0;
+  uint64_t map_flags = 0;
+  uint64_t offset = 0;
+  // fork
+  int32_t child_pid = 0;
+  // ioctl
+  std::optional<Buffer> arg;
+  std::vector<Buffer> nested;
+};
+
+struct Header {
+  int format_version = kFormatVersion;
+  std::vector<std::string> argv;              // traced command line
+  std::optional<std::string> driver_version;  // /proc/driver/nvidia/version, when readable
+  std::string driver_version_line;            // the whole first line of that file
+  std::string host;                           // uname nodename
+  std::string kernel;                         // uname release
+  std::string start_time;                     // ISO 8601 UTC, e.g. "2026-11-29T19:43:52Z"
+  std::string mode;                           // "ptrace", "preload", "import"
+  std::string devices;                        // the --devices glob in force
+  std::string source;                         // for imports: the capture file it came from
+  std::string gpu;                            // optional free text (PCI id, name) when known
+};
+
+// Optional last line: how the recording ended. A trace without it is still valid (the recorder
+// was killed); readers report its absence.
+struct Trailer {
+  uint64_t events = 0;
+  std::string reason;   // "exit", "signal", "detached", "interrupted"
+  int exit_status = 0;  // of the traced command; -signal when killed by one
+  // Preload mode: how many device ioctls arrived through each route ("ioctl", "syscall").
+  std::vector<std::pair<std::string, uint64_t>> routes;
+};
+
+}  // namespace cudatool::trace
