@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <array>
 #include <map>
 
@@ -311,9 +312,20 @@ std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c)
   row("exports", fmt::format("{} ({} FUNC, {} OBJECT{}{})", c.exports, c.func, c.object,
                              c.other ? fmt::format(", {} other", c.other) : "",
                              c.weak ? fmt::format("; {} weak", c.weak) : ""));
+  // Largest groups first: "libc.so.6 186, libpthread.so.0 32, …".
+  auto groups = [](const std::map<std::string, uint64_t>& m) {
+    std::vector<std::pair<std::string, uint64_t>> v(m.begin(), m.end());
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string s;
+    for (const auto& [k, n] : v) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", k, n);
+    return s;
+  };
   row("imports", fmt::format("{}", c.imports));
-  for (const auto& [k, n] : c.by_library) row("", fmt::format("{:>5}  from {}", n, k));
-  for (const auto& [k, n] : c.by_version) row("", fmt::format("{:>5}  need {}", n, k));
+  if (c.imports > 0) {
+    row("  by library", groups(c.by_library));
+    row("  by version", groups(c.by_version));
+  }
 
   out += "\nsections of interest\n";
   TextTable t({"section", "address", "offset", "size", ""}, {false, true, true, true, false});

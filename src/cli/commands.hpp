@@ -1,5 +1,6 @@
 // One registration function per subcommand (one file each in cli/). Each adds its subcommand to
-// the app and, when it runs, stores its exit status in *exit_code.
+// the app and, when it runs, stores its exit status in *exit_code. A new command adds its
+// declaration here and one line to kCommands in main.cpp.
 #pragma once
 
 namespace CLI {
