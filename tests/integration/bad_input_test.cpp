@@ -179,6 +179,9 @@ TEST(BadInput, MissingFileAndDirectory) {
   r = run({cudatool_bin(), "info", "/tmp"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("directory"), std::string::npos) << r.err;
+  r = run({cudatool_bin(), "infoo"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown command 'infoo'"), std::string::npos) << r.err;
   r = run({cudatool_bin(), "info", "--no-such-flag"});
   EXPECT_EQ(r.status, 2);
 }
