@@ -5,6 +5,9 @@
 #include <climits>
 #include <cstdlib>
 
+#include "analysis/deb_input.hpp"
+#include "base/archive.hpp"
+
 namespace cudatool {
 namespace {
 
@@ -74,6 +77,14 @@ std::optional<std::pair<std::string, std::string>> version_from_strings(ByteView
 Result<std::unique_ptr<DriverImage>> DriverImage::open(const std::string& path) {
   auto f = MappedFile::open(path);
   if (!f) return f.error();
+  if (is_ar(f->bytes())) {
+    // A Debian package: read the library member out of it, in memory.
+    auto lib = extract_library_from_deb(f->bytes(), path);
+    if (!lib) return lib.error();
+    auto img = from_file(MappedFile::from_buffer(std::move(lib->bytes), path), path);
+    if (img) (*img)->resolved_ = fmt::format("{}:{}", path, lib->member);
+    return img;
+  }
   auto img = from_file(std::move(*f), path);
   if (img) {
     char buf[PATH_MAX];

@@ -58,13 +58,15 @@ struct DriverVersion {
 class DriverImage {
  public:
   // Maps and checks the file. The ELF header tables must be readable; problems deeper in the
-  // file are collected in diagnostics() as they are met.
+  // file are collected in diagnostics() as they are met. A Debian package (.deb) is accepted
+  // too: its libcuda.so.<version> member is read in memory (resolved_path() names it).
   static Result<std::unique_ptr<DriverImage>> open(const std::string& path);
   // For bytes that did not come from a file of their own (a .deb member, a fuzzer input).
   static Result<std::unique_ptr<DriverImage>> from_file(MappedFile file, std::string display_path);
 
   [[nodiscard]] const std::string& path() const { return path_; }
-  // realpath() of the path; the versioned name that a libcuda.so.1 symlink points to.
+  // realpath() of the path (the versioned name that a libcuda.so.1 symlink points to), or
+  // "<package.deb>:<member path>" for a package.
   [[nodiscard]] const std::string& resolved_path() const { return resolved_; }
   [[nodiscard]] const MappedFile& file() const { return file_; }
   [[nodiscard]] const elf::ElfImage& elf() const { return elf_; }
