@@ -12,5 +12,7 @@ namespace cudatool::cli {
 void register_info(CLI::App& app, int* exit_code);
 void register_exports(CLI::App& app, int* exit_code);
 void register_imports(CLI::App& app, int* exit_code);
+void register_delta(CLI::App& app, int* exit_code);
+void register_history(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -15,9 +15,9 @@ struct CommandEntry {
   void (*add)(CLI::App&, int*);
 };
 constexpr CommandEntry kCommands[] = {
-    {"info", cudatool::cli::register_info},
-    {"exports", cudatool::cli::register_exports},
-    {"imports", cudatool::cli::register_imports},
+    {"info", cudatool::cli::register_info},       {"exports", cudatool::cli::register_exports},
+    {"imports", cudatool::cli::register_imports}, {"delta", cudatool::cli::register_delta},
+    {"history", cudatool::cli::register_history},
 };
 
 }  // namespace

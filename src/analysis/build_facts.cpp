@@ -1,0 +1,82 @@
+#include "analysis/build_facts.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace cudatool {
+namespace {
+
+std::vector<uint64_t> version_parts(const std::string& v) {
+  std::vector<uint64_t> parts;
+  size_t i = 0;
+  while (i < v.size()) {
+    uint64_t n = 0;
+    auto r = std::from_chars(v.data() + i, v.data() + v.size(), n);
+    parts.push_back(n);
+    i = static_cast<size_t>(r.ptr - v.data());
+    if (i < v.size()) ++i;  // skip the separator (or a non-digit)
+  }
+  return parts;
+}
+
+void collect_exports_imports(DriverImage& img, BuildFacts& f) {
+  for (const auto& e : img.exports()) {
+    ExportFact x;
+    x.name = std::string(e.sym.name);
+    x.base = std::string(e.api.base);
+    x.api_version = e.api.version;
+    x.variant = std::string(cuda::variant_name(e.api.variant));
+    x.domain = std::string(e.api.domain);
+    x.type = elf::symbol_type_name(e.sym.type());
+    x.address = e.sym.st_value;
+    x.size = e.sym.st_size;
+    f.exports.push_back(std::move(x));
+  }
+  std::sort(f.exports.begin(), f.exports.end(),
+            [](const ExportFact& a, const ExportFact& b) { return a.name < b.name; });
+  for (const auto& i : img.imports()) {
+    f.imports.push_back({std::string(i.sym.name), std::string(i.version), std::string(i.library)});
+  }
+  std::sort(f.imports.begin(), f.imports.end(),
+            [](const ImportFact& a, const ImportFact& b) { return a.name < b.name; });
+}
+
+void collect_note(DriverImage& img, BuildFacts& f) {
+  const auto& n = img.fwd_compat_note();
+  if (n) {
+    f.note.status = "present";
+    f.note.cuda_version = n->cuda_version;
+    f.note.driver_branches = n->driver_branches;
+    f.note.device_generations = n->device_generations;
+  } else {
+    f.note.status = img.fwd_compat_error() ? "damaged" : "absent";
+  }
+}
+
+}  // namespace
+
+bool version_less(const std::string& a, const std::string& b) {
+  auto pa = version_parts(a), pb = version_parts(b);
+  if (pa != pb) return pa < pb;
+  return a < b;
+}
+
+BuildFacts collect_facts(DriverImage& img, const FactOptions& opts) {
+  BuildFacts f;
+  f.path = img.path();
+  const auto& v = img.driver_version(false);
+  f.driver_version = v.best();
+  f.version_source = std::string(v.source());
+  f.build_id = img.build_id();
+  f.file_size = img.file().size();
+  for (const auto& s : img.elf().sections()) {
+    if (!s.name.empty()) f.section_sizes[std::string(s.name)] = s.sh_size;
+  }
+  collect_note(img, f);
+  collect_exports_imports(img, f);
+  (void)opts;  // functions, cubins and tables are gathered from their facets (see below)
+  for (const auto& e : img.diagnostics().items()) f.diagnostics.push_back(e.message());
+  return f;
+}
+
+}  // namespace cudatool

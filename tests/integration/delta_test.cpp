@@ -1,0 +1,221 @@
+// delta and history over the Debian series 470 → 535 → 550 → 555: every count in the report
+// must agree with the single-version commands' JSON for the same files; delta(X, X) is empty;
+// delta(A, B) mirrors delta(B, A).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "harness.hpp"
+
+namespace cudatool::test {
+namespace {
+
+using nlohmann::json;
+
+json run_json(const std::vector<std::string>& args, std::initializer_list<int> ok_status = {0}) {
+  std::vector<std::string> argv{cudatool_bin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = run(argv, 600);
+  bool ok = false;
+  for (int s : ok_status) ok |= r.status == s;
+  EXPECT_TRUE(ok) << "status " << r.status << ": " << r.err;
+  return json::parse(r.out);
+}
+
+std::set<std::string> export_names(const std::string& lib) {
+  std::set<std::string> s;
+  json j = run_json({"exports", "--json", lib});  // keep the document alive while iterating
+  for (const auto& e : j["exports"]) s.insert(e["name"].get<std::string>());
+  return s;
+}
+
+std::set<std::string> strings(const json& a) {
+  std::set<std::string> s;
+  for (const auto& x : a) s.insert(x.get<std::string>());
+  return s;
+}
+
+TEST(Delta, NeighbourPairsAgreeWithSingleVersionFacts) {
+  auto builds = driver_builds();
+  ASSERT_GE(builds.size(), 4u);
+  for (size_t i = 0; i + 1 < builds.size(); ++i) {
+    const auto& a = builds[i].lib_path;
+    const auto& b = builds[i + 1].lib_path;
+    SCOPED_TRACE(builds[i].version + " -> " + builds[i + 1].version);
+    json d = run_json({"delta", "--json", a, b}, {0, 1});
+    auto ea = export_names(a), eb = export_names(b);
+    std::set<std::string> added, removed;
+    for (const auto& n : eb)
+      if (!ea.count(n)) added.insert(n);
+    for (const auto& n : ea)
+      if (!eb.count(n)) removed.insert(n);
+    EXPECT_EQ(strings(d["exports"]["added"]), added);
+    EXPECT_EQ(strings(d["exports"]["removed"]), removed);
+    // Every added name is in exactly one group (new API, new version, new variant).
+    std::multiset<std::string> grouped;
+    for (const char* g : {"apis_added", "new_api_versions", "new_variants"}) {
+      for (const auto& x : d["exports"][g])
+        for (const auto& n : x["names"]) grouped.insert(n.get<std::string>());
+    }
+    EXPECT_EQ(std::set<std::string>(grouped.begin(), grouped.end()), added);
+    EXPECT_EQ(grouped.size(), added.size());
+    // Sizes and counts equal what info reports for each file.
+    json ia = run_json({"info", "--json", a}), ib = run_json({"info", "--json", b});
+    for (const auto& s : d["sizes"]) {
+      std::string what = s["what"];
+      if (what == "exports") {
+        EXPECT_EQ(s["old"], ia["exports"]["total"]);
+        EXPECT_EQ(s["new"], ib["exports"]["total"]);
+      } else if (what == "imports") {
+        EXPECT_EQ(s["old"], ia["imports"]["total"]);
+        EXPECT_EQ(s["new"], ib["imports"]["total"]);
+      } else if (what == "file") {
+        EXPECT_EQ(s["old"], ia["file"]["size"]);
+        EXPECT_EQ(s["new"], ib["file"]["size"]);
+      } else if (what[0] == '.') {
+        EXPECT_EQ(s["old"], ia["sections_of_interest"][what]["size"]) << what;
+        EXPECT_EQ(s["new"], ib["sections_of_interest"][what]["size"]) << what;
+      }
+    }
+    // Imports added/removed agree with the imports command.
+    auto imports = [&](const std::string& lib) {
+      std::set<std::string> s;
+      json j = run_json({"imports", "--json", lib});
+      for (const auto& x : j["imports"]) {
+        s.insert(x["name"].get<std::string>() + "@" +
+                 (x["version"].is_null() ? "" : x["version"].get<std::string>()));
+      }
+      return s;
+    };
+    auto im_a = imports(a), im_b = imports(b);
+    std::set<std::string> im_added;
+    for (const auto& n : im_b)
+      if (!im_a.count(n)) im_added.insert(n);
+    std::set<std::string> got;
+    for (const auto& x : d["imports"]["added"]) {
+      got.insert(x["name"].get<std::string>() + "@" +
+                 (x["version"].is_null() ? "" : x["version"].get<std::string>()));
+    }
+    EXPECT_EQ(got, im_added);
+  }
+}
+
+TEST(Delta, SameFileHasNoChange) {
+  const std::string lib = driver_builds().at(2).lib_path;
+  json d = run_json({"delta", "--json", lib, lib});
+  EXPECT_TRUE(d["interface_unchanged"].get<bool>());
+  EXPECT_TRUE(d["same_build"].get<bool>());
+  EXPECT_TRUE(d["exports"]["added"].empty());
+  EXPECT_TRUE(d["exports"]["removed"].empty());
+  for (const auto& s : d["sizes"]) EXPECT_EQ(s["change"], 0);
+  if (!d["functions"].is_null()) {
+    EXPECT_EQ(d["functions"]["unchanged"], d["functions"]["old"]);
+    EXPECT_EQ(d["functions"]["added"], 0);
+  }
+}
+
+// Swaps every added/removed pair and old/new value of a delta, recursively.
+std::string mirror_key(const std::string& k) {
+  static const std::map<std::string, std::string> kPairs = {
+      {"old", "new"},
+      {"new", "old"},
+      {"old_size", "new_size"},
+      {"new_size", "old_size"},
+      {"new_api_versions", "removed_api_versions"},
+      {"removed_api_versions", "new_api_versions"},
+      {"new_variants", "removed_variants"},
+      {"removed_variants", "new_variants"}};
+  if (auto it = kPairs.find(k); it != kPairs.end()) return it->second;
+  auto swap_suffix = [&](const std::string& from, const std::string& to) -> std::string {
+    if (k.size() >= from.size() && k.compare(k.size() - from.size(), from.size(), from) == 0) {
+      return k.substr(0, k.size() - from.size()) + to;
+    }
+    return "";
+  };
+  if (auto m = swap_suffix("added", "removed"); !m.empty()) return m;
+  if (auto m = swap_suffix("removed", "added"); !m.empty()) return m;
+  return k;
+}
+
+json mirror(const json& j) {
+  if (j.is_object()) {
+    json out = json::object();
+    for (auto& [k, v] : j.items()) out[mirror_key(k)] = mirror(v);
+    if (out.contains("change") && out["change"].is_number())
+      out["change"] = -out["change"].get<int64_t>();
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const auto& v : j) out.push_back(mirror(v));
+    return out;
+  }
+  return j;
+}
+
+TEST(Delta, MirrorProperty) {
+  auto builds = driver_builds();
+  for (auto [i, k] : {std::pair{0, 1}, std::pair{2, 3}, std::pair{0, 3}}) {
+    const auto& a = builds.at(i).lib_path;
+    const auto& b = builds.at(k).lib_path;
+    json ab = run_json({"delta", "--json", a, b}, {0, 1});
+    json ba = run_json({"delta", "--json", b, a}, {0, 1});
+    json m = mirror(ba);
+    for (const char* section : {"exports", "imports", "note", "sizes", "tables", "cubins"}) {
+      EXPECT_EQ(ab[section], m[section])
+          << section << " " << builds[i].version << " vs " << builds[k].version;
+    }
+    if (!ab["functions"].is_null()) {
+      for (const char* f : {"unchanged", "changed", "added", "removed", "old", "new"}) {
+        EXPECT_EQ(ab["functions"][f], m["functions"][f]) << f;
+      }
+    }
+  }
+}
+
+TEST(History, SeriesAgreesWithSingleVersionFacts) {
+  auto builds = driver_builds();
+  std::vector<std::string> args = {"history", "--json"};
+  // Reverse order on purpose: history sorts by driver version.
+  for (auto it = builds.rbegin(); it != builds.rend(); ++it) args.push_back(it->lib_path);
+  json h = run_json(args);
+  ASSERT_EQ(h["builds"].size(), builds.size());
+  for (size_t i = 0; i < builds.size(); ++i) {
+    const json& row = h["builds"][i];
+    EXPECT_EQ(row["driver_version"], builds[i].version);
+    json info = run_json({"info", "--json", builds[i].lib_path});
+    EXPECT_EQ(row["exports"], info["exports"]["total"]);
+    EXPECT_EQ(row["imports"], info["imports"]["total"]);
+    EXPECT_EQ(row["build_id"], info["build_id"]);
+  }
+  // "since": a name is attributed to the first build that exports it, checked per build.
+  std::vector<std::set<std::string>> names;
+  for (const auto& b : builds) names.push_back(export_names(b.lib_path));
+  for (auto& [name, since] : h["export_since"].items()) {
+    size_t first = 0;
+    while (first < names.size() && !names[first].count(name)) ++first;
+    ASSERT_LT(first, names.size()) << name;
+    EXPECT_EQ(since, builds[first].version) << name;
+  }
+  RunResult csv = run({cudatool_bin(), "history", "--csv", builds[0].lib_path, builds[1].lib_path});
+  EXPECT_EQ(csv.status, 0);
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3);
+}
+
+TEST(Delta, DebInputGivesTheSameDelta) {
+  auto builds = driver_builds();
+  json from_libs =
+      run_json({"delta", "--json", "--fast", builds[2].lib_path, builds[3].lib_path}, {0, 1});
+  json from_debs =
+      run_json({"delta", "--json", "--fast", builds[2].deb_path, builds[3].deb_path}, {0, 1});
+  for (json* j : {&from_libs, &from_debs}) {
+    (*j)["old"].erase("path");
+    (*j)["new"].erase("path");
+  }
+  EXPECT_EQ(from_libs, from_debs);
+}
+
+}  // namespace
+}  // namespace cudatool::test
