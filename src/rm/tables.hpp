@@ -70,6 +70,9 @@ struct ClassEntry {
   std::string_view alloc_params;  // structure of the RM alloc parameters, "" when none
   int32_t alloc_params_size;
   bool params_required;
+  // In RM's class list of the release (g_allclasses.h / resource_list.h); false for classes only
+  // a class header names (engine classes RM does not allocate, UVM's fault-buffer class, …).
+  bool rm_class;
 };
 
 struct UvmEntry {

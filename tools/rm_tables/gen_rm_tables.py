@@ -220,21 +220,34 @@ def collect(tree, log):
         class_ids[name] = cid
         if not alias and cid not in classes:
             classes[cid] = {"id": cid, "name": name, "internal": None, "params": None,
-                            "required": False}
+                            "required": False, "rm": True}
+    header_classes = {}
     for rel in tree.files(SDK + "/class", r"cl.*\.h"):
-        for name, cid in rmparse.parse_class_header_defines(tree.read(rel)).items():
+        text = tree.read(rel)
+        for name, cid in rmparse.parse_class_header_defines(text).items():
             class_ids.setdefault(name, cid)
+        m = re.fullmatch(r"cl([0-9a-f]{4})\.h", os.path.basename(rel))
+        if m:
+            name = rmparse.parse_class_header_class(text, int(m.group(1), 16))
+            if name:
+                header_classes.setdefault(int(m.group(1), 16), name)
     for ext, internal, params, required in rmparse.parse_resource_list(tree.read(RESOURCE_LIST)):
         cid = class_ids.get(ext)
         if cid is None:
             log("class %s of resource_list.h has no id; skipped" % ext)
             continue
         c = classes.setdefault(cid, {"id": cid, "name": ext, "internal": None, "params": None,
-                                     "required": False})
+                                     "required": False, "rm": True})
         if c["internal"] is None:
             c["internal"] = internal
             c["params"] = params
             c["required"] = required
+
+    # Classes that only a class header names (engine classes RM does not allocate in this
+    # release, UVM's fault-buffer class, …): named, marked as not in RM's class list.
+    for cid, name in header_classes.items():
+        classes.setdefault(cid, {"id": cid, "name": name, "internal": None, "params": None,
+                                 "required": False, "rm": False})
 
     # UVM ioctls.
     uvm = []

@@ -8,7 +8,8 @@ Layout (one directory per driver branch, one file per kind):
     src/rm/generated/rNNN/escapes.inc   {nr, "NAME", group, "struct", size, "alt", alt_size, array}
     src/rm/generated/rNNN/ctrl.inc      {id, "NAME", "params struct", size, flags}, sorted by id
     src/rm/generated/rNNN/categories.inc {interface id, "NAME"}, control id >> 8, sorted
-    src/rm/generated/rNNN/classes.inc   {id, "NAME", "internal class", "alloc params", size, required}
+    src/rm/generated/rNNN/classes.inc   {id, "NAME", "internal class", "alloc params", size,
+                                         required, in RM's class list}
     src/rm/generated/rNNN/uvm.inc       {nr, "NAME", "params struct", size, rmStatus offset}
     src/rm/generated/rNNN/structs.inc   {"STRUCT", size, first field, field count}, sorted by name
     src/rm/generated/rNNN/fields.inc    {"member", "type", offset, size, element size}
@@ -89,9 +90,10 @@ def emit_branch(out_dir, bid, tables):
     lines = ['{0x%06x, %s},' % (iid, _s(name)) for iid, name in tables["categories"]]
     put("categories", "RM control interfaces (command id >> 8)", lines)
 
-    lines = ['{0x%08x, %s, %s, %s, %d, %s},' % (
+    lines = ['{0x%08x, %s, %s, %s, %d, %s, %s},' % (
         x["id"], _s(x["name"]), _s(x["internal"]), _s(x["params"]), _size(sizes, x["params"]),
-        "true" if x["required"] else "false") for x in tables["classes"]]
+        "true" if x["required"] else "false", "true" if x["rm"] else "false")
+        for x in tables["classes"]]
     put("classes", "RM classes", lines)
 
     lines = []

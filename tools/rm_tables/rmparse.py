@@ -251,6 +251,20 @@ def parse_class_header_defines(text):
     return out
 
 
+def parse_class_header_class(text, file_id):
+    """The class a class/clXXXX.h header defines: the first `#define NAME (0x0000XXXX)` whose
+    value is the XXXX of the file name, skipping NVXXXX_* method and field names. None when
+    the header defines no such name (notification or software-method headers)."""
+    for name, expr in _defines(text):
+        m = re.fullmatch(r"\(?\s*(0x[0-9A-Fa-f]+)[uU]?\s*\)?", expr)
+        if not m or int(m.group(1), 16) != file_id:
+            continue
+        if re.match(r"NV%04X_" % file_id, name) or name.endswith("_MESSAGE_ID"):
+            continue
+        return name
+    return None
+
+
 def parse_resource_list(text):
     """[(external class name, internal class, alloc params type or None, required)] from the
     RS_ENTRY(...) table of src/nvidia/src/kernel/rmapi/resource_list.h."""
