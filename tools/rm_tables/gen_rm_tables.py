@@ -200,6 +200,8 @@ def collect(tree, log):
             flags |= rmemit.CTRL_HEADER
             # Prefer the define whose FINN message id names the structure NVOC dispatches with.
             best = next((n for n in names if params and n[1] == params), None)
+            if best is None and params is None:  # then one that names its parameter structure
+                best = next((n for n in names if n[1] and n[1] in known_types), None)
             if best is None:
                 best = next((n for n in names if "_CTRL_CMD_" in n[0]), names[0])
             name = best[0]

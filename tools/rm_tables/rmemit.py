@@ -131,7 +131,8 @@ def emit_index(out_root, _written):
     for d in sorted(os.listdir(out_root)):
         info = os.path.join(out_root, d, "info.inc")
         if re.fullmatch(r"r\d+", d) and os.path.exists(info):
-            m = _INFO.search(open(info).read())
+            with open(info) as f:
+                m = _INFO.search(f.read())
             if m:
                 branches.append((m.group(1), m.group(2), m.group(3)))
     branches.sort(key=lambda b: int(b[0][1:]))
