@@ -87,8 +87,8 @@ std::string_view strip_suffix(std::string_view s, std::string_view suffix) {
 // The sibling that counts the elements of array `name` ("gpuInfoList" → "gpuInfoListSize",
 // "classList" → "numClasses", "engineList" → "engineCount").
 const FieldEntry* count_sibling(std::span<const FieldEntry> members, std::string_view name) {
-  std::string_view stem = strip_suffix(strip_suffix(name, "List"), "s");
-  if (stem.empty()) return nullptr;
+  std::string_view list_stem = strip_suffix(name, "List");      // "classList" → "class"
+  std::string_view plural_stem = strip_suffix(list_stem, "s");  // "gpuIds" → "gpuId"
   for (const FieldEntry& m : members) {
     std::string_view n = m.name;
     if (m.size != m.elem_size || m.size > 8 || n == name) continue;
@@ -96,14 +96,19 @@ const FieldEntry* count_sibling(std::span<const FieldEntry> members, std::string
         (n.substr(name.size()) == "Size" || n.substr(name.size()) == "Count")) {
       return &m;
     }
-    if (n.size() > stem.size() && n.substr(0, stem.size()) == stem &&
-        (n.substr(stem.size()) == "Count" || n.substr(stem.size()) == "ListSize")) {
-      return &m;
-    }
-    if (n.size() > 3 + stem.size() && n.substr(0, 3) == "num" && n[3] == (stem[0] & ~0x20) &&
-        n.substr(4, stem.size() - 1) == stem.substr(1)) {
-      std::string_view rest = n.substr(3 + stem.size());
-      if (rest.empty() || rest == "s" || rest == "es") return &m;
+    for (std::string_view stem : {list_stem, plural_stem}) {
+      if (stem.empty()) continue;
+      if (n.size() > stem.size() && n.substr(0, stem.size()) == stem &&
+          (n.substr(stem.size()) == "Count" || n.substr(stem.size()) == "ListSize")) {
+        return &m;
+      }
+      // "num" + Stem + "", "s" or "es": numClasses, numChannels, numEntries
+      if (n.size() > 3 + stem.size() && n.substr(0, 3) == "num" &&
+          n[3] == static_cast<char>(stem[0] & ~0x20) &&
+          n.substr(4, stem.size() - 1) == stem.substr(1)) {
+        std::string_view rest = n.substr(3 + stem.size());
+        if (rest.empty() || rest == "s" || rest == "es") return &m;
+      }
     }
   }
   return nullptr;

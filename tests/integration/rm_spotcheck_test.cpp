@@ -258,6 +258,47 @@ TEST_P(DebianHeaders, UvmClassHeaders) {
   std::cout << GetParam().version << ": " << checked << " classes checked\n";
 }
 
+// The compiled tables hold exactly what the generator wrote (src/rm/generated/*.inc, read here
+// as text): the C++ side loses, reorders or truncates nothing.
+TEST(RmTables, CompiledTablesMatchTheGeneratedFiles) {
+  std::regex entry(R"re(^\{(0x[0-9a-f]+), "([^"]*)"(, .*)?\},$)re");
+  for (const rm::Tables& t : rm::all_branches()) {
+    std::string dir = source_dir() + "/src/rm/generated/" + std::string(t.info().id) + "/";
+    auto check = [&](const char* kind, size_t count, auto find) {
+      size_t n = 0;
+      for (const std::string& line : lines_of(dir + kind + ".inc")) {
+        std::smatch m;
+        if (!std::regex_match(line, m, entry)) continue;
+        ++n;
+        std::string_view name = find(num(m[1]));
+        EXPECT_EQ(name, m[2].str()) << t.info().id << " " << kind << ": " << line;
+      }
+      EXPECT_EQ(n, count) << t.info().id << " " << kind;
+      EXPECT_GT(n, 0u) << dir << kind << ".inc";
+    };
+    check("status", t.statuses().size(), [&](uint32_t v) {
+      auto* e = t.find_status(v);
+      return e ? e->name : std::string_view("<missing>");
+    });
+    check("escapes", t.escapes().size(), [&](uint32_t v) {
+      auto* e = t.find_escape(v);
+      return e ? e->name : std::string_view("<missing>");
+    });
+    check("ctrl", t.controls().size(), [&](uint32_t v) {
+      auto* e = t.find_control(v);
+      return e ? e->name : std::string_view("<missing>");
+    });
+    check("classes", t.classes().size(), [&](uint32_t v) {
+      auto* e = t.find_class(v);
+      return e ? e->name : std::string_view("<missing>");
+    });
+    check("uvm", t.uvm_ioctls().size(), [&](uint32_t v) {
+      auto* e = t.find_uvm(v);
+      return e ? e->name : std::string_view("<missing>");
+    });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Releases, DebianHeaders, ::testing::ValuesIn(kernel_sources()),
                          [](const auto& info) {
                            std::string s = "v" + info.param.version;
