@@ -108,7 +108,9 @@ const std::vector<trace::Event>& events() {
   return all;
 }
 
-const rm::Tables& tables() { return rm::tables_for_driver("580.159.04"); }
+const rm::Tables& tables() {
+  return rm::tables_for_driver("580.159.04");
+}
 
 void BM_Decode(benchmark::State& state) {
   const auto& evs = events();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "base/hex.hpp"
 #include "rm/decode_layout.hpp"
@@ -215,6 +216,8 @@ void escape_array(Ctx& c) {
   list.name = "entries";
   list.kind = ValueKind::kList;
   const StructEntry* s = c.t.find_struct(e.type);
+  // Unused device slots of NV_ESC_CARD_INFO have valid == 0 (nv-ioctl.h).
+  const FieldEntry* valid = s ? c.t.find_field(*s, "valid") : nullptr;
   uint64_t n = bytes.size() / e.size;
   for (uint64_t i = 0; i < n && list.items.size() < kMaxListItems; ++i) {
     ByteView one = *bytes.sub(i * e.size, e.size);
@@ -227,7 +230,7 @@ void escape_array(Ctx& c) {
       list.items.push_back(std::move(f));
       continue;
     }
-    if (one.read<uint8_t>(0).value_or(0) == 0 && e.type == "nv_ioctl_card_info_t") continue;
+    if (valid != nullptr && read_uint(one, valid->offset, valid->size) == 0) continue;
     Field f;
     f.kind = ValueKind::kStruct;
     decode_struct(c.t, *s, one, f.items, c.d.partial, "entry");
