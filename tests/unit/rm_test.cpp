@@ -380,6 +380,30 @@ TEST(RmDecode, VersionCheckString) {
   EXPECT_NE(format_line(d).find("versionString=\"580.159.04\""), std::string::npos);
 }
 
+TEST(RmDecode, XferNamesTheEscapeItCarries) {
+  std::vector<uint8_t> arg(size_of("nv_ioctl_xfer_t"));
+  put(arg, "nv_ioctl_xfer_t", "cmd", escape_nr("NV_ESC_RM_CONTROL"));
+  put(arg, "nv_ioctl_xfer_t", "size", size_of("NVOS54_PARAMETERS"));
+  trace::Event ev = ioctl("/dev/nvidiactl", rm_request("NV_ESC_IOCTL_XFER_CMD", arg.size()), arg);
+  std::vector<uint8_t> inner(size_of("NVOS54_PARAMETERS"));
+  put(inner, "NVOS54_PARAMETERS", "hClient", 0xc1d0beef);
+  trace::Buffer x;
+  x.role = "xfer";
+  x.after = inner;
+  ev.nested.push_back(x);
+  Decoded d = decode_event(tables(), ev);
+  EXPECT_TRUE(d.notes.empty());
+  EXPECT_EQ(d.params_struct, "NVOS54_PARAMETERS");
+  const Field* h = field(d.params, "hClient");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->value, 0xc1d0beefu);
+  // An XFER naming no known escape is an anomaly, not a crash.
+  put(arg, "nv_ioctl_xfer_t", "cmd", 0x99);
+  d = decode_event(tables(),
+                   ioctl("/dev/nvidiactl", rm_request("NV_ESC_IOCTL_XFER_CMD", arg.size()), arg));
+  EXPECT_EQ(d.notes.size(), 1u);
+}
+
 TEST(RmDecode, HostileCountsAreBounded) {
   const CtrlEntry* cmd = control_named("NV2080_CTRL_CMD_GPU_GET_INFO_V2");
   ASSERT_NE(cmd, nullptr);
