@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test, from a clean checkout on Debian bookworm:
-#   1. installs missing build dependencies (apt), fetches the real Debian driver builds;
+#   1. installs missing build dependencies (apt), fetches the real Debian driver builds and the
+#      headers of Debian's NVIDIA open kernel module packages (RM-table spot-checks);
 #   2. default build: unit + integration tests (real drivers, fixtures, bad input);
 #   3. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer;
 #   4. every libFuzzer target for FUZZ_SECONDS (default 10) each, seeded from the corpus.
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 tools/fetch-drivers.sh
+tools/fetch-kernel-source.sh
 jobs=$(nproc)
 echo "== default build"
 cmake --preset default >/dev/null

@@ -1,0 +1,186 @@
+// Speed of the RM/UVM decoders (rm/decode.hpp) on the events of a real capture
+// (../shared/data/trace_a.jsonl.xz, or $CUDATOOL_CAPTURES), replicated to a large in-memory
+// trace: events per second of decode_event alone, with the one-line text rendering, and with the
+// JSON rendering. Reading the trace file is not measured here (that is the trace reader's).
+//
+//   rm_decode_bench [google-benchmark flags]
+//   rm_decode_bench --decode-capture FILE.jsonl.xz   whole pipeline (xz, JSON lines, decode,
+//                                                    text) for bench/cases/rm_decode.py
+#include <benchmark/benchmark.h>
+#include <lzma.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/hex.hpp"
+#include "base/json_writer.hpp"
+#include "rm/decode.hpp"
+
+namespace {
+
+using namespace cudatool;
+
+std::string xz_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  lzma_stream s = LZMA_STREAM_INIT;
+  if (data.empty() || lzma_stream_decoder(&s, UINT64_MAX, 0) != LZMA_OK) return {};
+  std::string out;
+  s.next_in = reinterpret_cast<const uint8_t*>(data.data());
+  s.avail_in = data.size();
+  char buf[1 << 16];
+  lzma_ret r = LZMA_OK;
+  while (r == LZMA_OK) {
+    s.next_out = reinterpret_cast<uint8_t*>(buf);
+    s.avail_out = sizeof buf;
+    r = lzma_code(&s, LZMA_FINISH);
+    out.append(buf, sizeof buf - s.avail_out);
+  }
+  lzma_end(&s);
+  return r == LZMA_STREAM_END ? out : std::string();
+}
+
+std::vector<uint8_t> hex_field(const nlohmann::json& j, const char* k) {
+  if (!j.contains(k)) return {};
+  return parse_hex_bytes(j[k].get<std::string>()).value_or(std::vector<uint8_t>{});
+}
+
+// The capture format of ../shared/data/README.md as trace events (ioctls and mmaps).
+std::vector<trace::Event> parse_capture(const std::string& text) {
+  std::vector<trace::Event> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    trace::Event ev;
+    ev.sys = trace::sys_from_name(j.value("sys", ""));
+    ev.path = j.value("path", "");
+    if (ev.sys == trace::Sys::kIoctl) {
+      ev.request = parse_u64(j.value("req", "0"), false).value_or(0);
+      trace::Buffer a;
+      a.role = "arg";
+      a.before = hex_field(j, "pre");
+      a.after = hex_field(j, "post");
+      ev.arg = std::move(a);
+      if (j.contains("nptr")) {
+        trace::Buffer p;
+        p.role = "params";
+        p.before = hex_field(j, "npre");
+        p.after = hex_field(j, "npost");
+        ev.nested.push_back(std::move(p));
+      }
+    } else if (ev.sys == trace::Sys::kMmap) {
+      ev.len = j.value("len", 0);
+    }
+    out.push_back(std::move(ev));
+  }
+  return out;
+}
+
+std::string capture_path() {
+  if (const char* env = getenv("CUDATOOL_CAPTURES")) return std::string(env) + "/trace_a.jsonl.xz";
+  for (const char* d : {"../shared/data", "../../shared/data", "../../../shared/data"}) {
+    std::string p = std::string(d) + "/trace_a.jsonl.xz";
+    if (access(p.c_str(), R_OK) == 0) return p;
+  }
+  return "../shared/data/trace_a.jsonl.xz";
+}
+
+const std::vector<trace::Event>& events() {
+  static const std::vector<trace::Event> all = [] {
+    std::vector<trace::Event> one = parse_capture(xz_file(capture_path()));
+    if (one.empty()) {
+      fprintf(stderr, "rm_decode_bench: no capture at %s (set CUDATOOL_CAPTURES)\n",
+              capture_path().c_str());
+      exit(2);
+    }
+    std::vector<trace::Event> many;
+    while (many.size() < 100000) many.insert(many.end(), one.begin(), one.end());
+    return many;
+  }();
+  return all;
+}
+
+const rm::Tables& tables() {
+  static const rm::Tables& t = rm::tables_for_driver("580.159.04");  // the captures' driver
+  return t;
+}
+
+void BM_Decode(benchmark::State& state) {
+  const auto& evs = events();
+  rm::Decoded d;
+  size_t i = 0;
+  for (auto _ : state) {
+    rm::decode_event(tables(), evs[i], d);
+    benchmark::DoNotOptimize(d.call);
+    if (++i == evs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Decode);
+
+void BM_DecodeFormatLine(benchmark::State& state) {
+  const auto& evs = events();
+  rm::Decoded d;
+  size_t i = 0;
+  for (auto _ : state) {
+    rm::decode_event(tables(), evs[i], d);
+    std::string line = rm::format_line(d);
+    benchmark::DoNotOptimize(line.data());
+    if (++i == evs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecodeFormatLine);
+
+void BM_DecodeJson(benchmark::State& state) {
+  const auto& evs = events();
+  rm::Decoded d;
+  std::string out;
+  size_t i = 0;
+  for (auto _ : state) {
+    rm::decode_event(tables(), evs[i], d);
+    out.clear();
+    JsonWriter w(out, false);
+    rm::write_json(w, d);
+    benchmark::DoNotOptimize(out.data());
+    if (++i == evs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecodeJson);
+
+// Whole pipeline for bench/cases/rm_decode.py: decompress, parse, decode, one line per event.
+int decode_capture(const char* path) {
+  std::vector<trace::Event> evs = parse_capture(xz_file(path));
+  if (evs.empty()) {
+    fprintf(stderr, "rm_decode_bench: cannot read %s\n", path);
+    return 2;
+  }
+  rm::Decoded d;
+  std::string out;
+  for (const trace::Event& ev : evs) {
+    rm::decode_event(tables(), ev, d);
+    out += rm::format_line(d);
+    out += '\n';
+  }
+  fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--decode-capture") return decode_capture(argv[2]);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

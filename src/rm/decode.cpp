@@ -1,0 +1,464 @@
+// Dispatch and the per-call decoders. Layouts: NVOS* structures of nvos.h (RM escapes, table of
+// src/nvidia/arch/nvalloc/unix/src/escape.c), nv_ioctl_* of nv-ioctl.h (frontend escapes,
+// kernel-open/nvidia/nv.c), UVM_*_PARAMS of uvm_ioctl.h; all located through the generated
+// tables of the branch (rm/tables.hpp).
+#include "rm/decode.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+#include "base/hex.hpp"
+#include "rm/decode_layout.hpp"
+
+namespace cudatool::rm {
+namespace {
+
+using detail::decode_struct;
+using detail::read_uint;
+
+constexpr uint8_t kRmIoctlType = 'F';  // NV_IOCTL_MAGIC (nv-ioctl-numbers.h)
+
+// What every decoder gets: the event, its argument bytes and the output.
+struct Ctx {
+  const Tables& t;
+  const trace::Event& ev;
+  Decoded& d;
+  ByteView arg;  // after the call when recorded, else before
+  const EscapeEntry* escape = nullptr;
+};
+using DecodeFn = void (*)(Ctx&);
+
+ByteView view_of(const trace::Buffer& b) {
+  const std::vector<uint8_t>& v = b.after.empty() ? b.before : b.after;
+  return ByteView(v.data(), v.size(), b.addr);
+}
+
+const trace::Buffer* nested(const trace::Event& ev, std::string_view role) {
+  for (const trace::Buffer& b : ev.nested) {
+    if (b.role == role) return &b;
+  }
+  return nullptr;
+}
+
+void note(Decoded& d, std::string text) {
+  d.notes.push_back(std::move(text));
+}
+void partial(Decoded& d, std::string text) {
+  d.partial.push_back(std::move(text));
+}
+
+std::string hex_u64(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void set_hex(Decoded& d, ByteView bytes) {
+  append_hex(d.hex, bytes.clamp(0, kMaxHexBytes));
+  if (bytes.size() > kMaxHexBytes) {
+    partial(d, "argument: " + std::to_string(bytes.size()) + " bytes, first " +
+                   std::to_string(kMaxHexBytes) + " shown");
+  }
+}
+
+// Fills the symbols of class / control / status values of a decoded tree.
+void resolve(const Tables& t, std::vector<Field>& fields) {
+  for (Field& f : fields) {
+    switch (f.kind) {
+      case ValueKind::kClass:
+        if (const ClassEntry* c = t.find_class(static_cast<uint32_t>(f.value))) f.symbol = c->name;
+        break;
+      case ValueKind::kControl:
+        if (const CtrlEntry* c = t.find_control(static_cast<uint32_t>(f.value))) {
+          f.symbol = c->name;
+        } else if (const CategoryEntry* g = t.find_category(static_cast<uint32_t>(f.value))) {
+          f.category = g->name;
+        }
+        break;
+      case ValueKind::kStatus:
+        if (const StatusEntry* s = t.find_status(static_cast<uint32_t>(f.value))) {
+          f.symbol = s->name;
+        }
+        break;
+      default:
+        break;
+    }
+    if (!f.items.empty()) resolve(t, f.items);
+  }
+}
+
+// Status and RM handles from the top level and from one nested structure (the NVOS02/NVOS33
+// inside the *_with_fd wrappers).
+void summarize(Decoded& d, const std::vector<Field>& fields, int depth = 0) {
+  for (const Field& f : fields) {
+    std::string_view n = f.name;
+    uint32_t v = static_cast<uint32_t>(f.value);
+    if (f.kind == ValueKind::kStatus && !d.status) {
+      d.status = v;
+      d.status_name = f.symbol;
+    } else if (f.kind == ValueKind::kClass && n == "hClass") {
+      d.h_class = v;
+    } else if (f.kind == ValueKind::kControl) {
+      d.cmd = v;
+    } else if (f.kind == ValueKind::kHandle) {
+      if ((n == "hClient" || n == "hRoot") && !d.h_client) d.h_client = v;
+      if ((n == "hObjectParent" || n == "hParent" || n == "hDevice") && !d.h_parent) d.h_parent = v;
+      if ((n == "hObjectNew" || n == "hObject" || n == "hObjectOld" || n == "hMemory") &&
+          !d.h_object) {
+        d.h_object = v;
+      }
+    } else if (f.kind == ValueKind::kStruct && depth == 0) {
+      summarize(d, f.items, depth + 1);
+    }
+  }
+}
+
+// Decodes `bytes` as structure `type` into `out`; false when the branch has no layout for it.
+bool decode_named(Ctx& c, std::string_view type, ByteView bytes, std::vector<Field>& out,
+                  std::string_view what) {
+  const StructEntry* s = c.t.find_struct(type);
+  if (s == nullptr) return false;
+  decode_struct(c.t, *s, bytes, out, c.d.partial, what);
+  resolve(c.t, out);
+  return true;
+}
+
+// --- 'F' escapes ---------------------------------------------------------------------------
+
+// The argument structure of an escape: the main one, or the alternative whose size the request
+// carries (NV_ESC_RM_ALLOC: NVOS21 or NVOS64).
+std::string_view arg_type(const Ctx& c, int32_t* size) {
+  const EscapeEntry& e = *c.escape;
+  if (!e.alt_type.empty() && e.alt_size >= 0 && static_cast<uint32_t>(e.alt_size) == c.d.ioc_size) {
+    *size = e.alt_size;
+    return e.alt_type;
+  }
+  *size = e.size;
+  return e.type;
+}
+
+void escape_generic(Ctx& c) {
+  int32_t size = 0;
+  std::string_view type = arg_type(c, &size);
+  c.d.arg_struct = type;
+  if (type.empty()) {  // the release's handler names no structure
+    set_hex(c.d, c.arg.clamp(0, c.d.ioc_size ? c.d.ioc_size : c.arg.size()));
+    return;
+  }
+  if (!c.escape->array && size >= 0 && static_cast<uint32_t>(size) != c.d.ioc_size) {
+    note(c.d, "request size " + std::to_string(c.d.ioc_size) + ", " + std::string(type) + " is " +
+                  std::to_string(size));
+  }
+  ByteView bytes = c.arg.clamp(0, c.d.ioc_size ? c.d.ioc_size : c.arg.size());
+  if (!decode_named(c, type, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
+  summarize(c.d, c.d.args);
+}
+
+// NV_ESC_RM_CONTROL (NVOS54): the command by name and its parameter structure.
+void escape_rm_control(Ctx& c) {
+  escape_generic(c);
+  if (!c.d.cmd) return;
+  const CtrlEntry* cmd = c.t.find_control(*c.d.cmd);
+  const trace::Buffer* p = nested(c.ev, "params");
+  uint64_t params_size = 0;
+  for (const Field& f : c.d.args) {
+    if (f.name == "paramsSize") params_size = f.value;
+  }
+  if (cmd == nullptr) return;
+  c.d.params_struct = cmd->params;
+  if (cmd->params_size >= 0 && params_size != static_cast<uint64_t>(cmd->params_size)) {
+    note(c.d, "paramsSize " + std::to_string(params_size) + ", " +
+                  std::string(cmd->params.empty() ? "no parameters" : cmd->params) + " is " +
+                  std::to_string(cmd->params_size));
+  }
+  if (p != nullptr && !cmd->params.empty()) {
+    decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), c.d.params, "params");
+  }
+}
+
+// NV_ESC_RM_ALLOC (NVOS21 / NVOS64): the class by name and its allocation parameters.
+void escape_rm_alloc(Ctx& c) {
+  escape_generic(c);
+  if (!c.d.h_class) return;
+  const ClassEntry* cls = c.t.find_class(*c.d.h_class);
+  if (cls == nullptr || cls->alloc_params.empty()) return;
+  c.d.params_struct = cls->alloc_params;
+  for (const Field& f : c.d.args) {  // NVOS64 carries the size it passes
+    if (f.name == "paramsSize" && f.value != 0 && cls->alloc_params_size >= 0 &&
+        f.value != static_cast<uint64_t>(cls->alloc_params_size)) {
+      note(c.d, "paramsSize " + std::to_string(f.value) + ", " + std::string(cls->alloc_params) +
+                    " is " + std::to_string(cls->alloc_params_size));
+    }
+  }
+  if (const trace::Buffer* p = nested(c.ev, "params")) {
+    ByteView bytes = view_of(*p);
+    if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
+    decode_named(c, cls->alloc_params, bytes, c.d.params, "params");
+  }
+}
+
+// Escapes whose argument is an array of the table's type (NV_ESC_CARD_INFO: nv_ioctl_card_info_t
+// per device slot; NV_ESC_ATTACH_GPUS_TO_FD: NvU32 GPU ids).
+void escape_array(Ctx& c) {
+  const EscapeEntry& e = *c.escape;
+  c.d.arg_struct = e.type;
+  ByteView bytes = c.arg.clamp(0, c.d.ioc_size ? c.d.ioc_size : c.arg.size());
+  if (e.size <= 0) {
+    set_hex(c.d, bytes);
+    return;
+  }
+  if (c.d.ioc_size % e.size != 0) {
+    note(c.d, "request size " + std::to_string(c.d.ioc_size) + " is not a multiple of " +
+                  std::string(e.type) + " (" + std::to_string(e.size) + ")");
+  }
+  Field list;
+  list.name = "entries";
+  list.kind = ValueKind::kList;
+  const StructEntry* s = c.t.find_struct(e.type);
+  // Unused device slots of NV_ESC_CARD_INFO have valid == 0 (nv-ioctl.h).
+  const FieldEntry* valid = s ? c.t.find_field(*s, "valid") : nullptr;
+  uint64_t n = bytes.size() / e.size;
+  for (uint64_t i = 0; i < n && list.items.size() < kMaxListItems; ++i) {
+    ByteView one = *bytes.sub(i * e.size, e.size);
+    if (s == nullptr) {
+      uint64_t v = read_uint(one, 0, static_cast<uint32_t>(e.size));
+      if (v == 0 || v == 0xffffffffu) continue;  // unused slots
+      Field f;
+      f.kind = ValueKind::kHex;
+      f.value = v;
+      list.items.push_back(std::move(f));
+      continue;
+    }
+    if (valid != nullptr && read_uint(one, valid->offset, valid->size) == 0) continue;
+    Field f;
+    f.kind = ValueKind::kStruct;
+    decode_struct(c.t, *s, one, f.items, c.d.partial, "entry");
+    list.items.push_back(std::move(f));
+  }
+  list.total = list.items.size();
+  resolve(c.t, list.items);
+  c.d.args.push_back(std::move(list));
+}
+
+// NV_ESC_IOCTL_XFER_CMD: nv_ioctl_xfer_t names another escape whose argument lives in the
+// buffer it points to ("xfer").
+void escape_xfer(Ctx& c) {
+  escape_generic(c);
+  uint32_t inner = 0;
+  for (const Field& f : c.d.args) {
+    if (f.name == "cmd") inner = static_cast<uint32_t>(f.value);
+  }
+  const EscapeEntry* e = c.t.find_escape(inner);
+  if (e == nullptr) {
+    note(c.d, "xfer: unknown escape " + hex_u64(inner));
+    return;
+  }
+  c.d.params_struct = e->type;
+  if (const trace::Buffer* x = nested(c.ev, "xfer")) {
+    decode_named(c, e->type, view_of(*x), c.d.params, "xfer");
+  }
+}
+
+struct EscapeDecoder {
+  std::string_view name;
+  DecodeFn fn;
+};
+constexpr std::array kEscapeDecoders{
+    EscapeDecoder{"NV_ESC_RM_CONTROL", escape_rm_control},
+    EscapeDecoder{"NV_ESC_RM_ALLOC", escape_rm_alloc},
+    EscapeDecoder{"NV_ESC_CARD_INFO", escape_array},
+    EscapeDecoder{"NV_ESC_ATTACH_GPUS_TO_FD", escape_array},
+    EscapeDecoder{"NV_ESC_IOCTL_XFER_CMD", escape_xfer},
+};
+
+DecodeFn escape_decoder(const EscapeEntry& e) {
+  for (const EscapeDecoder& x : kEscapeDecoders) {
+    if (x.name == e.name) return x.fn;
+  }
+  return escape_generic;
+}
+
+// --- UVM -----------------------------------------------------------------------------------
+
+void decode_uvm(Ctx& c, const UvmEntry& u) {
+  c.d.call = u.name;
+  c.d.known = true;
+  c.d.arg_struct = u.params;
+  if (u.params.empty() || u.params_size < 0) {
+    if (u.params_size < 0) set_hex(c.d, c.arg);
+    return;
+  }
+  ByteView bytes = c.arg.clamp(0, u.params_size);
+  if (!decode_named(c, u.params, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
+  summarize(c.d, c.d.args);
+  if (u.rm_status_offset >= 0 && !c.d.status) {
+    if (auto v = c.arg.read<uint32_t>(u.rm_status_offset)) {
+      c.d.status = *v;
+      if (const StatusEntry* s = c.t.find_status(*v)) c.d.status_name = s->name;
+    }
+  }
+}
+
+void decode_ioctl(Ctx& c) {
+  Decoded& d = c.d;
+  d.request = c.ev.request;
+  if (c.ev.arg) {
+    c.arg = view_of(*c.ev.arg);
+  } else {
+    partial(d, "no argument bytes recorded");
+  }
+  if (d.device == Device::kUvm || d.device == Device::kUvmTools) {
+    d.nr = static_cast<uint32_t>(c.ev.request);
+    if (const UvmEntry* u = c.t.find_uvm(d.nr); u != nullptr && c.ev.request <= 0xffffffffu) {
+      decode_uvm(c, *u);
+      return;
+    }
+    set_hex(d, c.arg);
+    return;
+  }
+  uint64_t req = c.ev.request;
+  d.ioc_type = static_cast<uint8_t>((req >> 8) & 0xff);
+  d.nr = static_cast<uint32_t>(req & 0xff);
+  d.ioc_size = static_cast<uint32_t>((req >> 16) & 0x3fff);
+  if (d.ioc_type == kRmIoctlType) {
+    c.escape = c.t.find_escape(d.nr);
+    if (c.escape != nullptr) {
+      d.call = c.escape->name;
+      d.known = true;
+      escape_decoder (*c.escape)(c);
+      return;
+    }
+  }
+  // Unknown: a hex dump sized by the request (what the kernel copies for an _IOC request).
+  set_hex(d, d.ioc_size ? c.arg.clamp(0, d.ioc_size) : c.arg);
+}
+
+Field number(std::string_view name, ValueKind kind, uint64_t v) {
+  Field f;
+  f.name = name;
+  f.kind = kind;
+  f.value = v;
+  return f;
+}
+
+void decode_other(const trace::Event& ev, Decoded& d) {
+  d.call = trace::sys_name(ev.sys);
+  d.known = ev.sys != trace::Sys::kUnknown;
+  switch (ev.sys) {
+    case trace::Sys::kOpen: {
+      Field p;
+      p.name = "path";
+      p.kind = ValueKind::kString;
+      p.text = ev.path;
+      d.args.push_back(std::move(p));
+      d.args.push_back(number("flags", ValueKind::kHex, ev.open_flags));
+      d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(ev.ret)));
+      break;
+    }
+    case trace::Sys::kMmap:
+      d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
+      d.args.push_back(number("len", ValueKind::kDec, ev.len));
+      d.args.push_back(number("prot", ValueKind::kHex, ev.prot));
+      d.args.push_back(number("flags", ValueKind::kHex, ev.map_flags));
+      d.args.push_back(number("offset", ValueKind::kHex, ev.offset));
+      d.args.push_back(number("ret", ValueKind::kHex, static_cast<uint64_t>(ev.ret)));
+      break;
+    case trace::Sys::kMunmap:
+      d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
+      d.args.push_back(number("len", ValueKind::kDec, ev.len));
+      break;
+    case trace::Sys::kClose:
+    case trace::Sys::kDup:
+      d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(int64_t{ev.fd})));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+Device classify_device(std::string_view path) {
+  constexpr std::string_view kDev = "/dev/nvidia";
+  if (path.substr(0, kDev.size()) != kDev) return Device::kUnknown;
+  std::string_view rest = path.substr(kDev.size());
+  if (rest == "ctl") return Device::kControl;
+  if (rest == "-uvm") return Device::kUvm;
+  if (rest == "-uvm-tools") return Device::kUvmTools;
+  if (rest == "-modeset") return Device::kModeset;
+  if (rest.substr(0, 5) == "-caps") return Device::kCaps;
+  if (!rest.empty() &&
+      std::all_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    return Device::kGpu;
+  }
+  return Device::kOtherNvidia;
+}
+
+std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::kControl:
+      return "nvidiactl";
+    case Device::kGpu:
+      return "gpu";
+    case Device::kUvm:
+      return "uvm";
+    case Device::kUvmTools:
+      return "uvm-tools";
+    case Device::kModeset:
+      return "modeset";
+    case Device::kCaps:
+      return "caps";
+    case Device::kOtherNvidia:
+      return "nvidia-other";
+    case Device::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+void Decoded::clear() {
+  // Member by member, so that the vectors keep their capacity for the next event.
+  device = Device::kUnknown;
+  sys = trace::Sys::kUnknown;
+  request = 0;
+  ioc_type = 0;
+  nr = 0;
+  ioc_size = 0;
+  call = {};
+  known = false;
+  arg_struct = {};
+  args.clear();
+  params_struct = {};
+  params.clear();
+  status.reset();
+  status_name = {};
+  h_client.reset();
+  h_parent.reset();
+  h_object.reset();
+  h_class.reset();
+  cmd.reset();
+  hex.clear();
+  notes.clear();
+  partial.clear();
+}
+
+void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
+  out.clear();
+  out.sys = ev.sys;
+  out.device = classify_device(ev.path);
+  if (ev.sys != trace::Sys::kIoctl) {
+    decode_other(ev, out);
+    return;
+  }
+  Ctx c{tables, ev, out, ByteView(), nullptr};
+  decode_ioctl(c);
+}
+
+Decoded decode_event(const Tables& tables, const trace::Event& ev) {
+  Decoded d;
+  decode_event(tables, ev, d);
+  return d;
+}
+
+}  // namespace cudatool::rm

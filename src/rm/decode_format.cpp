@@ -1,0 +1,296 @@
+// Text and JSON renderings of a Decoded call (no printing: the caller writes the strings).
+#include <cstdio>
+
+#include "base/json_writer.hpp"
+#include "rm/decode.hpp"
+
+namespace cudatool::rm {
+namespace {
+
+void append_hex(std::string& out, uint64_t v, bool pad8 = false) {
+  char buf[24];
+  snprintf(buf, sizeof buf, pad8 ? "0x%08llx" : "0x%llx", static_cast<unsigned long long>(v));
+  out += buf;
+}
+
+void append_value(std::string& out, const Field& f);
+
+void append_members(std::string& out, const std::vector<Field>& items) {
+  bool first = true;
+  for (const Field& m : items) {
+    if (!first) out += ' ';
+    first = false;
+    out += m.name;
+    out += '=';
+    append_value(out, m);
+  }
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+void append_value(std::string& out, const Field& f) {
+  switch (f.kind) {
+    case ValueKind::kHex:
+      append_hex(out, f.value);
+      break;
+    case ValueKind::kDec:
+      out += std::to_string(f.value);
+      break;
+    case ValueKind::kSigned:
+      out += std::to_string(static_cast<int64_t>(f.value));
+      break;
+    case ValueKind::kHandle:
+      append_hex(out, f.value, true);
+      break;
+    case ValueKind::kClass:
+    case ValueKind::kStatus:
+      if (!f.symbol.empty()) {
+        out += f.symbol;
+      } else {
+        append_hex(out, f.value);
+        out += '?';
+      }
+      break;
+    case ValueKind::kControl:
+      if (!f.symbol.empty()) {
+        out += f.symbol;
+      } else {
+        append_hex(out, f.value, true);
+        out += '?';
+        if (!f.category.empty()) {
+          out += " (";
+          out += f.category;
+          out += ')';
+        }
+      }
+      break;
+    case ValueKind::kChar:
+      if (f.value >= 0x20 && f.value < 0x7f) {
+        out += '\'';
+        out += static_cast<char>(f.value);
+        out += '\'';
+      } else {
+        append_hex(out, f.value);
+      }
+      break;
+    case ValueKind::kString:
+      append_quoted(out, f.text);
+      break;
+    case ValueKind::kBytes:
+      out += f.text.empty() ? "\"\"" : f.text;
+      if (f.total * 2 > f.text.size()) out += "…";
+      break;
+    case ValueKind::kList: {
+      out += '[';
+      bool first = true;
+      for (const Field& e : f.items) {
+        if (!first) out += ", ";
+        first = false;
+        append_value(out, e);
+      }
+      if (f.total > f.items.size()) {
+        out += ", … (" + std::to_string(f.total) + " in all)";
+      }
+      out += ']';
+      break;
+    }
+    case ValueKind::kStruct:
+      out += '{';
+      append_members(out, f.items);
+      out += '}';
+      break;
+  }
+}
+
+void write_field_value(JsonWriter& w, const Field& f);
+
+void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
+  w.begin_array();
+  for (const Field& f : fields) {
+    w.begin_object();
+    w.kv("name", f.name);
+    w.key("value");
+    write_field_value(w, f);
+    if (f.kind == ValueKind::kClass || f.kind == ValueKind::kControl ||
+        f.kind == ValueKind::kStatus) {
+      w.key("symbol");
+      if (f.symbol.empty()) {
+        w.null();
+      } else {
+        w.value(f.symbol);
+      }
+      if (f.kind == ValueKind::kControl && f.symbol.empty() && !f.category.empty()) {
+        w.kv("category", f.category);
+      }
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
+// Numbers that people read as numbers are JSON numbers; handles, addresses, flags and ids are
+// "0x…" strings (docs/json.md); lists and structures nest.
+void write_field_value(JsonWriter& w, const Field& f) {
+  switch (f.kind) {
+    case ValueKind::kDec:
+      w.value(static_cast<unsigned long>(f.value));
+      break;
+    case ValueKind::kSigned:
+      w.value(static_cast<long>(static_cast<int64_t>(f.value)));
+      break;
+    case ValueKind::kString:
+    case ValueKind::kBytes:
+      w.value(f.text);
+      break;
+    case ValueKind::kList:
+      w.begin_array();
+      for (const Field& e : f.items) {
+        if (e.kind == ValueKind::kStruct) {
+          write_fields(w, e.items);
+        } else if (e.kind == ValueKind::kClass || e.kind == ValueKind::kStatus) {
+          if (e.symbol.empty()) {
+            w.hex(e.value);
+          } else {
+            w.value(e.symbol);
+          }
+        } else {
+          write_field_value(w, e);
+        }
+      }
+      w.end_array();
+      break;
+    case ValueKind::kStruct:
+      write_fields(w, f.items);
+      break;
+    case ValueKind::kChar:
+      w.value(static_cast<unsigned long>(f.value));
+      break;
+    default:
+      w.hex(f.value);
+      break;
+  }
+}
+
+void kv_opt_hex(JsonWriter& w, std::string_view k, const std::optional<uint32_t>& v) {
+  w.key(k);
+  if (v) {
+    w.hex(*v);
+  } else {
+    w.null();
+  }
+}
+
+}  // namespace
+
+std::string format_value(const Field& f) {
+  std::string out;
+  append_value(out, f);
+  return out;
+}
+
+std::string format_line(const Decoded& d) {
+  std::string out;
+  if (!d.call.empty()) {
+    out += d.call;
+  } else {
+    out += "ioctl ";
+    append_hex(out, d.request);
+    out += '?';
+  }
+  if (!d.args.empty()) {
+    out += ' ';
+    append_members(out, d.args);
+  }
+  if (!d.params_struct.empty()) {
+    out += ' ';
+    out += d.params_struct;
+    if (!d.params.empty()) {
+      out += " {";
+      append_members(out, d.params);
+      out += '}';
+    }
+  }
+  if (!d.hex.empty()) {
+    out += " hex=";
+    out += d.hex;
+  }
+  return out;
+}
+
+void write_json(JsonWriter& w, const Decoded& d) {
+  w.begin_object();
+  w.key("call");
+  if (d.call.empty()) {
+    w.null();
+  } else {
+    w.value(d.call);
+  }
+  w.kv("known", d.known);
+  w.kv("device", device_name(d.device));
+  if (d.sys == trace::Sys::kIoctl) {
+    w.kv_hex("request", d.request);
+    w.kv_hex("nr", d.nr);
+    w.kv("size", d.ioc_size);
+  }
+  w.key("arg_struct");
+  if (d.arg_struct.empty()) {
+    w.null();
+  } else {
+    w.value(d.arg_struct);
+  }
+  w.key("args");
+  write_fields(w, d.args);
+  w.key("params_struct");
+  if (d.params_struct.empty()) {
+    w.null();
+  } else {
+    w.value(d.params_struct);
+  }
+  w.key("params");
+  write_fields(w, d.params);
+  kv_opt_hex(w, "status", d.status);
+  w.key("status_name");
+  if (d.status_name.empty()) {
+    w.null();
+  } else {
+    w.value(d.status_name);
+  }
+  kv_opt_hex(w, "h_client", d.h_client);
+  kv_opt_hex(w, "h_parent", d.h_parent);
+  kv_opt_hex(w, "h_object", d.h_object);
+  kv_opt_hex(w, "h_class", d.h_class);
+  kv_opt_hex(w, "cmd", d.cmd);
+  w.key("hex");
+  if (d.hex.empty()) {
+    w.null();
+  } else {
+    w.value(d.hex);
+  }
+  w.key("notes");
+  w.begin_array();
+  for (const std::string& n : d.notes) w.value(n);
+  w.end_array();
+  w.key("partial");
+  w.begin_array();
+  for (const std::string& n : d.partial) w.value(n);
+  w.end_array();
+  w.end_object();
+}
+
+}  // namespace cudatool::rm

@@ -1,0 +1,246 @@
+#include "rm/decode_layout.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "base/hex.hpp"
+
+namespace cudatool::rm::detail {
+namespace {
+
+constexpr int kMaxDepth = 3;
+constexpr size_t kMaxBytesShown = 64;
+
+// Members whose meaning their name and type do not say (header comments do).
+struct Override {
+  std::string_view type;
+  std::string_view member;
+  ValueKind kind;  // of the member, or of each element for arrays
+};
+constexpr std::array kOverrides{
+    Override{"NVOS54_PARAMETERS", "cmd", ValueKind::kControl},
+    Override{"nv_ioctl_rm_api_version_t", "cmd", ValueKind::kChar},
+    Override{"nv_ioctl_numa_info_t", "status", ValueKind::kSigned},  // NV_IOCTL_NUMA_STATUS_*
+    Override{"nv_ioctl_set_numa_status_t", "status", ValueKind::kSigned},
+    Override{"nv_ioctl_wait_open_complete_t", "rc", ValueKind::kSigned},
+    Override{"nv_ioctl_wait_open_complete_t", "adapterStatus", ValueKind::kStatus},
+    Override{"NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS", "classList", ValueKind::kClass},
+    Override{"NV906F_CTRL_GET_CLASS_ENGINEID_PARAMS", "classID", ValueKind::kClass},
+    Override{"NV0000_CTRL_GPU_GET_ATTACHED_IDS_PARAMS", "gpuIds", ValueKind::kHex},
+    Override{"NV0000_CTRL_GPU_GET_PROBED_IDS_PARAMS", "gpuIds", ValueKind::kHex},
+    Override{"NV0000_CTRL_GPU_GET_PROBED_IDS_PARAMS", "excludedGpuIds", ValueKind::kHex},
+    Override{"NV0000_CTRL_GPU_ATTACH_IDS_PARAMS", "gpuIds", ValueKind::kHex},
+};
+
+const Override* find_override(std::string_view type, std::string_view member) {
+  for (const Override& o : kOverrides) {
+    if (o.type == type && o.member == member) return &o;
+  }
+  return nullptr;
+}
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+bool is_upper(char c) {
+  return c >= 'A' && c <= 'Z';
+}
+
+// The kind of a scalar (or of each element of an array) from its name and declared type.
+ValueKind scalar_kind(std::string_view name, std::string_view type, uint32_t size) {
+  if (name == "hClass") return ValueKind::kClass;
+  if (name.size() >= 2 && name[0] == 'h' && is_upper(name[1]) && size == 4) {
+    return ValueKind::kHandle;
+  }
+  if ((name == "status" || name == "rmStatus" || name == "Status") && size == 4) {
+    return ValueKind::kStatus;
+  }
+  if (type == "NvP64" || (!type.empty() && type.back() == '*')) return ValueKind::kHex;
+  if (type == "NvBool") return ValueKind::kDec;
+  if (type == "NvS8" || type == "NvS16" || type == "NvS32" || type == "NvS64" || type == "int" ||
+      type == "int32_t" || type == "int64_t" || type == "long") {
+    return ValueKind::kSigned;
+  }
+  if (contains(name, "ize") || contains(name, "ount") || contains(name, "num") ||
+      contains(name, "ength") || contains(name, "Entries") || name == "fd" ||
+      contains(name, "_fd") || contains(name, "Fd")) {
+    return ValueKind::kDec;
+  }
+  return ValueKind::kHex;
+}
+
+bool is_text(std::string_view name, std::string_view type) {
+  if (type == "char" || type == "NvS8") return true;
+  return (type == "NvU8" || type == "uint8_t") &&
+         (contains(name, "name") || contains(name, "Name") || contains(name, "String") ||
+          contains(name, "string"));
+}
+
+std::string_view strip_suffix(std::string_view s, std::string_view suffix) {
+  if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
+    return s.substr(0, s.size() - suffix.size());
+  }
+  return s;
+}
+
+// The sibling that counts the elements of array `name` ("gpuInfoList" → "gpuInfoListSize",
+// "classList" → "numClasses", "engineList" → "engineCount").
+const FieldEntry* count_sibling(std::span<const FieldEntry> members, std::string_view name) {
+  std::string_view list_stem = strip_suffix(name, "List");      // "classList" → "class"
+  std::string_view plural_stem = strip_suffix(list_stem, "s");  // "gpuIds" → "gpuId"
+  for (const FieldEntry& m : members) {
+    std::string_view n = m.name;
+    if (m.size != m.elem_size || m.size > 8 || n == name) continue;
+    if (n.size() > name.size() && n.substr(0, name.size()) == name &&
+        (n.substr(name.size()) == "Size" || n.substr(name.size()) == "Count")) {
+      return &m;
+    }
+    for (std::string_view stem : {list_stem, plural_stem}) {
+      if (stem.empty()) continue;
+      if (n.size() > stem.size() && n.substr(0, stem.size()) == stem &&
+          (n.substr(stem.size()) == "Count" || n.substr(stem.size()) == "ListSize")) {
+        return &m;
+      }
+      // "num" + Stem + "", "s" or "es": numClasses, numChannels, numEntries
+      if (n.size() > 3 + stem.size() && n.substr(0, 3) == "num" &&
+          n[3] == static_cast<char>(stem[0] & ~0x20) &&
+          n.substr(4, stem.size() - 1) == stem.substr(1)) {
+        std::string_view rest = n.substr(3 + stem.size());
+        if (rest.empty() || rest == "s" || rest == "es") return &m;
+      }
+    }
+  }
+  return nullptr;
+}
+
+Field scalar(std::string_view name, ValueKind kind, uint64_t value) {
+  Field f;
+  f.name = name;
+  f.kind = kind;
+  f.value = value;
+  return f;
+}
+
+void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, ByteView bytes,
+                  std::vector<Field>& out, std::vector<std::string>& partial, int depth) {
+  Field f;
+  f.name = m.name;
+  ByteView body = bytes.clamp(m.offset, m.size);
+  if (is_text(m.name, m.type)) {
+    f.kind = ValueKind::kString;
+    std::string_view chars = body.chars();
+    f.text = std::string(chars.substr(0, std::min(chars.size(), chars.find('\0'))));
+    out.push_back(std::move(f));
+    return;
+  }
+  const StructEntry* elem_struct = t.find_struct(m.type);
+  bool scalar_elems = m.elem_size == 1 || m.elem_size == 2 || m.elem_size == 4 || m.elem_size == 8;
+  if ((elem_struct == nullptr || depth >= kMaxDepth) && (!scalar_elems || m.elem_size == 1)) {
+    f.kind = ValueKind::kBytes;
+    append_hex(f.text, body.clamp(0, kMaxBytesShown));
+    f.total = body.size();
+    out.push_back(std::move(f));
+    return;
+  }
+  f.kind = ValueKind::kList;
+  uint64_t capacity = m.elem_size ? m.size / m.elem_size : 0;
+  uint64_t count = capacity;
+  bool counted = false;
+  if (const FieldEntry* c = count_sibling(t.fields(s), m.name)) {
+    count = std::min<uint64_t>(read_uint(bytes, c->offset, c->size), capacity);
+    counted = true;
+  }
+  const Override* ov = find_override(s.name, m.name);
+  ValueKind kind = ov ? ov->kind : scalar_kind(m.name, m.type, m.elem_size);
+  if (!counted && elem_struct == nullptr) {
+    // No count: drop the unused tail (zeros, or all-ones "invalid id" fillers).
+    uint64_t ones = m.elem_size >= 8 ? ~0ULL : (1ULL << (8 * m.elem_size)) - 1;
+    while (count > 0) {
+      uint64_t v = read_uint(body, (count - 1) * m.elem_size, m.elem_size);
+      if (v != 0 && v != ones) break;
+      --count;
+    }
+  }
+  f.total = count;
+  uint64_t keep = std::min<uint64_t>(count, kMaxListItems);
+  f.items.reserve(keep);
+  for (uint64_t i = 0; i < keep; ++i) {
+    uint64_t off = i * m.elem_size;
+    if (!body.contains(off, m.elem_size)) break;
+    if (elem_struct != nullptr) {
+      Field e;
+      e.kind = ValueKind::kStruct;
+      decode_struct(t, *elem_struct, *body.sub(off, m.elem_size), e.items, partial, m.name,
+                    depth + 1);
+      f.items.push_back(std::move(e));
+    } else {
+      f.items.push_back(scalar({}, kind, read_uint(body, off, m.elem_size)));
+    }
+  }
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+uint64_t read_uint(ByteView bytes, uint64_t off, uint32_t size) {
+  switch (size) {
+    case 1:
+      return bytes.read<uint8_t>(off).value_or(0);
+    case 2:
+      return bytes.read<uint16_t>(off).value_or(0);
+    case 4:
+      return bytes.read<uint32_t>(off).value_or(0);
+    case 8:
+      return bytes.read<uint64_t>(off).value_or(0);
+    default:
+      return 0;
+  }
+}
+
+void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::vector<Field>& out,
+                   std::vector<std::string>& partial, std::string_view what, int depth) {
+  size_t missing = 0;
+  for (const FieldEntry& m : t.fields(s)) {
+    if (!bytes.contains(m.offset, m.size)) {
+      ++missing;
+      continue;
+    }
+    if (m.size != m.elem_size) {
+      decode_array(t, s, m, bytes, out, partial, depth);
+      continue;
+    }
+    if (m.size == 1 || m.size == 2 || m.size == 4 || m.size == 8) {
+      const Override* ov = find_override(s.name, m.name);
+      ValueKind kind = ov ? ov->kind : scalar_kind(m.name, m.type, m.size);
+      uint64_t v = read_uint(bytes, m.offset, m.size);
+      if (kind == ValueKind::kSigned) {
+        v = static_cast<uint64_t>(m.size == 8   ? static_cast<int64_t>(v)
+                                  : m.size == 4 ? static_cast<int32_t>(v)
+                                  : m.size == 2 ? static_cast<int16_t>(v)
+                                                : static_cast<int8_t>(v));
+      }
+      out.push_back(scalar(m.name, kind, v));
+      continue;
+    }
+    Field f;
+    f.name = m.name;
+    const StructEntry* inner = t.find_struct(m.type);
+    if (inner != nullptr && depth < kMaxDepth) {
+      f.kind = ValueKind::kStruct;
+      decode_struct(t, *inner, *bytes.sub(m.offset, m.size), f.items, partial, m.name, depth + 1);
+    } else {
+      f.kind = ValueKind::kBytes;
+      append_hex(f.text, bytes.clamp(m.offset, std::min<uint64_t>(m.size, kMaxBytesShown)));
+      f.total = m.size;
+    }
+    out.push_back(std::move(f));
+  }
+  if (missing > 0 && depth == 0) {
+    partial.push_back(std::string(what) + ": " + std::to_string(bytes.size()) + " bytes, " +
+                      std::string(s.name) + " is " + std::to_string(s.size) + "; " +
+                      std::to_string(missing) + " member(s) not decoded");
+  }
+}
+
+}  // namespace cudatool::rm::detail

@@ -1,0 +1,113 @@
+#include "rm/tables.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+namespace cudatool::rm {
+namespace {
+
+template <class T, class K, class Proj>
+const T* bsearch_key(std::span<const T> table, const K& key, Proj proj) {
+  auto it = std::lower_bound(table.begin(), table.end(), key,
+                             [&](const T& e, const K& k) { return proj(e) < k; });
+  if (it == table.end() || proj(*it) != key) return nullptr;
+  return &*it;
+}
+
+// Leading integer of a version such as "580.159.04"; 0 when there is none.
+int major_of(std::string_view v) {
+  int out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p == v.data()) return 0;
+  return out;
+}
+
+// The first "NNN.NN…" in a text (a bare version or a /proc/driver/nvidia/version line).
+std::string_view find_version(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9' || (i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9')) {
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    if (j - i >= 3 && j < text.size() && text[j] == '.') {
+      size_t k = j;
+      while (k < text.size() && (text[k] == '.' || (text[k] >= '0' && text[k] <= '9'))) ++k;
+      return text.substr(i, k - i);
+    }
+    i = j;
+  }
+  return {};
+}
+
+}  // namespace
+
+int Tables::major() const {
+  return major_of(d_.info->version);
+}
+
+const StatusEntry* Tables::find_status(uint32_t value) const {
+  return bsearch_key(d_.status, value, [](const StatusEntry& e) { return e.value; });
+}
+const EscapeEntry* Tables::find_escape(uint32_t nr) const {
+  return bsearch_key(d_.escapes, nr, [](const EscapeEntry& e) { return e.nr; });
+}
+const CtrlEntry* Tables::find_control(uint32_t id) const {
+  return bsearch_key(d_.ctrl, id, [](const CtrlEntry& e) { return e.id; });
+}
+const CategoryEntry* Tables::find_category(uint32_t cmd) const {
+  return bsearch_key(d_.categories, cmd >> 8, [](const CategoryEntry& e) { return e.id; });
+}
+const ClassEntry* Tables::find_class(uint32_t id) const {
+  return bsearch_key(d_.classes, id, [](const ClassEntry& e) { return e.id; });
+}
+const UvmEntry* Tables::find_uvm(uint32_t nr) const {
+  return bsearch_key(d_.uvm, nr, [](const UvmEntry& e) { return e.nr; });
+}
+const StructEntry* Tables::find_struct(std::string_view name) const {
+  return bsearch_key(d_.structs, name, [](const StructEntry& e) { return e.name; });
+}
+std::span<const FieldEntry> Tables::fields(const StructEntry& s) const {
+  if (s.first_field > d_.fields.size() || s.field_count > d_.fields.size() - s.first_field) {
+    return {};
+  }
+  return d_.fields.subspan(s.first_field, s.field_count);
+}
+const FieldEntry* Tables::find_field(const StructEntry& s, std::string_view name) const {
+  for (const FieldEntry& f : fields(s)) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+BranchChoice choose_branch(std::string_view driver_version) {
+  auto branches = all_branches();
+  BranchChoice c;
+  c.tables = &branches.back();
+  c.driver_major = major_of(find_version(driver_version));
+  if (c.driver_major == 0) return c;
+  int best = -1;
+  for (const Tables& t : branches) {
+    int d = std::abs(t.major() - c.driver_major);
+    if (best < 0 || d <= best) {  // `<=`: on a tie the later (newer) branch wins
+      best = d;
+      c.tables = &t;
+    }
+  }
+  c.exact_major = best == 0;
+  return c;
+}
+
+const Tables& tables_for_driver(std::string_view driver_version) {
+  return *choose_branch(driver_version).tables;
+}
+
+const Tables* find_branch(std::string_view id_or_version) {
+  for (const Tables& t : all_branches()) {
+    if (t.info().id == id_or_version || t.info().version == id_or_version) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace cudatool::rm

@@ -1,0 +1,510 @@
+#!/usr/bin/python3
+"""Tests of the RM-table generator on header snippets written here (not NVIDIA's files).
+
+Run: python3 -m unittest discover -s tools/rm_tables -p 'test_*.py'   (ctest runs it too)
+
+Expected sizes and offsets of the snippet structures come from Python's ctypes, which lays out C
+structures by the platform ABI on its own, not from the generator's compiler probe.
+"""
+
+import ctypes
+import os
+import re
+import shutil
+import sys
+import tempfile
+import textwrap
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_rm_tables  # noqa: E402
+import rmemit  # noqa: E402
+import rmparse  # noqa: E402
+import rmprobe  # noqa: E402
+
+
+def dedent(s):
+    return textwrap.dedent(s).lstrip("\n")
+
+
+class StripComments(unittest.TestCase):
+    def test_comment_openers_inside_strings_and_other_comments(self):
+        text = 'a /* x // y */ b // c /* d\ne "/*" f \'"\' g /* 1\n2 */ h'
+        self.assertEqual(rmparse.strip_comments(text), 'a  b \ne "/*" f \'"\' g \n h')
+
+
+class StatusCodes(unittest.TestCase):
+    def test_values_names_messages_and_trailing_comments(self):
+        text = dedent('''
+            NV_STATUS_CODE(NV_OK,                0x00000000, "Success")
+            NV_STATUS_CODE(NV_ERR_GENERIC,       0x0000FFFF, "Failure: Generic Error")
+            NV_STATUS_CODE(NV_ERR_QUOTE,         0x00000042, "say \\"hi\\"")  // comment
+            ''')
+        self.assertEqual(rmparse.parse_status_codes(text), [
+            (0, "NV_OK", "Success"), (0xFFFF, "NV_ERR_GENERIC", "Failure: Generic Error"),
+            (0x42, "NV_ERR_QUOTE", 'say \\"hi\\"')])
+
+
+class Escapes(unittest.TestCase):
+    def test_base_plus_offset_and_plain_numbers(self):
+        numbers = dedent('''
+            #define NV_IOCTL_MAGIC      'F'
+            #define NV_IOCTL_BASE       200
+            #define NV_ESC_CARD_INFO    (NV_IOCTL_BASE + 0)
+            #define NV_ESC_REGISTER_FD  (NV_IOCTL_BASE + 1)   /* register */
+            ''')
+        found, env = rmparse.parse_escapes(numbers)
+        self.assertEqual(found, [(200, "NV_ESC_CARD_INFO"), (201, "NV_ESC_REGISTER_FD")])
+        numa, _ = rmparse.parse_escapes("#define NV_ESC_NUMA_INFO (NV_IOCTL_BASE + 15)\n", env)
+        self.assertEqual(numa, [(215, "NV_ESC_NUMA_INFO")])
+        rm, _ = rmparse.parse_escapes("#define NV_ESC_RM_CONTROL   0x2A\n#define X_Y 3\n")
+        self.assertEqual(rm, [(0x2A, "NV_ESC_RM_CONTROL")])
+
+    def test_unknown_names_are_not_guessed(self):
+        found, _ = rmparse.parse_escapes("#define NV_ESC_X (UNKNOWN_BASE + 1)\n")
+        self.assertEqual(found, [])
+
+    def test_case_blocks_name_their_structures(self):
+        source = dedent('''
+            switch (cmd) {
+                case NV_ESC_RM_ALLOC:
+                {
+                    NVOS21_PARAMETERS *pApi = data;
+                    NVOS64_PARAMETERS *pApiAccess = data;
+                    if ((dataSize != sizeof(*pApi)) && (dataSize != sizeof(*pApiAccess)))
+                        goto done;
+                    switch (pApi->hClass) { default: break; }
+                    break;
+                }
+                case NV_ESC_CARD_INFO:
+                {
+                    size_t n = arg_size / sizeof(nv_ioctl_card_info_t);
+                    break;
+                }
+                case NV_ESC_ATTACH_GPUS_TO_FD:
+                {
+                    size_t n = arg_size / sizeof(NvU32);
+                    if (arg_size % sizeof(NvU32) != 0) break;
+                    break;
+                }
+                case NV_ESC_RM_MAP_MEMORY:
+                {
+                    nv_ioctl_nvos33_parameters_with_fd *pApi = data;
+                    NVOS33_PARAMETERS params;
+                    if (dataSize != sizeof(*pApi)) break;
+                    memset(&params, 0, sizeof(params));   /* a variable, not a type */
+                    break;
+                }
+                case NV_ESC_STATUS_CODE:
+                    /* sizeof(NOT_THIS) in a comment */
+                    break;
+                default:
+                    break;
+            }
+            ''')
+        got = rmparse.parse_escape_structs(source)
+        self.assertEqual(got["NV_ESC_RM_ALLOC"], ["NVOS21_PARAMETERS", "NVOS64_PARAMETERS"])
+        self.assertEqual(got["NV_ESC_CARD_INFO"], ["nv_ioctl_card_info_t[]"])
+        self.assertEqual(got["NV_ESC_ATTACH_GPUS_TO_FD"], ["NvU32[]"])
+        # `params` is kept by the parser; collect() drops names that are not types.
+        self.assertEqual(got["NV_ESC_RM_MAP_MEMORY"][0], "nv_ioctl_nvos33_parameters_with_fd")
+        self.assertNotIn("NV_ESC_STATUS_CODE", got)
+
+
+class Controls(unittest.TestCase):
+    def test_finn_marked_commands_and_their_parameter_structures(self):
+        header = dedent('''
+            #define NV2080_CTRL_CMD_GPU_GET_INFO_V2 (0x20800102U) /* finn: Evaluated from "(FINN_NV20_SUBDEVICE_0_GPU_INTERFACE_ID << 8) | NV2080_CTRL_GPU_GET_INFO_V2_PARAMS_MESSAGE_ID" */
+            #define NV2080_CTRL_GPU_GET_INFO_V2_PARAMS_MESSAGE_ID (0x2U)
+            #define NV2080_CTRL_CMD_INTERNAL_X      (0x20800a6a) /* finn: Evaluated from "((FINN_NV20_SUBDEVICE_0_INTERNAL_INTERFACE_ID << 8) | 0x6a)" */
+            #define NV906F_CTRL_CMD_X_REASON_FAKE   (0x4) /* finn: Evaluated from "NV906F_CTRL_CMD_RESET_CHANNEL_REASON_ENUM_MAX + 1" */
+            #define NV0000_CTRL_CMD_OLD_STYLE       (0x00000101) /* no finn comment */
+            #define NV0000_CTRL_CMD_NVD_RPT_MAX     200
+            ''')
+        commands, plain = rmparse.parse_ctrl_header(header)
+        self.assertEqual(commands, [
+            (0x20800102, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", "NV2080_CTRL_GPU_GET_INFO_V2_PARAMS"),
+            (0x20800a6a, "NV2080_CTRL_CMD_INTERNAL_X", None)])
+        self.assertIn((0x101, "NV0000_CTRL_CMD_OLD_STYLE"), plain)
+
+    def test_nvoc_method_table_entries(self):
+        nvoc = dedent('''
+            {               /*  [0] */
+            #if NVOC_EXPORTED_METHOD_DISABLED_BY_FLAG(0x102u)
+                /*pFunc=*/      (void (*)(void)) NULL,
+            #else
+                /*pFunc=*/      (void (*)(void)) &subdeviceCtrlCmdGpuGetInfoV2_IMPL,
+            #endif // NVOC_EXPORTED_METHOD_DISABLED_BY_FLAG(0x102u)
+                /*flags=*/      0x102u,
+                /*accessRight=*/0x0u,
+                /*methodId=*/   0x20800102u,
+                /*paramSize=*/  sizeof(NV2080_CTRL_GPU_GET_INFO_V2_PARAMS),
+                /*pClassInfo=*/ &(__nvoc_class_def_Subdevice.classInfo),
+            #if NV_PRINTF_STRINGS_ALLOWED
+                /*func=*/       "subdeviceCtrlCmdGpuGetInfoV2"
+            #endif
+            },
+            {               /*  [1] */
+                /*flags=*/      0x9u,
+                /*accessRight=*/0x0u,
+                /*methodId=*/   0x20800145u,
+                /*paramSize=*/  0 /* Singleton parameter list */,
+                /*pClassInfo=*/ &(__nvoc_class_def_Subdevice.classInfo),
+            #if NV_PRINTF_STRINGS_ALLOWED
+                /*func=*/       "subdeviceCtrlCmdGpuAcquire"
+            #endif
+            },
+            ''')
+        self.assertEqual(rmparse.parse_nvoc_methods(nvoc), [
+            (0x20800102, "NV2080_CTRL_GPU_GET_INFO_V2_PARAMS", "Subdevice",
+             "subdeviceCtrlCmdGpuGetInfoV2"),
+            (0x20800145, None, "Subdevice", "subdeviceCtrlCmdGpuAcquire")])
+
+    def test_interfaces(self):
+        base = dedent('''
+            #define NV2080_CTRL_GPU                           (0x01)
+            #define NV2080_CTRL_GPU_LEGACY_NON_PRIVILEGED     (0x81) /* finn: Evaluated from "(NV2080_CTRL_GPU | NVxxxx_CTRL_LEGACY_NON_PRIVILEGED)" */
+            #define NV2080_CTRL_CMD_NULL (0x20800000) /* finn: … */
+            #define NV2080_CTRL_MAX_X (0x1234)
+            ''')
+        self.assertEqual(rmparse.parse_ctrl_categories(base, 0x2080), [
+            (0x208001, "NV2080_CTRL_GPU"), (0x208081, "NV2080_CTRL_GPU_LEGACY_NON_PRIVILEGED")])
+        finn = "#define FINN_NV2081_BINAPI_INTERFACE_ID (0x208101U)\n"
+        self.assertEqual(rmparse.parse_finn_interfaces(finn), [(0x208101, "NV2081_BINAPI")])
+
+
+class Classes(unittest.TestCase):
+    def test_allclasses_primary_names_and_aliases(self):
+        text = dedent('''
+            #include <class/cl0000.h>               // NV01_ROOT
+            #else
+            #ifndef NV01_ROOT
+            #define NV01_ROOT                                (0x00000000)
+            #endif
+            #ifndef NV1_ROOT
+            #define NV1_ROOT                                 (0x00000000) // alias
+            #endif
+            #define HOPPER_CHANNEL_GPFIFO_A                  (0x0000c86f)
+            ''')
+        self.assertEqual(rmparse.parse_allclasses(text), [
+            (0, "NV01_ROOT", False), (0, "NV1_ROOT", True), (0xc86f, "HOPPER_CHANNEL_GPFIFO_A",
+                                                              False)])
+
+    def test_class_header_class_name(self):
+        text = dedent('''
+            #define NVB069_NOTIFIERS_MAXCOUNT  (0x0000b069)
+            #define  MAXWELL_FAULT_BUFFER_A    (0x0000B069)
+            #define NVB069_PUT                 (0x0000b069)
+            ''')
+        self.assertEqual(rmparse.parse_class_header_class(text, 0xb069), "MAXWELL_FAULT_BUFFER_A")
+        self.assertIsNone(rmparse.parse_class_header_class("#define X (0x1)\n", 0xb069))
+
+    def test_resource_list(self):
+        text = dedent('''
+            RS_ENTRY(
+                /* External Class         */ NV01_ROOT,
+                /* Internal Class         */ RmClientResource,
+                /* Multi-Instance         */ NV_FALSE,
+                /* Parents                */ RS_ROOT_OBJECT,
+                /* Alloc Param Info       */ RS_OPTIONAL(NvHandle),
+                /* Flags                  */ RS_FLAGS_NONE
+            )
+            RS_ENTRY(
+                /* External Class         */ HOPPER_CHANNEL_GPFIFO_A,
+                /* Internal Class         */ KernelChannel,
+                /* Parents                */ RS_LIST(classId(Device), classId(KernelChannelGroupApi)),
+                /* Alloc Param Info       */ RS_REQUIRED(NV_CHANNEL_ALLOC_PARAMS),
+            )
+            RS_ENTRY(
+                /* External Class         */ MPS_COMPUTE,
+                /* Internal Class         */ MpsApi,
+                /* Alloc Param Info       */ RS_NONE,
+            )
+            ''')
+        self.assertEqual(rmparse.parse_resource_list(text), [
+            ("NV01_ROOT", "RmClientResource", "NvHandle", False),
+            ("HOPPER_CHANNEL_GPFIFO_A", "KernelChannel", "NV_CHANNEL_ALLOC_PARAMS", True),
+            ("MPS_COMPUTE", "MpsApi", None, False)])
+
+
+class Uvm(unittest.TestCase):
+    def test_numbers(self):
+        text = dedent('''
+            #if defined(WIN32) || defined(WIN64)
+            #   define UVM_IOCTL_BASE(i)       CTL_CODE(FILE_DEVICE_UNKNOWN, 0x800+i, METHOD_BUFFERED, 0)
+            #else
+            #   define UVM_IOCTL_BASE(i) i
+            #endif
+            #define UVM_RESERVE_VA                 UVM_IOCTL_BASE(1)
+            #define UVM_MAP_EXTERNAL_ALLOCATION    UVM_IOCTL_BASE(33)
+            #define UVM_INITIALIZE                 0x30000001
+            #define UVM_MAX_GPUS                   32
+            ''')
+        self.assertEqual(rmparse.parse_uvm_ioctls(text), [
+            (1, "UVM_RESERVE_VA"), (33, "UVM_MAP_EXTERNAL_ALLOCATION"),
+            (0x30000001, "UVM_INITIALIZE")])
+
+
+class Members(unittest.TestCase):
+    HEADER = dedent('''
+        typedef struct
+        {
+            NvHandle hRoot;                               // [IN] client handle
+            NvV32    hClass;
+            NvP64    pAllocParms NV_ALIGN_BYTES(8);       /* [IN] params */
+            NV_DECLARE_ALIGNED(NvU64 length, 8);
+            char     versionString[64];
+            NvU32    a, b[4];
+            union { NvU32 x; NvU64 y; } u;
+            struct inner_tag { NvU16 z; } inner;
+        #if defined(SOMETHING)
+            NvU32    conditional;
+        #endif
+            NvU32    bits : 3;
+            void   (*callback)(void);
+            NvU8    *pointer;
+        } NVOS_TEST_PARAMETERS;
+        typedef NVOS_TEST_PARAMETERS NVOS_TEST_ALIAS;
+        struct nv_ioctl_query { NvU32 status; };
+        ''')
+
+    def test_members_of_a_typedef_struct(self):
+        body = rmparse.find_struct_body(self.HEADER, "NVOS_TEST_PARAMETERS")
+        self.assertEqual(rmparse.parse_members(body), [
+            ("hRoot", "NvHandle", False), ("hClass", "NvV32", False),
+            ("pAllocParms", "NvP64", False), ("length", "NvU64", False),
+            ("versionString", "char", True), ("a", "NvU32", False), ("b", "NvU32", True),
+            ("u", "union", False), ("inner", "struct", False), ("conditional", "NvU32", False),
+            ("pointer", "NvU8*", False)])
+
+    def test_struct_tag_form_and_missing(self):
+        self.assertEqual(rmparse.find_struct_body(self.HEADER, "nv_ioctl_query").strip(),
+                         "NvU32 status;")
+        self.assertIsNone(rmparse.find_struct_body(self.HEADER, "NOT_THERE"))
+
+    def test_defined_types_leave_out_member_names(self):
+        types = rmparse.defined_types(self.HEADER)
+        self.assertIn("NVOS_TEST_PARAMETERS", types)
+        self.assertIn("NVOS_TEST_ALIAS", types)
+        self.assertIn("nv_ioctl_query", types)
+        self.assertNotIn("u", types)
+        self.assertNotIn("inner", types)
+
+
+class Probe(unittest.TestCase):
+    """rmprobe on a header written here; expected layouts from ctypes."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="rmprobe-test.")
+        with open(os.path.join(self.dir, "snippet.h"), "w") as f:
+            f.write(dedent('''
+                #include <stdint.h>
+                typedef struct { uint32_t a; uint64_t b; uint8_t c[3]; } S1;
+                typedef struct { uint16_t x; S1 inner; uint32_t tail; } S2;
+                '''))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_sizes_offsets_and_dropped_requests(self):
+        class S1(ctypes.Structure):
+            _fields_ = [("a", ctypes.c_uint32), ("b", ctypes.c_uint64), ("c", ctypes.c_uint8 * 3)]
+
+        class S2(ctypes.Structure):
+            _fields_ = [("x", ctypes.c_uint16), ("inner", S1), ("tail", ctypes.c_uint32)]
+
+        sizes, fields, dropped = rmprobe.probe(
+            ["snippet.h"], [self.dir], ["S1", "S2", "NO_SUCH_TYPE"],
+            [("S1", "b", False), ("S1", "c", True), ("S2", "tail", False),
+             ("S2", "no_such_member", False)])
+        self.assertEqual(sizes, {"S1": ctypes.sizeof(S1), "S2": ctypes.sizeof(S2)})
+        self.assertEqual(fields[("S1", "b")], (S1.b.offset, 8, 8))
+        self.assertEqual(fields[("S1", "c")], (S1.c.offset, 3, 1))
+        self.assertEqual(fields[("S2", "tail")], (S2.tail.offset, 4, 4))
+        self.assertEqual(sorted(dropped), ["field ('S2', 'no_such_member')", "size NO_SUCH_TYPE"])
+
+
+class EndToEnd(unittest.TestCase):
+    """A miniature release tree (every file collect() and measure() read) through the whole
+    generator, down to the emitted .inc files."""
+
+    FILES = {
+        "kernel-open/common/inc/nvstatuscodes.h": '''
+            NV_STATUS_CODE(NV_OK,               0x00000000, "Success")
+            NV_STATUS_CODE(NV_ERR_INVALID_ARGUMENT, 0x0000001F, "Invalid argument to call")
+            ''',
+        "kernel-open/common/inc/nv-ioctl-numbers.h": '''
+            #define NV_IOCTL_BASE       200
+            #define NV_ESC_CARD_INFO    (NV_IOCTL_BASE + 0)
+            #define NV_ESC_CHECK_VERSION_STR (NV_IOCTL_BASE + 10)
+            ''',
+        "src/nvidia/arch/nvalloc/unix/include/nv_escape.h": '''
+            #define NV_ESC_RM_CONTROL   0x2A
+            ''',
+        "src/nvidia/arch/nvalloc/unix/include/nv-ioctl.h": '''
+            #pragma once
+            #include "nvtypes.h"
+            typedef struct nv_ioctl_card_info { NvU8 valid; NvU64 fb_size NV_ALIGN_BYTES(8); } nv_ioctl_card_info_t;
+            typedef struct nv_ioctl_rm_api_version { NvU32 cmd; NvU32 reply; char versionString[64]; } nv_ioctl_rm_api_version_t;
+            ''',
+        "kernel-open/nvidia/nv.c": '''
+            switch (cmd) {
+                case NV_ESC_CARD_INFO: { n = arg_size / sizeof(nv_ioctl_card_info_t); break; }
+                default: break;
+            }
+            ''',
+        "src/nvidia/arch/nvalloc/unix/src/escape.c": '''
+            switch (cmd) {
+                case NV_ESC_RM_CONTROL: { NVOS54_PARAMETERS *pApi = data;
+                    if (dataSize != sizeof(*pApi)) goto done; break; }
+            }
+            ''',
+        "src/common/sdk/nvidia/inc/nvtypes.h": '''
+            #pragma once
+            #include <stdint.h>
+            typedef uint8_t NvU8; typedef uint16_t NvU16; typedef uint32_t NvU32;
+            typedef uint64_t NvU64; typedef NvU32 NvHandle; typedef NvU32 NvV32;
+            typedef NvU64 NvP64;
+            #define NV_ALIGN_BYTES(n) __attribute__((aligned(n)))
+            ''',
+        "src/common/sdk/nvidia/inc/nvos.h": '''
+            #pragma once
+            #include "nvtypes.h"
+            typedef struct { NvHandle hClient; NvHandle hObject; NvV32 cmd; NvU32 flags;
+                             NvP64 params NV_ALIGN_BYTES(8); NvU32 paramsSize; NvV32 status; }
+                NVOS54_PARAMETERS;
+            ''',
+        "src/common/sdk/nvidia/inc/ctrl/ctrl2080/ctrl2080base.h": '''
+            #define NV2080_CTRL_GPU                           (0x01)
+            ''',
+        "src/common/sdk/nvidia/inc/ctrl/ctrl2080/ctrl2080gpu.h": '''
+            #include "nvtypes.h"
+            #define NV2080_CTRL_CMD_GPU_GET_THING (0x20800107U) /* finn: Evaluated from "(FINN_NV20_SUBDEVICE_0_GPU_INTERFACE_ID << 8) | NV2080_CTRL_GPU_GET_THING_PARAMS_MESSAGE_ID" */
+            #define NV2080_CTRL_GPU_GET_THING_PARAMS_MESSAGE_ID (0x7U)
+            typedef struct NV2080_CTRL_GPU_GET_THING_PARAMS { NvU32 count; NvU64 list[5]; } NV2080_CTRL_GPU_GET_THING_PARAMS;
+            ''',
+        "src/common/sdk/nvidia/inc/class/cl2080.h": '''
+            #define NV20_SUBDEVICE_0 (0x2080U) /* finn: Evaluated from "NV2080_ALLOC_PARAMETERS_MESSAGE_ID" */
+            typedef struct NV2080_ALLOC_PARAMETERS { NvU32 subDeviceId; } NV2080_ALLOC_PARAMETERS;
+            ''',
+        "src/nvidia/generated/g_allclasses.h": '''
+            #define NV20_SUBDEVICE_0                         (0x00002080)
+            ''',
+        "src/nvidia/generated/g_subdevice_nvoc.c": '''
+                /*methodId=*/   0x20800107u,
+                /*paramSize=*/  sizeof(NV2080_CTRL_GPU_GET_THING_PARAMS),
+                /*pClassInfo=*/ &(__nvoc_class_def_Subdevice.classInfo),
+                /*methodId=*/   0x20800145u,
+                /*paramSize=*/  0,
+                /*pClassInfo=*/ &(__nvoc_class_def_Subdevice.classInfo),
+            #if NV_PRINTF_STRINGS_ALLOWED
+                /*func=*/       "subdeviceCtrlCmdUnpublished"
+            #endif
+            ''',
+        "src/nvidia/src/kernel/rmapi/resource_list.h": '''
+            RS_ENTRY(
+                /* External Class         */ NV20_SUBDEVICE_0,
+                /* Internal Class         */ Subdevice,
+                /* Alloc Param Info       */ RS_OPTIONAL(NV2080_ALLOC_PARAMETERS),
+            )
+            ''',
+        "kernel-open/nvidia-uvm/uvm_linux_ioctl.h": '''
+            #pragma once
+            #include "nvtypes.h"
+            #define UVM_INITIALIZE 0x30000001
+            typedef struct { NvU64 flags NV_ALIGN_BYTES(8); NvU32 rmStatus; } UVM_INITIALIZE_PARAMS;
+            ''',
+        "kernel-open/nvidia-uvm/uvm_ioctl.h": '''
+            #pragma once
+            #include "uvm_linux_ioctl.h"
+            #define UVM_IOCTL_BASE(i) i
+            #define UVM_FREE UVM_IOCTL_BASE(34)
+            typedef struct { NvU64 base NV_ALIGN_BYTES(8); NvU64 length NV_ALIGN_BYTES(8); NvU32 rmStatus; } UVM_FREE_PARAMS;
+            ''',
+    }
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="rmtables-tree.")
+        self.out = tempfile.mkdtemp(prefix="rmtables-out.")
+        for rel, text in self.FILES.items():
+            path = os.path.join(self.root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(dedent(text))
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+        shutil.rmtree(self.out)
+
+    def read(self, kind):
+        with open(os.path.join(self.out, "r999", kind + ".inc")) as f:
+            text = f.read()
+        self.assertTrue(text.startswith("// generated by tools/rm_tables/gen_rm_tables.py from "
+                                        "NVIDIA/open-gpu-kernel-modules 999.1 (abc); do not edit"))
+        return [l for l in text.splitlines() if not l.startswith("//")]
+
+    def test_whole_generator(self):
+        class Card(ctypes.Structure):
+            _fields_ = [("valid", ctypes.c_uint8), ("fb_size", ctypes.c_uint64)]
+
+        class Thing(ctypes.Structure):
+            _fields_ = [("count", ctypes.c_uint32), ("list", ctypes.c_uint64 * 5)]
+
+        class Version(ctypes.Structure):
+            _fields_ = [("cmd", ctypes.c_uint32), ("reply", ctypes.c_uint32),
+                        ("versionString", ctypes.c_char * 64)]
+
+        class Init(ctypes.Structure):
+            _fields_ = [("flags", ctypes.c_uint64), ("rmStatus", ctypes.c_uint32)]
+
+        class Free(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_uint64), ("length", ctypes.c_uint64),
+                        ("rmStatus", ctypes.c_uint32)]
+
+        tables = gen_rm_tables.build_tables(gen_rm_tables.Tree(self.root), "999.1", "abc",
+                                            lambda msg: None)
+        counts = rmemit.emit_branch(os.path.join(self.out, "r999"), "r999", tables)
+        rmemit.emit_index(self.out, None)
+        self.assertEqual(counts["status"], 2)
+        self.assertEqual(self.read("status")[1],
+                         '{0x0000001f, "NV_ERR_INVALID_ARGUMENT", "Invalid argument to call"},')
+        escapes = self.read("escapes")
+        self.assertEqual(escapes[0], '{0x2a, "NV_ESC_RM_CONTROL", EscapeGroup::kRm, '
+                                     '"NVOS54_PARAMETERS", 32, "", 0, false},')
+        self.assertEqual(escapes[1], '{0xc8, "NV_ESC_CARD_INFO", EscapeGroup::kFrontend, '
+                                     '"nv_ioctl_card_info_t", %d, "", 0, true},' %
+                         ctypes.sizeof(Card))
+        self.assertIn('"NV_ESC_CHECK_VERSION_STR", EscapeGroup::kFrontend, '
+                      '"nv_ioctl_rm_api_version_t", %d,' % ctypes.sizeof(Version),
+                      escapes[2])  # the hint, measured
+        ctrl = self.read("ctrl")
+        self.assertEqual(ctrl, [
+            '{0x20800107, "NV2080_CTRL_CMD_GPU_GET_THING", "NV2080_CTRL_GPU_GET_THING_PARAMS", '
+            '%d, 3},' % ctypes.sizeof(Thing),
+            '{0x20800145, "subdeviceCtrlCmdUnpublished", "", 0, 5},'])
+        self.assertEqual(self.read("categories"), ['{0x208001, "NV2080_CTRL_GPU"},'])
+        self.assertEqual(self.read("classes"), [
+            '{0x00002080, "NV20_SUBDEVICE_0", "Subdevice", "NV2080_ALLOC_PARAMETERS", 4, false, '
+            'true},'])
+        self.assertEqual(self.read("uvm"), [
+            '{0x00000022, "UVM_FREE", "UVM_FREE_PARAMS", %d, %d},' % (ctypes.sizeof(Free),
+                                                                      Free.rmStatus.offset),
+            '{0x30000001, "UVM_INITIALIZE", "UVM_INITIALIZE_PARAMS", %d, %d},' % (
+                ctypes.sizeof(Init), Init.rmStatus.offset)])
+        structs = self.read("structs")
+        names = [re.match(r'\{"(\w+)"', l).group(1) for l in structs]
+        self.assertEqual(names, sorted(names))
+        fields = self.read("fields")
+        card = next(l for l in structs if l.startswith('{"nv_ioctl_card_info_t"'))
+        first, count = map(int, re.search(r", (\d+), (\d+)\},$", card).groups())
+        self.assertEqual(fields[first:first + count], [
+            '{"valid", "NvU8", 0, 1, 1},',
+            '{"fb_size", "NvU64", %d, 8, 8},' % Card.fb_size.offset])
+        with open(os.path.join(self.out, "branches.inc")) as f:
+            index = f.read()
+        self.assertIn('#include "rm/generated/r999/ctrl.inc"', index)
+        self.assertIn("  X(r999) \\", index)
+
+
+if __name__ == "__main__":
+    unittest.main()
