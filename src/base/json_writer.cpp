@@ -1,39 +1,50 @@
 #include "base/json_writer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace cudatool {
 
+namespace {
+
+// Bytes that cannot appear raw in a JSON string as we write it: control bytes, '"', '\\', DEL,
+// and bytes >= 0x80 (names from binaries are not guaranteed UTF-8).
+constexpr std::array<bool, 256> make_escape_table() {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x7f;
+  return t;
+}
+constexpr std::array<bool, 256> kNeedsEscape = make_escape_table();
+
+}  // namespace
+
 void json_escape_to(std::string& out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
+  // Fast path: most strings (names, keys) need no escaping and are copied in one piece.
+  size_t first = 0;
+  while (first < s.size() && !kNeedsEscape[static_cast<unsigned char>(s[first])]) ++first;
   out.push_back('"');
+  if (first == s.size()) {
+    out.append(s.data(), s.size());
+    out.push_back('"');
+    return;
+  }
   size_t run = 0;  // start of the pending run of bytes that need no escaping
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t i = first; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) continue;
+    if (!kNeedsEscape[c]) continue;
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default:
-        // Control bytes, and bytes >= 0x80 (names from binaries are not guaranteed UTF-8):
-        // written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
+        // Written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
         out += "\\u00";
         out.push_back(kHex[c >> 4]);
         out.push_back(kHex[c & 15]);
@@ -54,20 +65,20 @@ void JsonWriter::before_value() {
     return;
   }
   if (has_elem_.empty()) return;
-  if (has_elem_.back()) out_.push_back(',');
-  has_elem_.back() = true;
+  if (has_elem_.back() != 0) out_.push_back(',');
+  has_elem_.back() = 1;
   if (pretty_) newline_indent();
 }
 
 JsonWriter& JsonWriter::begin_object() {
   before_value();
   out_.push_back('{');
-  has_elem_.push_back(false);
+  has_elem_.push_back(0);
   return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
-  bool had = !has_elem_.empty() && has_elem_.back();
+  bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
   out_.push_back('}');
@@ -77,12 +88,12 @@ JsonWriter& JsonWriter::end_object() {
 JsonWriter& JsonWriter::begin_array() {
   before_value();
   out_.push_back('[');
-  has_elem_.push_back(false);
+  has_elem_.push_back(0);
   return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
-  bool had = !has_elem_.empty() && has_elem_.back();
+  bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
   out_.push_back(']');

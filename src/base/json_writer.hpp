@@ -14,7 +14,9 @@ namespace cudatool {
 class JsonWriter {
  public:
   // pretty: two-space indentation (human-facing --json); compact: one line (JSON lines).
-  explicit JsonWriter(std::string& out, bool pretty = true) : out_(out), pretty_(pretty) {}
+  explicit JsonWriter(std::string& out, bool pretty = true) : out_(out), pretty_(pretty) {
+    has_elem_.reserve(32);
+  }
 
   JsonWriter& begin_object();
   JsonWriter& end_object();
@@ -62,8 +64,9 @@ class JsonWriter {
 
   std::string& out_;
   bool pretty_;
-  // One entry per open container: true when it already holds an element.
-  std::vector<bool> has_elem_;
+  // One entry per open container: 1 when it already holds an element. (Bytes, not
+  // vector<bool>: this is on the hot path of every value written.)
+  std::vector<uint8_t> has_elem_;
   bool after_key_ = false;
 };
 
