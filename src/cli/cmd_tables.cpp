@@ -111,7 +111,12 @@ void dispatch_text(std::string& out, DriverTables& t) {
   }
   TextTable tt({"export", "wrapper", "kind", "slot", "implementation", "note"},
                {false, true, false, true, true, false});
-  for (const auto& e : d.entries) {
+  std::vector<const cuda::DispatchEntry*> sorted;
+  for (const auto& e : d.entries) sorted.push_back(&e);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto* a, const auto* b) { return a->export_name < b->export_name; });
+  for (const auto* ep : sorted) {
+    const auto& e = *ep;
     std::string note = e.note;
     if (e.constant) note = fmt::format("returns {}", *e.constant);
     if (e.hops > 0) note += fmt::format("{}{} hop(s)", note.empty() ? "" : "; ", e.hops);
@@ -173,6 +178,7 @@ void register_tables(CLI::App& app, int* exit_code) {
   cmd->add_option("--kind", o->kinds,
                   "only these tables (repeat or comma-separate): procaddress, exporttables, "
                   "dispatch, errors")
+      ->allow_extra_args(false)
       ->delimiter(',')
       ->check(CLI::IsMember({"procaddress", "exporttables", "dispatch", "errors"}));
   cmd->add_flag("!--no-slots", o->slots,

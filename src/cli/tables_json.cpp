@@ -33,6 +33,15 @@ void procaddress_json(JsonWriter& w, DriverTables& t) {
   w.key("rows_by_flags").begin_object();
   w.kv("default", n[0]).kv("legacy", n[1]).kv("per_thread", n[2]);
   w.end_object();
+  w.key("records").begin_array();
+  for (const auto& r : pa.records) {
+    w.begin_object();
+    w.kv("api", r.api).kv_hex("address", r.vaddr);
+    w.kv_hex("legacy_list", r.legacy_list).kv_hex("per_thread_list", r.per_thread_list);
+    w.kv("legacy_count", r.legacy_count).kv("per_thread_count", r.per_thread_count);
+    w.end_object();
+  }
+  w.end_array();
   w.key("rows").begin_array();
   for (const auto& r : pa.rows) {
     w.begin_object();

@@ -177,7 +177,9 @@ PathResult decode_wrapper(const TableInput& in, Disassembler& dis, uint64_t addr
   std::vector<uint64_t> branches;
   PathResult first = follow(in, dis, address, counter, branches);
   if (first.kind == WrapperKind::kSlotJump || first.kind == WrapperKind::kSlotCall) return first;
-  // The straight line ended (a guard's error return, say): the slot may be on the other side.
+  // The straight line ended at a guard's error return: the slot may be on the other side of the
+  // guard's branch (a jne-shaped stub). Without a guard this is a real function, not a stub.
+  if (!first.guard_vaddr) return first;
   for (int i = 0; i < kMaxBranches && i < static_cast<int>(branches.size()); ++i) {
     std::vector<uint64_t> more;
     PathResult alt = follow(in, dis, branches[static_cast<size_t>(i)], counter, more);
