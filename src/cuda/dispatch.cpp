@@ -236,7 +236,9 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
         uint64_t target = rel->target;
         const auto* ts = in.sections->at(target);
         if (ts == nullptr || !ts->exec) {
-          if (in.diag) {
+          // A guarded libcuda stub whose slot holds no code, or a pointer to nowhere, is damage;
+          // an ordinary function that jumps through a data pointer is just not a stub.
+          if (in.diag && (ts == nullptr || e.guard_vaddr)) {
             in.diag->report(make_error(
                 structure, "slot", in.sections->offset_of(slot),
                 fmt::format("relocation at vaddr {:#x} points to {:#x}, {}", slot, target,
@@ -247,7 +249,7 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
           break;
         }
         if (std::find(chain.begin(), chain.end(), target) != chain.end()) {
-          if (in.diag) {
+          if (in.diag && e.guard_vaddr) {
             in.diag->report(make_error(
                 structure, "slot", in.sections->offset_of(slot),
                 fmt::format("dispatch cycle: slot {:#x} leads back to {:#x} after {} wrapper(s)",

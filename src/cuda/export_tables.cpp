@@ -28,6 +28,14 @@ constexpr uint64_t kMaxDeclaredSize = 1 << 16;  // the largest seen is 0x1790 by
 constexpr uint32_t kMaxUndeclaredSlots = 4096;
 constexpr uint64_t kMinPairsWithoutKnown = 8;
 
+// 16 bytes of printable ASCII and NULs are strings, not a UUID (a random UUID passes this with
+// probability 1 - (96/256)^16); this keeps {string, pointer} arrays out.
+bool looks_like_text(ByteView b) {
+  for (uint8_t c : b.span())
+    if (c != 0 && (c < 0x20 || c > 0x7e)) return false;
+  return true;
+}
+
 bool is_pair(const TableInput& in, uint64_t p, Uuid* uuid = nullptr, uint64_t* uuid_at = nullptr,
              uint64_t* table_at = nullptr) {
   const auto* u = in.relocs->find(p);
@@ -37,7 +45,7 @@ bool is_pair(const TableInput& in, uint64_t p, Uuid* uuid = nullptr, uint64_t* u
   const auto* ts = in.sections->at(t->target);
   if (us == nullptr || us->exec || ts == nullptr || ts->exec) return false;
   auto bytes = in.sections->bytes(u->target, 16);
-  if (!bytes) return false;
+  if (!bytes || looks_like_text(*bytes)) return false;
   if (uuid) std::copy_n(bytes->data(), 16, uuid->begin());
   if (uuid_at) *uuid_at = u->target;
   if (table_at) *table_at = t->target;
@@ -48,6 +56,7 @@ struct Run {
   uint64_t start = 0;
   uint64_t len = 0;
   uint32_t known = 0;
+  uint32_t rfc4122 = 0;  // UUIDs with the RFC 4122 variant bits (10xx xxxx in byte 8)
 };
 
 void read_slots(const TableInput& in, ExportTable& et, uint64_t limit) {
@@ -147,20 +156,27 @@ ExportTables find_export_tables(const TableInput& in) {
       cur[ph] = Run{r.where, 1, 0};
     }
     if (find_known_export_table(u)) ++cur[ph].known;
+    if ((u[8] & 0xc0) == 0x80) ++cur[ph].rfc4122;
     prev[ph] = r.where;
   }
   for (const auto& c : cur)
     if (c.len > 0) runs.push_back(c);
 
+  // Without a UUID the community knows, a run must look like generated UUIDs: at least 8
+  // pairs, three in four of them with RFC 4122 variant bits (random bytes: one in four).
+  auto plausible = [](const Run& r) {
+    return r.known > 0 || (r.len >= kMinPairsWithoutKnown && r.rfc4122 * 4 >= r.len * 3);
+  };
   const Run* best = nullptr;
   for (const auto& r : runs) {
+    if (!plausible(r)) continue;
     if (best == nullptr || r.known > best->known || (r.known == best->known && r.len > best->len))
       best = &r;
   }
-  if (best == nullptr || (best->known == 0 && best->len < kMinPairsWithoutKnown)) {
+  if (best == nullptr) {
     out.evidence = fmt::format(
         "not found: no run of 16-byte {{uuid -> 16 bytes, table -> data}} pairs holding a known "
-        "UUID, nor one of {} or more pairs ({} runs seen)",
+        "UUID, nor one of {} or more pairs that look like RFC 4122 UUIDs ({} runs seen)",
         kMinPairsWithoutKnown, runs.size());
     return out;
   }
