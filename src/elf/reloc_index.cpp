@@ -87,9 +87,10 @@ void RelocIndex::build_buckets() {
   if (entries_.empty()) return;
   base_ = entries_.front().where;
   uint64_t span = entries_.back().where - base_;
-  // At most max(4096, 2n) buckets whatever the spread of offsets.
-  uint64_t cap = std::max<uint64_t>(4096, 2 * entries_.size());
-  shift_ = 12;
+  // At most max(4096, 4n) buckets whatever the spread of offsets; on libcuda (pointer slots
+  // 8 bytes apart over ~1 MiB) 16-byte buckets fit, so a lookup reads one or two entries.
+  uint64_t cap = std::max<uint64_t>(4096, 4 * entries_.size());
+  shift_ = 3;
   while (shift_ < 63 && (span >> shift_) + 2 > cap) ++shift_;
   size_t nb = static_cast<size_t>((span >> shift_) + 2);
   buckets_.assign(nb, static_cast<uint32_t>(entries_.size()));

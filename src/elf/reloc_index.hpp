@@ -53,7 +53,7 @@ class RelocIndex {
   // bucket b holds the index of the first entry with (where - base_) >> shift_ >= b.
   std::vector<uint32_t> buckets_;
   uint64_t base_ = 0;
-  uint32_t shift_ = 12;
+  uint32_t shift_ = 3;
   uint64_t walked_ = 0;
   uint64_t relative_ = 0;
   uint64_t unresolved_ = 0;

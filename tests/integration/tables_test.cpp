@@ -288,6 +288,20 @@ TEST_P(TablesReal, MatchReadelfAndGdb) {
   for (const auto& e : j["dispatch"]["entries"])
     if (returned.count(e["export"]) && !e["slot"].is_null()) slots.insert(hexv(e["slot"]));
   EXPECT_EQ(slots.size(), returned.size());
+  // The tables found by shape are the ones the API code uses: gdb shows the bodies behind
+  // cuGetExportTable and cuGetErrorName loading their addresses.
+  std::map<std::string, std::string> impl;
+  for (const auto& e : j["dispatch"]["entries"])
+    if (!e["implementation"].is_null()) impl[e["export"]] = e["implementation"];
+  auto body_mentions = [&](const std::string& fn, const json& addr, int n) {
+    RunResult g =
+        run({"gdb", "-batch", "-nx", "-ex", "x/" + std::to_string(n) + "i " + impl[fn], lib()});
+    return g.out.find("# " + addr.get<std::string>() + "\n") != std::string::npos ||
+           g.out.find("# " + addr.get<std::string>() + " ") != std::string::npos;
+  };
+  ASSERT_TRUE(impl.count("cuGetExportTable") && impl.count("cuGetErrorName"));
+  EXPECT_TRUE(body_mentions("cuGetExportTable", j["exporttables"]["address"], 400));
+  EXPECT_TRUE(body_mentions("cuGetErrorName", j["errors"]["address"], 100));
 }
 
 TEST_P(TablesReal, TextOutputRenders) {
