@@ -21,21 +21,24 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     a = ap.parse_args()
     ctx = Ctx()
-    print("| file | relocations walked | CPU (user + system), mean of %d | wall, median |" % a.runs)
-    print("|---|---:|---:|---:|")
+    print("| file | relocations walked | cudatool tables --json: CPU (user + system), mean of %d | wall, median "
+          "| readelf -r -W: CPU | wall |" % a.runs)
+    print("|---|---:|---:|---:|---:|---:|")
     for version, lib in ctx.drivers:
         walked = json.loads(subprocess.run([ctx.cudatool, "tables", "--json", lib], capture_output=True,
                                            text=True).stdout)["relocations"]["walked"]
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
             out = tf.name
         subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", "3", "--runs", str(a.runs),
-                        "--export-json", out, " ".join([ctx.cudatool, "tables", "--json", lib])],
-                       check=True, stdout=subprocess.DEVNULL)
+                        "--export-json", out, " ".join([ctx.cudatool, "tables", "--json", lib]),
+                        " ".join(["readelf", "-r", "-W", lib])],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(out) as f:
-            r = json.load(f)["results"][0]
+            r, b = json.load(f)["results"]
         os.unlink(out)
-        print("| %s | %d | %.1f ms | %.1f ms |" % (version, walked, (r["user"] + r["system"]) * 1e3,
-                                                  r["median"] * 1e3))
+        ms = lambda x: "%.1f ms" % (x * 1e3)
+        print("| %s | %d | %s | %s | %s | %s |" % (version, walked, ms(r["user"] + r["system"]), ms(r["median"]),
+                                                  ms(b["user"] + b["system"]), ms(b["median"])))
 
 
 if __name__ == "__main__":
