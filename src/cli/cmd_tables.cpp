@@ -155,7 +155,7 @@ int run_tables(const TablesOptions& o) {
     std::string out =
         fmt::format("{}: {} dynamic relocations walked\n\n", img->path(), t.relocations_walked());
     if (o.want("procaddress")) procaddress_text(out, t);
-    if (o.want("exporttables")) exporttables_text(out, t, o.slots);
+    if (o.want("exporttables")) exporttables_text(out, t, !o.no_slots);
     if (o.want("dispatch")) dispatch_text(out, t);
     if (o.want("errors")) errors_text(out, t);
     emit(out);
@@ -181,7 +181,7 @@ void register_tables(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false)
       ->delimiter(',')
       ->check(CLI::IsMember({"procaddress", "exporttables", "dispatch", "errors"}));
-  cmd->add_flag("!--no-slots", o->slots,
+  cmd->add_flag("--no-slots", o->no_slots,
                 "text output: list export tables without each table's slots");
   cmd->footer(
       "Recovered from the file alone, for any driver version: the tables are found from the\n"

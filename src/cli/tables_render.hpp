@@ -12,7 +12,7 @@ struct TablesOptions {
   std::string lib;
   bool json = false;
   std::vector<std::string> kinds;  // procaddress, exporttables, dispatch, errors; empty: all
-  bool slots = true;               // print every export-table slot in the text output
+  bool no_slots = false;           // text output: leave out each export table's slots
   [[nodiscard]] bool want(std::string_view kind) const {
     if (kinds.empty()) return true;
     for (const auto& k : kinds)

@@ -82,6 +82,18 @@ void read_list(const TableInput& in, ProcAddressTable& t, uint32_t record, const
                     sec ? fmt::format("section {}", sec->name()) : std::string("every section"),
                     fit)));
   }
+  // Records of a hostile file may all share one long list: bound the rows listed in all
+  // (libcuda: ~630 rows for ~35 000 relocations).
+  uint64_t budget = std::max<uint64_t>(uint64_t{1} << 16, 4 * in.relocs->all().size());
+  if (t.rows.size() + fit > budget) {
+    if (in.diag) {
+      in.diag->report(
+          make_error(fmt::format("cuGetProcAddress record #{} {}", record, c.name), "list",
+                     in.sections->offset_of(c.vaddr),
+                     fmt::format("more than {} rows in all; the rest are not listed", budget)));
+    }
+    fit = budget > t.rows.size() ? budget - t.rows.size() : 0;
+  }
   for (uint64_t k = 0; k < fit; ++k) {
     uint64_t e = list + k * kEntry;
     ProcAddressRow row;
