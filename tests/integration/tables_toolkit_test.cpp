@@ -75,7 +75,8 @@ TEST_P(TablesToolkit, ErrorCodesMatchCudaH) {
     if (!seen.count(name)) not_in_build.push_back(name);
   EXPECT_GT(matched, 50u);
   std::cout << "[ toolkit ] " << lib() << ": " << j["errors"]["count"] << " CUresult codes, "
-            << matched << " match " << tk.origin << "/cuda.h; not in the header:";
+            << matched << " match " << tk.include_dir << "/cuda.h (" << tk.origin
+            << "); not in the header:";
   for (const auto& n : not_in_header) std::cout << " " << n;
   std::cout << "; header names this build lacks:";
   for (const auto& n : not_in_build) std::cout << " " << n;
