@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 tools/fetch-drivers.sh
 tools/fetch-kernel-source.sh
+# The driver-table tests compare with a CUDA toolkit (cuda.h, cudaTypedefs.h, libcudart); where
+# none is installed, fetch Debian's CUDA 12.4 headers and libcudart into the cache.
+if [[ -z "${CUDATOOL_CUDA_HOME:-}" && ! -e /usr/local/cuda/include/cuda.h ]]; then
+  tools/fetch-drivers.sh --cuda-toolkit
+fi
 jobs=$(nproc)
 echo "== default build"
 cmake --preset default >/dev/null

@@ -14,5 +14,6 @@ void register_exports(CLI::App& app, int* exit_code);
 void register_imports(CLI::App& app, int* exit_code);
 void register_delta(CLI::App& app, int* exit_code);
 void register_history(CLI::App& app, int* exit_code);
+void register_tables(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

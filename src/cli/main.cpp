@@ -14,11 +14,16 @@ struct CommandEntry {
   std::string_view name;
   void (*add)(CLI::App&, int*);
 };
+// clang-format off
 constexpr CommandEntry kCommands[] = {
-    {"info", cudatool::cli::register_info},       {"exports", cudatool::cli::register_exports},
-    {"imports", cudatool::cli::register_imports}, {"delta", cudatool::cli::register_delta},
+    {"info", cudatool::cli::register_info},
+    {"exports", cudatool::cli::register_exports},
+    {"imports", cudatool::cli::register_imports},
+    {"delta", cudatool::cli::register_delta},
     {"history", cudatool::cli::register_history},
+    {"tables", cudatool::cli::register_tables},
 };
+// clang-format on
 
 }  // namespace
 

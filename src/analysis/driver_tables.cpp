@@ -1,0 +1,152 @@
+#include "analysis/driver_tables.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/relocations.hpp"
+
+namespace cudatool {
+namespace {
+
+bool is_function(const Export& e) {
+  return e.sym.type() == STT_FUNC || e.sym.type() == STT_GNU_IFUNC;
+}
+
+}  // namespace
+
+DriverTables::DriverTables(DriverImage& img) : img_(img) {}
+
+cuda::TableInput DriverTables::input() {
+  auto& rel = img_.facet<Relocations>();
+  if (!names_ready_) {
+    for (const auto& e : img_.exports())
+      if (is_function(e)) names_.add(e.sym.st_value, e.sym.name);
+    names_.finish();
+    names_ready_ = true;
+  }
+  return {&rel.sections(), &rel.index(), &names_, &img_.diagnostics()};
+}
+
+const cuda::ProcAddressTable& DriverTables::procaddress() {
+  if (!procaddress_) procaddress_ = cuda::find_procaddress_table(input());
+  return *procaddress_;
+}
+
+const cuda::ExportTables& DriverTables::export_tables() {
+  if (!export_tables_) export_tables_ = cuda::find_export_tables(input());
+  return *export_tables_;
+}
+
+const cuda::ErrorTable& DriverTables::errors() {
+  if (!errors_) errors_ = cuda::find_error_table(input());
+  return *errors_;
+}
+
+const cuda::DispatchMap& DriverTables::dispatch() {
+  if (!dispatch_) {
+    auto in = input();
+    std::vector<cuda::ExportedFunction> fns;
+    for (const auto& e : img_.exports()) {
+      if (!is_function(e)) continue;
+      const auto* s = in.sections->at(e.sym.st_value);
+      if (s == nullptr || !s->exec) continue;
+      fns.push_back({e.sym.st_value, e.sym.name});
+    }
+    dispatch_ = cuda::resolve_dispatch(in, fns);
+    if (!dispatch_->error.empty()) {
+      img_.diagnostics().report(make_error("dispatch", "", std::nullopt, dispatch_->error));
+    }
+  }
+  return *dispatch_;
+}
+
+uint64_t DriverTables::relocations_walked() {
+  return img_.facet<Relocations>().index().walked();
+}
+
+const std::vector<DriverTables::ApiCoverage>& DriverTables::coverage() {
+  if (coverage_) return *coverage_;
+  coverage_.emplace();
+  const auto& pa = procaddress();
+  const auto& dm = dispatch();
+  const auto& et = errors();
+  std::unordered_map<uint64_t, const cuda::ProcAddressRow*> row_for;
+  for (const auto& r : pa.rows)
+    if (r.function != 0) row_for.emplace(r.function, &r);
+  std::unordered_map<std::string_view, const cuda::DispatchEntry*> wrapper;
+  for (const auto& d : dm.entries) wrapper.emplace(d.export_name, &d);
+  for (const auto& e : img_.exports()) {
+    if (!is_function(e) || e.sym.name.substr(0, 2) != "cu") continue;
+    ApiCoverage c;
+    c.name = e.sym.name;
+    c.address = e.sym.st_value;
+    if (auto it = row_for.find(c.address); it != row_for.end()) {
+      c.in_procaddress = true;
+      c.via = fmt::format("{} v{} {}", it->second->api, it->second->cuda_version,
+                          cuda::proc_flags_name(it->second->flags));
+    } else if (!e.api.is_driver_api) {
+      c.reason = e.sym.name.substr(0, 5) == "cudbg"
+                     ? "debugger interface (cudbg*), not a driver API entry point"
+                     : "not a cu<Upper>… driver API name";
+    } else if (!pa.found) {
+      c.reason = "no cuGetProcAddress table was found in this file";
+    } else if (auto w = wrapper.find(c.name); w != wrapper.end()) {
+      const auto& d = *w->second;
+      if (d.kind == cuda::WrapperKind::kConstant) {
+        const auto* err = d.constant ? et.by_code(*d.constant) : nullptr;
+        c.reason = fmt::format("retired entry point: returns {}{} without dispatching",
+                               d.constant.value_or(0),
+                               err ? fmt::format(" ({})", err->name) : std::string());
+      } else if (d.kind == cuda::WrapperKind::kOther) {
+        c.reason = fmt::format("not a dispatch wrapper: {}", d.note);
+      } else {
+        c.reason =
+            "dispatch wrapper that no cuGetProcAddress row returns (reachable only "
+            "through its export)";
+      }
+    } else {
+      c.reason = "not in an executable section";
+    }
+    coverage_->push_back(std::move(c));
+  }
+  return *coverage_;
+}
+
+std::vector<DriverTables::NamedFunction> DriverTables::function_names() {
+  std::vector<NamedFunction> out;
+  for (const auto& d : dispatch().entries) {
+    if (d.implementation != 0)
+      out.push_back({d.implementation, std::string(d.export_name), "impl via dispatch"});
+  }
+  for (const auto& r : procaddress().rows) {
+    if (r.function == 0 || !r.export_name.empty()) continue;
+    out.push_back({r.function, std::string(r.api),
+                   fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
+                               cuda::proc_flags_name(r.flags))});
+  }
+  for (const auto& t : export_tables().tables) {
+    std::string uuid = cuda::format_uuid(t.uuid);
+    for (const auto& s : t.slots) {
+      if (s.kind != cuda::SlotKind::kFunction || !s.export_name.empty()) continue;
+      std::string name = t.known && !s.known_name.empty()
+                             ? fmt::format("{}.{}", t.known->name, s.known_name)
+                         : t.known ? fmt::format("{}.slot{}", t.known->name, s.index)
+                                   : fmt::format("etbl_{}_{}", uuid.substr(0, 8), s.index);
+      out.push_back(
+          {s.value, std::move(name), fmt::format("export table {} slot {}", uuid, s.index)});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const NamedFunction& a, const NamedFunction& b) {
+    return a.address < b.address;
+  });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const NamedFunction& a, const NamedFunction& b) {
+                          return a.address == b.address && a.name == b.name;
+                        }),
+            out.end());
+  return out;
+}
+
+}  // namespace cudatool

@@ -1,0 +1,68 @@
+// Facet: libcuda's routing tables (cuGetProcAddress, cuGetExportTable, wrapper dispatch,
+// CUresult strings) for one DriverImage, each built on first use from the Relocations facet.
+//
+//   auto& t = img.facet<DriverTables>();
+//   for (const auto& row : t.procaddress().rows) …
+//   for (const auto& f : t.function_names()) …   // names for the function map / symbolizer
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/driver_image.hpp"
+#include "cuda/driver_tables.hpp"
+
+namespace cudatool {
+
+class DriverTables {
+ public:
+  explicit DriverTables(DriverImage& img);
+
+  const cuda::ProcAddressTable& procaddress();
+  const cuda::ExportTables& export_tables();
+  const cuda::DispatchMap& dispatch();
+  const cuda::ErrorTable& errors();
+
+  // Every exported function whose name starts with "cu": is it what some cuGetProcAddress row
+  // returns, and if not, why not.
+  struct ApiCoverage {
+    std::string_view name;
+    uint64_t address = 0;
+    bool in_procaddress = false;
+    std::string via;     // covered: "cuMemAlloc v3020 default" (the first row returning it)
+    std::string reason;  // not covered: why
+  };
+  const std::vector<ApiCoverage>& coverage();
+
+  // Names this facet gives to functions that have no symbol of their own, for the function map
+  // and the symbolizer: (address, name, source). Sorted by address; an address may carry more
+  // than one name (an implementation shared by several exports).
+  //   {0x291d40, "cuMemAlloc_v2", "impl via dispatch"}              body behind an export
+  //   {0x…,      "cuFoo",        "procaddress cuFoo v12000 per-thread"}  returned, not exported
+  //   {0x…,      "CUDART_INTERFACE.get_module_from_cubin", "export table 6bd5fb6c-… slot 1"}
+  //   {0x…,      "etbl_2c8e0ad8_3", "export table 2c8e0ad8-… slot 3"}  unnamed slot
+  struct NamedFunction {
+    uint64_t address = 0;
+    std::string name;
+    std::string source;
+  };
+  std::vector<NamedFunction> function_names();
+
+  // Relocation entries read to build the index (all RELA tables, all types).
+  uint64_t relocations_walked();
+
+ private:
+  cuda::TableInput input();
+
+  DriverImage& img_;
+  cuda::ExportNames names_;
+  bool names_ready_ = false;
+  std::optional<cuda::ProcAddressTable> procaddress_;
+  std::optional<cuda::ExportTables> export_tables_;
+  std::optional<cuda::DispatchMap> dispatch_;
+  std::optional<cuda::ErrorTable> errors_;
+  std::optional<std::vector<ApiCoverage>> coverage_;
+};
+
+}  // namespace cudatool
