@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "analysis/driver_tables.hpp"
+
 namespace cudatool {
 namespace {
 
@@ -53,6 +55,28 @@ void collect_note(DriverImage& img, BuildFacts& f) {
   }
 }
 
+void collect_tables(DriverImage& img, BuildFacts& f) {
+  auto& t = img.facet<DriverTables>();
+  TableFacts out;
+  for (const auto& r : t.procaddress().rows) {
+    out.procaddress.push_back({std::string(r.api), r.cuda_version,
+                               std::string(cuda::proc_flags_name(r.flags)),
+                               std::string(r.export_name)});
+  }
+  for (const auto& e : t.export_tables().tables) {
+    ExportTableFact x;
+    x.uuid = cuda::format_uuid(e.uuid);
+    if (e.known != nullptr) x.name = std::string(e.known->name);
+    x.slots = e.slot_count;
+    x.declared_size = e.declared_size;
+    out.export_tables.push_back(std::move(x));
+  }
+  for (const auto& e : t.errors().entries) {
+    out.errors.push_back({e.code, std::string(e.name), std::string(e.description)});
+  }
+  f.tables = std::move(out);
+}
+
 }  // namespace
 
 bool version_less(const std::string& a, const std::string& b) {
@@ -74,7 +98,7 @@ BuildFacts collect_facts(DriverImage& img, const FactOptions& opts) {
   }
   collect_note(img, f);
   collect_exports_imports(img, f);
-  (void)opts;  // functions, cubins and tables are gathered from their facets (see below)
+  if (opts.tables) collect_tables(img, f);
   for (const auto& e : img.diagnostics().items()) f.diagnostics.push_back(e.message());
   return f;
 }

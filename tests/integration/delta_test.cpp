@@ -102,6 +102,50 @@ TEST(Delta, NeighbourPairsAgreeWithSingleVersionFacts) {
   }
 }
 
+TEST(Delta, TableChangesAgreeWithTablesCommand) {
+  auto builds = driver_builds();
+  for (size_t i = 0; i + 1 < builds.size(); ++i) {
+    SCOPED_TRACE(builds[i].version + " -> " + builds[i + 1].version);
+    json d = run_json({"delta", "--json", builds[i].lib_path, builds[i + 1].lib_path}, {0, 1});
+    json ta = run_json({"tables", "--json", builds[i].lib_path});
+    json tb = run_json({"tables", "--json", builds[i + 1].lib_path});
+    auto rows = [](const json& t) {
+      std::set<std::string> s;
+      for (const auto& r : t["procaddress"]["rows"]) {
+        s.insert(r["api"].get<std::string>() + " @ " +
+                 std::to_string(r["cuda_version"].get<int>()));
+      }
+      return s;
+    };
+    auto ra = rows(ta), rb = rows(tb);
+    std::set<std::string> added, removed;
+    for (const auto& r : rb)
+      if (!ra.count(r)) added.insert(r);
+    for (const auto& r : ra)
+      if (!rb.count(r)) removed.insert(r);
+    EXPECT_EQ(strings(d["tables"]["procaddress_added"]), added);
+    EXPECT_EQ(strings(d["tables"]["procaddress_removed"]), removed);
+    auto uuids = [](const json& t) {
+      std::set<std::string> s;
+      for (const auto& e : t["exporttables"]["tables"]) s.insert(e["uuid"].get<std::string>());
+      return s;
+    };
+    auto ua = uuids(ta), ub = uuids(tb);
+    size_t uadded = 0;
+    for (const auto& u : ub) uadded += !ua.count(u);
+    EXPECT_EQ(d["tables"]["export_tables_added"].size(), uadded);
+    auto codes = [](const json& t) {
+      std::set<int64_t> s;
+      for (const auto& e : t["errors"]["entries"]) s.insert(e["code"].get<int64_t>());
+      return s;
+    };
+    auto ca = codes(ta), cb = codes(tb);
+    size_t cadded = 0;
+    for (auto c : cb) cadded += !ca.count(c);
+    EXPECT_EQ(d["tables"]["errors_added"].size(), cadded);
+  }
+}
+
 TEST(Delta, SameFileHasNoChange) {
   const std::string lib = driver_builds().at(2).lib_path;
   json d = run_json({"delta", "--json", lib, lib});
