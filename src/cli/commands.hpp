@@ -11,5 +11,8 @@ namespace cudatool::cli {
 void register_info(CLI::App& app, int* exit_code);
 void register_exports(CLI::App& app, int* exit_code);
 void register_imports(CLI::App& app, int* exit_code);
+void register_functions(CLI::App& app, int* exit_code);
+void register_addr(CLI::App& app, int* exit_code);
+void register_symbolize(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli
