@@ -324,10 +324,14 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
       if (all_kept && ph.p_offset <= total && ph.p_filesz <= total - ph.p_offset)
         filesz = ph.p_filesz;
     }
+    // LOAD segments keep their offsets: perf places symbols with p_vaddr - p_offset. Others
+    // without file bytes point inside the file, where readers expect an offset to be.
+    uint64_t offset = ph.p_offset;
+    if (ph.p_type != PT_LOAD && filesz == 0) offset = std::min(offset, total);
     uint8_t* q = p + kEhdrSize + i * kPhdrSize;
     store_le<uint32_t>(q, ph.p_type);
     store_le<uint32_t>(q + 4, ph.p_flags);
-    store_le<uint64_t>(q + 8, ph.p_offset);
+    store_le<uint64_t>(q + 8, offset);
     store_le<uint64_t>(q + 16, ph.p_vaddr);
     store_le<uint64_t>(q + 24, ph.p_paddr);
     store_le<uint64_t>(q + 32, filesz);
