@@ -12,6 +12,7 @@
 
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
+#include "base/hex.hpp"
 #include "elf/notes.hpp"
 
 namespace cudatool {
@@ -70,6 +71,32 @@ bool is_plt(std::string_view name) {
   return name.starts_with(".plt") || name.starts_with(".iplt");
 }
 
+// The first GNU build id among the allocated note sections (those the symbol file copies), or
+// in PT_NOTE segments when there are no sections.
+std::optional<std::string> first_build_id(const elf::ElfImage& elf) {
+  bool any_alloc = false;
+  for (const auto& s : elf.sections()) {
+    if (s.index == 0 || !s.is_alloc()) continue;
+    any_alloc = true;
+    if (s.sh_type != SHT_NOTE || !s.in_file) continue;
+    auto b = elf.section_bytes(s);
+    if (!b) continue;
+    for (const auto& n : elf::read_notes(*b, s.sh_addralign, "", nullptr)) {
+      if (n.name == "GNU" && n.type == NT_GNU_BUILD_ID) return to_hex(n.desc);
+    }
+  }
+  if (any_alloc) return std::nullopt;
+  for (const auto& p : elf.segments()) {
+    if (p.p_type != PT_NOTE || !p.in_file || p.p_filesz == 0) continue;
+    auto b = elf.segment_bytes(p);
+    if (!b) continue;
+    for (const auto& n : elf::read_notes(*b, p.p_align, "", nullptr)) {
+      if (n.name == "GNU" && n.type == NT_GNU_BUILD_ID) return to_hex(n.desc);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string build_id_debug_path(std::string_view id) {
@@ -83,11 +110,41 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
   SymbolFileStats st;
   st.build_id = img.build_id();
 
+  // The build id must travel: gdb matches the files by it. When the allocated note sections
+  // copied below do not carry the library's (it sits in a non-allocated note, or a segment
+  // only), a note of our own comes first.
+  std::string own_note;
+  if (st.build_id && first_build_id(elf) != st.build_id) {
+    auto id = parse_hex_bytes(*st.build_id);
+    if (id) {
+      own_note.resize(16);
+      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()), 4);
+      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()) + 4,
+                         static_cast<uint32_t>(id->size()));
+      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()) + 8, NT_GNU_BUILD_ID);
+      std::memcpy(own_note.data() + 12, "GNU", 4);
+      own_note.append(reinterpret_cast<const char*>(id->data()), id->size());
+      own_note.resize(align_up(own_note.size(), 4), '\0');
+    }
+  }
+
   // Section headers: every SHF_ALLOC section at its address.
   std::vector<OutSection> secs(1);  // [0] is the null section
+  if (!own_note.empty()) {
+    OutSection o;
+    o.name = ".note.gnu.build-id";
+    o.type = SHT_NOTE;
+    o.align = 4;
+    o.data = ByteView(reinterpret_cast<const uint8_t*>(own_note.data()), own_note.size());
+    o.size = own_note.size();
+    o.orig_offset = ~uint64_t{0};  // never "kept"
+    secs.push_back(o);
+  }
   std::vector<uint32_t> new_index(elf.sections().size(), 0);
   for (const auto& s : elf.sections()) {
     if (s.index == 0 || !s.is_alloc()) continue;
+    // Tools find the symbol table by name (perf: the first ".symtab"); never two of them.
+    if (s.name == ".symtab" || s.name == ".strtab" || s.name == ".shstrtab") continue;
     OutSection o;
     o.name = s.name;
     o.flags = s.sh_flags;
@@ -124,7 +181,7 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
         o.size = b->size();
         o.flags = SHF_ALLOC;
         o.name = ".note";
-        for (const auto& n : elf::read_notes(*b, 4, "PT_NOTE", nullptr)) {
+        for (const auto& n : elf::read_notes(*b, p.p_align, "PT_NOTE", nullptr)) {
           if (n.name == "GNU" && n.type == NT_GNU_BUILD_ID) o.name = ".note.gnu.build-id";
         }
       } else {
