@@ -41,14 +41,14 @@ bool is_filler(ByteView b) {
   return true;
 }
 
-// Indices of `fdes` in ascending pc_begin order (stable); empty when already in order.
-std::vector<uint32_t> sort_by_start(const std::vector<elf::EhFde>& fdes) {
-  const size_t n = fdes.size();
+// Indices of `fns` in ascending start order (stable); empty when already in order.
+std::vector<uint32_t> sort_by_start(const std::vector<Function>& fns) {
+  const size_t n = fns.size();
   uint64_t max_key = 0;
   bool sorted = true;
   for (size_t i = 0; i < n; ++i) {
-    max_key = std::max(max_key, fdes[i].pc_begin);
-    if (i > 0 && fdes[i].pc_begin < fdes[i - 1].pc_begin) sorted = false;
+    max_key = std::max(max_key, fns[i].start);
+    if (i > 0 && fns[i].start < fns[i - 1].start) sorted = false;
   }
   if (sorted) return {};
   constexpr unsigned kBits = 11;
@@ -59,14 +59,14 @@ std::vector<uint32_t> sort_by_start(const std::vector<elf::EhFde>& fdes) {
   std::vector<uint32_t> count(kBuckets);
   for (unsigned shift = 0; shift < key_bits; shift += kBits) {
     std::fill(count.begin(), count.end(), 0);
-    for (uint32_t i : a) ++count[(fdes[i].pc_begin >> shift) & (kBuckets - 1)];
+    for (uint32_t i : a) ++count[(fns[i].start >> shift) & (kBuckets - 1)];
     uint32_t sum = 0;
     for (auto& c : count) {
       uint32_t k = c;
       c = sum;
       sum += k;
     }
-    for (uint32_t i : a) b[count[(fdes[i].pc_begin >> shift) & (kBuckets - 1)]++] = i;
+    for (uint32_t i : a) b[count[(fns[i].start >> shift) & (kBuckets - 1)]++] = i;
     a.swap(b);
   }
   return a;
@@ -202,24 +202,40 @@ void FunctionMap::build(DriverImage& img) {
     }
     return out;
   };
-  if (eh_frame_found_) {
-    eh_frame_ = elf::EhFrame::read(eh_bytes, eh_vaddr, opts, resync, &diag);
-  }
-
-  // FDEs come in link order: ascending runs (one per input file and output section) that
-  // interleave (each file's .text.unlikely part sits at the start of .text). A stable LSD
-  // radix sort of indices by start address is linear and keeps equal starts in FDE order.
-  const auto& fdes = eh_frame_.fdes();
-  std::vector<uint32_t> order = sort_by_start(fdes);
-  functions_.resize(fdes.size());
-  for (size_t i = 0; i < fdes.size(); ++i) {
-    const elf::EhFde& f = fdes[order.empty() ? i : order[i]];
-    Function& fn = functions_[i];
+  // The FDEs go straight into the map (one copy, not two).
+  functions_.reserve(std::min<uint64_t>(table.count, eh_bytes.size() / 16));
+  auto sink = [this](const elf::EhFde& f) {
+    Function fn;
     fn.start = f.pc_begin;
     fn.size = f.pc_range;
     fn.fde = f.offset;
     fn.resynced = f.resynced;
     fn.has_lsda = f.has_lsda;
+    functions_.push_back(fn);
+  };
+  if (eh_frame_found_) {
+    eh_frame_ = elf::EhFrame::read(eh_bytes, eh_vaddr, opts, resync, &diag, sink);
+  }
+
+  // FDEs come in link order: ascending runs (one per input file and output section) that
+  // interleave (each file's .text.unlikely part sits at the start of .text). A stable LSD
+  // radix sort of indices by start address is linear and keeps equal starts in FDE order;
+  // the permutation is then applied in place, cycle by cycle.
+  std::vector<uint32_t> order = sort_by_start(functions_);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == i || order[i] == UINT32_MAX) continue;
+    Function first = functions_[i];
+    size_t at = i;
+    while (true) {
+      size_t from = order[at];
+      order[at] = UINT32_MAX;  // placed
+      if (from == i) {
+        functions_[at] = first;
+        break;
+      }
+      functions_[at] = functions_[from];
+      at = from;
+    }
   }
   uint64_t max_end = 0;
   for (const auto& f : functions_) {
@@ -296,11 +312,17 @@ void FunctionMap::check_against_table(const Table& table, uint64_t eh_vaddr, uin
     for (auto& f : functions_) f.in_hdr_table = true;
     return;
   }
-  // Slow path: say what differs. FDE index -> function index.
-  std::vector<uint32_t> fn_of_fde(eh_frame_.fdes().size());
-  for (size_t i = 0; i < functions_.size(); ++i) {
-    if (auto k = eh_frame_.fde_at(functions_[i].fde)) fn_of_fde[*k] = static_cast<uint32_t>(i);
-  }
+  // Slow path: say what differs. FDE offset -> function index.
+  std::vector<std::pair<uint64_t, uint32_t>> by_fde;
+  by_fde.reserve(functions_.size());
+  for (size_t i = 0; i < functions_.size(); ++i)
+    by_fde.emplace_back(functions_[i].fde, static_cast<uint32_t>(i));
+  std::sort(by_fde.begin(), by_fde.end());
+  auto fn_at_fde = [&](uint64_t off) -> Function* {
+    auto it = std::lower_bound(by_fde.begin(), by_fde.end(), std::make_pair(off, uint32_t{0}));
+    if (it == by_fde.end() || it->first != off) return nullptr;
+    return &functions_[it->second];
+  };
   uint64_t prev_pc = 0;
   for (uint64_t i = 0; i < table.count; ++i) {
     const auto [pc, fde] = table.entry(i);
@@ -318,14 +340,14 @@ void FunctionMap::check_against_table(const Table& table, uint64_t eh_vaddr, uin
                            eh_vaddr + eh_size));
       continue;
     }
-    auto k = eh_frame_.fde_at(fde - eh_vaddr);
-    if (!k) {
+    Function* found = fn_at_fde(fde - eh_vaddr);
+    if (found == nullptr) {
       disagree(entry, "fde_address",
                fmt::format("{:#x} (section offset {:#x}) is not the start of a readable FDE", fde,
                            fde - eh_vaddr));
       continue;
     }
-    Function& f = functions_[fn_of_fde[*k]];
+    Function& f = *found;
     if (f.in_hdr_table) {
       disagree(entry, "fde_address",
                fmt::format("the FDE at section offset {:#x} is listed twice", f.fde));

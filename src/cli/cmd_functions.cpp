@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <iterator>
@@ -69,20 +70,31 @@ std::string render_json(DriverImage& img, const FunctionMap& map, const std::vec
   return out;
 }
 
-// Right-aligns "0x<hex>" in `width` columns at p; returns the end.
+// Right-aligns "0x<hex>" in `width` columns at p; returns the end. Two digits per step.
 char* put_hex(char* p, uint64_t v, int width) {
-  static const char kDigits[] = "0123456789abcdef";
-  char tmp[16];
-  int n = 0;
-  do {
-    tmp[n++] = kDigits[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  for (int pad = width - n - 2; pad > 0; --pad) *p++ = ' ';
+  static constexpr auto kPairs = [] {
+    std::array<char, 512> t{};
+    const char* d = "0123456789abcdef";
+    for (int i = 0; i < 256; ++i) t[2 * i] = d[i >> 4], t[2 * i + 1] = d[i & 15];
+    return t;
+  }();
+  const int digits = (67 - __builtin_clzll(v | 1)) / 4;
+  for (int pad = width - digits - 2; pad > 0; --pad) *p++ = ' ';
   *p++ = '0';
   *p++ = 'x';
-  while (n > 0) *p++ = tmp[--n];
-  return p;
+  char* end = p + digits;
+  char* q = end;
+  while (v >= 0x100) {
+    q -= 2;
+    std::memcpy(q, &kPairs[(v & 0xff) * 2], 2);
+    v >>= 8;
+  }
+  if (v >= 0x10) {
+    std::memcpy(q - 2, &kPairs[v * 2], 2);
+  } else {
+    q[-1] = kPairs[v * 2 + 1];
+  }
+  return end;
 }
 
 char* put_dec(char* p, uint64_t v, int width) {

@@ -86,15 +86,26 @@ int run_symbolize(const SymbolizeOptions& o) {
         st.other_names ? fmt::format(", {} other names", st.other_names) : "", st.plt_skipped,
         st.unplaced ? fmt::format(", {} outside every section left out", st.unplaced) : "");
     out += fmt::format("build id {}\n", st.build_id.value_or("none"));
-    out += "\nuse it in gdb either way:\n";
+    const std::string& file = written.front();
+    out += "\ngdb, either way:\n";
     if (st.build_id) {
-      out += fmt::format("  set debug-file-directory DIR      # the file must be DIR/{}\n",
-                         build_id_debug_path(*st.build_id));
+      out += fmt::format(
+          "  gdb -iex 'set debug-file-directory /usr/lib/debug:DIR' ...   (with the file at "
+          "DIR/{})\n",
+          build_id_debug_path(*st.build_id));
     }
-    out += fmt::format("  add-symbol-file {} -o LOAD_ADDRESS   # from info proc mappings\n",
-                       written.front());
-    out += fmt::format("addr2line -f -e {} ADDRESS  (library addresses, as readelf shows them)\n",
-                       written.front());
+    out += fmt::format(
+        "  (gdb) add-symbol-file {} -o LOAD_ADDRESS   (then nosharedlibrary and "
+        "sharedlibrary when the library is already loaded)\n",
+        file);
+    if (st.build_id) {
+      out += fmt::format(
+          "perf:  perf report --symfs=ROOT   (with the file at "
+          "ROOT/usr/lib/debug/{})\n",
+          build_id_debug_path(*st.build_id));
+    }
+    out += fmt::format("addr2line -f -e {} ADDRESS   (library addresses, as readelf shows them)\n",
+                       file);
   }
   emit(out);
   return report_diagnostics(img->diagnostics());
@@ -123,8 +134,10 @@ void register_symbolize(CLI::App& app, int* exit_code) {
       "  gdb -ex 'set debug-file-directory ~/.cache/cudatool/debug' --args ./app\n"
       "  cudatool symbolize LIB -o libcuda.sym\n"
       "  (gdb) add-symbol-file libcuda.sym -o 0x7ffff5a00000     # load address of LIB\n"
+      "  (gdb) nosharedlibrary\n"
+      "  (gdb) sharedlibrary          # so the library's own symbols do not shadow the file's\n"
       "  addr2line -f -e libcuda.sym 0x2a3b47\n"
-      "  perf report --symfs=… / perf buildid-cache: see README.md");
+      "  cudatool symbolize LIB --debug-dir ROOT/usr/lib/debug && perf report --symfs=ROOT");
   cmd->callback([o, exit_code] { *exit_code = run_symbolize(*o); });
 }
 

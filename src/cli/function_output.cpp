@@ -49,7 +49,7 @@ void write_map_sources_json(JsonWriter& w, const FunctionMap& map) {
     w.key("eh_frame").begin_object();
     w.kv("source", map.eh_frame_source()).kv_hex("address", eh.vaddr());
     w.kv_hex("offset", eh.bytes().base()).kv("size", eh.bytes().size());
-    w.kv("cies", eh.cies().size()).kv("fdes", eh.fdes().size());
+    w.kv("cies", eh.cies().size()).kv("fdes", eh.fde_count());
     w.kv("zero_terminators", eh.terminators().size()).kv("damaged_records", eh.damaged());
     w.kv("skipped_bytes", eh.skipped_bytes());
     w.end_object();
@@ -80,7 +80,7 @@ std::string map_summary_text(const FunctionMap& map) {
   const auto& eh = map.eh_frame();
   if (map.has_eh_frame()) {
     out += fmt::format("unwind data   {} at {:#x}: {} CIEs, {} FDEs", map.eh_frame_source(),
-                       eh.vaddr(), eh.cies().size(), eh.fdes().size());
+                       eh.vaddr(), eh.cies().size(), eh.fde_count());
     if (eh.damaged() > 0) out += fmt::format(", {} damaged records", eh.damaged());
     if (eh.skipped_bytes() > 0) out += fmt::format(", {} bytes unreadable", eh.skipped_bytes());
     out += "\n";

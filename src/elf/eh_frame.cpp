@@ -288,7 +288,7 @@ void EhFrame::parse_fde(const Record& r, uint64_t index, bool resynced, Diagnost
         f.cie = static_cast<uint32_t>(slot.index);
         f.pc_begin = vaddr_ + p + static_cast<uint64_t>(static_cast<int64_t>(load_le<int32_t>(d)));
         f.pc_range = load_le<uint32_t>(d + 4);
-        fdes_.push_back(f);
+        emit(f);
         return;
       }
     }
@@ -342,16 +342,17 @@ void EhFrame::parse_fde(const Record& r, uint64_t index, bool resynced, Diagnost
       f.has_lsda = *lsda != 0;  // GCC emits a null LSDA for some cleanups
     }
   }
-  fdes_.push_back(f);
+  emit(f);
 }
 
 EhFrame EhFrame::read(ByteView bytes, uint64_t vaddr, const EhFrameOptions& options,
-                      const ResyncPoints& resync_points, Diagnostics* diag) {
+                      const ResyncPoints& resync_points, Diagnostics* diag, const FdeSink& sink) {
   EhFrame e;
   e.bytes_ = bytes;
   e.vaddr_ = vaddr;
   e.options_ = options;
-  e.fdes_.reserve(std::min<uint64_t>(options.expected_fdes, bytes.size() / 16));
+  e.sink_ = &sink;
+  if (!sink) e.fdes_.reserve(std::min<uint64_t>(options.expected_fdes, bytes.size() / 16));
   // Sorted on first use only: an intact section never needs it.
   std::vector<uint64_t> resync;
   bool resync_ready = false;
@@ -409,7 +410,10 @@ EhFrame EhFrame::read(ByteView bytes, uint64_t vaddr, const EhFrameOptions& opti
     if (!r.terminator) after_terminator = false;
     if (r.terminator) {
       // A run of zero words (padding after the terminator) counts as one terminator.
-      if (!after_terminator) e.terminators_.push_back(off);
+      if (!after_terminator) {
+        e.terminators_.push_back(off);
+        e.fdes_before_terminator_.push_back(e.fde_count_);
+      }
       after_terminator = true;
       if (options.stop_at_terminator) break;
       off = r.end;
@@ -452,10 +456,9 @@ EhFrame EhFrame::read(ByteView bytes, uint64_t vaddr, const EhFrameOptions& opti
   // A terminator followed by more records: linear-search unwinders (libgcc without
   // .eh_frame_hdr) stop at it and never see what follows.
   if (!options.stop_at_terminator) {
-    for (uint64_t t : e.terminators_) {
-      auto after = std::upper_bound(e.fdes_.begin(), e.fdes_.end(), t,
-                                    [](uint64_t o, const EhFde& f) { return o < f.offset; });
-      uint64_t n = static_cast<uint64_t>(e.fdes_.end() - after);
+    for (size_t i = 0; i < e.terminators_.size(); ++i) {
+      const uint64_t t = e.terminators_[i];
+      const uint64_t n = e.fde_count_ - e.fdes_before_terminator_[i];
       if (n == 0) continue;
       ++e.damaged_;
       if (diag != nullptr) {
@@ -466,6 +469,7 @@ EhFrame EhFrame::read(ByteView bytes, uint64_t vaddr, const EhFrameOptions& opti
     }
   }
   e.last_cie_ = nullptr;
+  e.sink_ = nullptr;
   return e;
 }
 

@@ -80,12 +80,18 @@ class EhFrame {
   // address `vaddr`. After a record whose length cannot be trusted the walk resumes at the
   // first of `resync`'s offsets past the damage. Damage goes to `diag`; nothing here fails as
   // a whole.
+  // Receives each FDE in section order instead of fdes() (a consumer that keeps its own copy
+  // saves holding two).
+  using FdeSink = std::function<void(const EhFde&)>;
+
   static EhFrame read(ByteView bytes, uint64_t vaddr, const EhFrameOptions& options,
-                      const ResyncPoints& resync, Diagnostics* diag);
+                      const ResyncPoints& resync, Diagnostics* diag, const FdeSink& sink = nullptr);
 
   [[nodiscard]] const std::vector<EhCie>& cies() const { return cies_; }
-  // In section order (ascending offset).
+  // In section order (ascending offset); empty when they went to a sink.
   [[nodiscard]] const std::vector<EhFde>& fdes() const { return fdes_; }
+  // FDEs read (kept or given to the sink).
+  [[nodiscard]] uint64_t fde_count() const { return fde_count_; }
   // Section offsets of zero terminators met by the walk.
   [[nodiscard]] const std::vector<uint64_t>& terminators() const { return terminators_; }
   // Records reported as damaged (CIEs and FDEs that could not be used, breaks of the walk).
@@ -118,6 +124,13 @@ class EhFrame {
   // The usable CIE at section offset `off`, parsing it on demand when no walk reached it.
   const CieSlot& cie_at(uint64_t off);
   void parse_fde(const Record& r, uint64_t index, bool resynced, Diagnostics* diag);
+  void emit(const EhFde& f) {
+    ++fde_count_;
+    if (sink_ != nullptr && *sink_)
+      (*sink_)(f);
+    else
+      fdes_.push_back(f);
+  }
   [[nodiscard]] bool in_walked_range(uint64_t off) const;
   [[nodiscard]] std::string where(std::string_view kind, uint64_t index, uint64_t off) const;
 
@@ -127,6 +140,9 @@ class EhFrame {
   std::vector<EhCie> cies_;
   std::vector<EhFde> fdes_;
   std::vector<uint64_t> terminators_;
+  std::vector<uint64_t> fdes_before_terminator_;  // fde_count_ when each terminator was met
+  const FdeSink* sink_ = nullptr;                 // during read() only
+  uint64_t fde_count_ = 0;
   std::unordered_map<uint64_t, CieSlot> cie_slots_;
   std::vector<std::pair<uint64_t, uint64_t>> walked_;  // [start, end) ranges the walk covered
   const CieSlot* last_cie_ = nullptr;                  // the CIE the previous FDE used
