@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace cudatool::elf {
 namespace {
@@ -49,10 +50,10 @@ std::string EhFrame::where(std::string_view kind, uint64_t index, uint64_t off) 
 }
 
 bool EhFrame::in_walked_range(uint64_t off) const {
-  for (const auto& [b, e] : walked_) {
-    if (off >= b && off < e) return true;
-  }
-  return false;
+  // The walk only moves forward: the ranges are disjoint and in order.
+  auto it = std::upper_bound(walked_.begin(), walked_.end(), off,
+                             [](uint64_t o, const auto& r) { return o < r.first; });
+  return it != walked_.begin() && off < std::prev(it)->second;
 }
 
 std::optional<size_t> EhFrame::fde_at(uint64_t offset) const {

@@ -181,7 +181,8 @@ TEST_P(Functions, AddrFindsTheFdeHoldingEachAddress) {
   EXPECT_EQ(hex_field(rb.json["results"][0]["address"]), f.start + 1);
   EXPECT_EQ(hex_field(rb.json["results"][0]["function"]["start"]), f.start);
   // An address in .init (no FDE) is a finding: exit status 1, the gap named.
-  const ReadelfSection* init = find_section(readelf_sections(lib()), ".init");
+  auto sections = readelf_sections(lib());
+  const ReadelfSection* init = find_section(sections, ".init");
   ASSERT_NE(init, nullptr);
   JsonRun rg = cudatool_json_run({"addr", "--json", lib(), fmt_hex(init->addr + 1)});
   EXPECT_EQ(rg.status, 1) << rg.err;
