@@ -24,10 +24,18 @@ struct FunctionsOptions {
   bool gaps = false;
 };
 
-std::string render_json(DriverImage& img, const FunctionMap& map, const std::vector<Gap>& gaps,
-                        const FunctionsOptions& o) {
+// Written out in chunks as it grows (the writer keeps its state apart from the text).
+void render_json(DriverImage& img, const FunctionMap& map, const std::vector<Gap>& gaps,
+                 const FunctionsOptions& o) {
   std::string out;
-  out.reserve(map.functions().size() * 260 + 4096);
+  constexpr size_t kChunk = 1 << 16;
+  out.reserve(kChunk + 4096);
+  auto flush = [&](bool force) {
+    if (force || out.size() >= kChunk) {
+      emit(out);
+      out.clear();
+    }
+  };
   JsonWriter w(out);
   w.begin_object().kv("schema", "cudatool.functions/1").kv("path", img.path());
   if (const auto& id = img.build_id())
@@ -44,13 +52,17 @@ std::string render_json(DriverImage& img, const FunctionMap& map, const std::vec
   w.kv("no_byte_gaps", c.no_byte_gaps);
   w.end_object();
   w.key("functions").begin_array();
-  for (const auto& f : map.functions()) write_function_json(w, map, f);
+  for (const auto& f : map.functions()) {
+    write_function_json(w, map, f);
+    flush(false);
+  }
   w.end_array();
   if (o.gaps) {
     w.key("gaps").begin_array();
     for (const auto& g : gaps) {
       w.begin_object().kv_hex("start", g.start).kv_hex("end", g.end).kv("size", g.size());
       w.kv("section", g.section).kv("kind", gap_kind_name(g.kind)).end_object();
+      flush(false);
     }
     w.end_array();
   } else {
@@ -67,7 +79,7 @@ std::string render_json(DriverImage& img, const FunctionMap& map, const std::vec
   w.end_array();
   w.end_object();
   w.finish();
-  return out;
+  flush(true);
 }
 
 // Right-aligns "0x<hex>" in `width` columns at p; returns the end. Two digits per step.
@@ -254,7 +266,7 @@ int run_functions(const FunctionsOptions& o) {
   if (!img) return kExitBadInput;
   const FunctionMap& map = img->facet<FunctionMap>();
   if (o.json) {
-    emit(render_json(*img, map, map.gaps(true), o));
+    render_json(*img, map, map.gaps(true), o);
   } else {
     render_text(*img, map, o);
   }

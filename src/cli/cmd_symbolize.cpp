@@ -131,13 +131,16 @@ void register_symbolize(CLI::App& app, int* exit_code) {
       "fn_<start address>, sized by its FDE.\n"
       "Examples:\n"
       "  cudatool symbolize LIB --debug-dir ~/.cache/cudatool/debug\n"
-      "  gdb -ex 'set debug-file-directory ~/.cache/cudatool/debug' --args ./app\n"
+      "  gdb -iex 'set debug-file-directory /usr/lib/debug:'$HOME/.cache/cudatool/debug --args "
+      "./app\n"
       "  cudatool symbolize LIB -o libcuda.sym\n"
       "  (gdb) add-symbol-file libcuda.sym -o 0x7ffff5a00000     # load address of LIB\n"
       "  (gdb) nosharedlibrary\n"
       "  (gdb) sharedlibrary          # so the library's own symbols do not shadow the file's\n"
       "  addr2line -f -e libcuda.sym 0x2a3b47\n"
-      "  cudatool symbolize LIB --debug-dir ROOT/usr/lib/debug && perf report --symfs=ROOT");
+      "  cudatool symbolize LIB --debug-dir ROOT/usr/lib/debug && perf report --symfs=ROOT\n"
+      "Exit status: 0 written, 2 bad input (damaged records are reported; the file is still\n"
+      "written with what could be read) or the file cannot be written.");
   cmd->callback([o, exit_code] { *exit_code = run_symbolize(*o); });
 }
 
