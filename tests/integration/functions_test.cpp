@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "frames_helpers.hpp"
 #include "harness.hpp"
@@ -286,6 +287,30 @@ TEST_P(Functions, SymbolFileMatchesReadelfAndGdbUsesIt) {
   // addr2line reads the same .symtab.
   RunResult a = run({"addr2line", "-f", "-e", out, fmt_hex(derived_addr + 3)});
   EXPECT_EQ(a.out.substr(0, a.out.find('\n')), derived_example) << a.out;
+}
+
+// The table for people says what the JSON says: same rows, same names.
+TEST_P(Functions, TextTableMatchesJson) {
+  JsonRun j = cudatool_json_run({"functions", "--json", lib()});
+  ASSERT_EQ(j.status, 0) << j.err;
+  RunResult t = run({cudatool_bin(), "functions", lib()});
+  ASSERT_EQ(t.status, 0) << t.err;
+  std::istringstream in(t.out);
+  std::string line;
+  size_t i = 0;
+  const json& fns = j.json["functions"];
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string start, end, size, section, name;
+    if (!(ls >> start >> end >> size >> section >> name) || start.rfind("0x", 0) != 0) continue;
+    ASSERT_LT(i, fns.size());
+    EXPECT_EQ(start, fns[i]["start"].get<std::string>());
+    EXPECT_EQ(end, fns[i]["end"].get<std::string>());
+    EXPECT_EQ(std::stoull(size), fns[i]["size"].get<uint64_t>());
+    EXPECT_EQ(name.substr(0, name.find(',')), fns[i]["name"].get<std::string>());
+    ++i;
+  }
+  EXPECT_EQ(i, fns.size());
 }
 
 TEST_P(Functions, HumanOutputsRender) {
