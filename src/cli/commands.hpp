@@ -15,5 +15,8 @@ void register_imports(CLI::App& app, int* exit_code);
 void register_delta(CLI::App& app, int* exit_code);
 void register_history(CLI::App& app, int* exit_code);
 void register_tables(CLI::App& app, int* exit_code);
+void register_functions(CLI::App& app, int* exit_code);
+void register_addr(CLI::App& app, int* exit_code);
+void register_symbolize(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -22,6 +22,9 @@ constexpr CommandEntry kCommands[] = {
     {"delta", cudatool::cli::register_delta},
     {"history", cudatool::cli::register_history},
     {"tables", cudatool::cli::register_tables},
+    {"functions", cudatool::cli::register_functions},
+    {"addr", cudatool::cli::register_addr},
+    {"symbolize", cudatool::cli::register_symbolize},
 };
 // clang-format on
 

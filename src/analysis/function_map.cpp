@@ -1,0 +1,500 @@
+#include "analysis/function_map.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "analysis/driver_image.hpp"
+
+namespace cudatool {
+namespace {
+
+// x86-64 instructions assemblers and linkers use to fill alignment gaps: NOP (90, 66 90, the
+// 0F 1F /0 multi-byte forms with any 66/2E prefixes, Intel SDM vol. 2B "NOP"), INT3 and zero.
+// Returns the length of the filler instruction at p, or 0 when it is something else.
+size_t filler_length(const uint8_t* p, size_t n) {
+  if (p[0] == 0xcc || p[0] == 0x00) return 1;
+  size_t i = 0;
+  while (i < n && i < 14 && (p[i] == 0x66 || p[i] == 0x2e)) ++i;
+  if (i < n && p[i] == 0x90) return i + 1;
+  if (n - i < 3 || p[i] != 0x0f || p[i + 1] != 0x1f) return 0;
+  uint8_t modrm = p[i + 2];
+  if (((modrm >> 3) & 7) != 0) return 0;  // 0F 1F /0 only
+  size_t len = i + 3;
+  unsigned mod = modrm >> 6, rm = modrm & 7;
+  if (mod != 3 && rm == 4) ++len;  // SIB
+  if (mod == 1) len += 1;
+  if (mod == 2 || (mod == 0 && rm == 5)) len += 4;
+  return len <= n ? len : 0;
+}
+
+bool is_filler(ByteView b) {
+  const uint8_t* p = b.data();
+  size_t n = b.size();
+  while (n > 0) {
+    size_t l = filler_length(p, n);
+    if (l == 0) return false;
+    p += l;
+    n -= l;
+  }
+  return true;
+}
+
+// Indices of `fns` in ascending start order (stable); empty when already in order.
+std::vector<uint32_t> sort_by_start(const std::vector<Function>& fns) {
+  const size_t n = fns.size();
+  uint64_t max_key = 0;
+  bool sorted = true;
+  for (size_t i = 0; i < n; ++i) {
+    max_key = std::max(max_key, fns[i].start);
+    if (i > 0 && fns[i].start < fns[i - 1].start) sorted = false;
+  }
+  if (sorted) return {};
+  constexpr unsigned kBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  std::vector<uint32_t> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<uint32_t>(i);
+  const unsigned key_bits = 64 - static_cast<unsigned>(__builtin_clzll(max_key | 1));
+  std::vector<uint32_t> count(kBuckets);
+  for (unsigned shift = 0; shift < key_bits; shift += kBits) {
+    std::fill(count.begin(), count.end(), 0);
+    for (uint32_t i : a) ++count[(fns[i].start >> shift) & (kBuckets - 1)];
+    uint32_t sum = 0;
+    for (auto& c : count) {
+      uint32_t k = c;
+      c = sum;
+      sum += k;
+    }
+    for (uint32_t i : a) b[count[(fns[i].start >> shift) & (kBuckets - 1)]++] = i;
+    a.swap(b);
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string_view gap_kind_name(Gap::Kind k) {
+  switch (k) {
+    case Gap::Kind::kPadding:
+      return "padding";
+    case Gap::Kind::kCode:
+      return "code";
+    case Gap::Kind::kNoBytes:
+      return "no bytes";
+  }
+  return "?";
+}
+
+FunctionMap::FunctionMap(DriverImage& img) {
+  build(img);
+}
+
+std::string FunctionMap::derived_name(uint64_t start) {
+  return fmt::format("fn_{:x}", start);
+}
+
+void FunctionMap::build(DriverImage& img) {
+  const elf::ElfImage& elf = img.elf();
+  Diagnostics& diag = img.diagnostics();
+
+  // Executable ranges: SHF_EXECINSTR sections, or PF_X segments when there are no sections.
+  for (const auto& s : elf.sections()) {
+    if (!s.is_alloc() || !s.is_exec() || s.sh_size == 0) continue;
+    ExecRange r{s.sh_addr,
+                s.sh_size > ~s.sh_addr ? ~uint64_t{0} : s.sh_addr + s.sh_size,
+                s.name.empty() ? std::string_view("?") : s.name,
+                {}};
+    if (s.has_file_bytes() && s.in_file) {
+      if (auto b = elf.section_bytes(s)) r.bytes = *b;
+    }
+    exec_.push_back(r);
+  }
+  if (exec_.empty()) {
+    for (const auto& p : elf.segments()) {
+      if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0 || p.p_memsz == 0) continue;
+      ExecRange r{p.p_vaddr,
+                  p.p_memsz > ~p.p_vaddr ? ~uint64_t{0} : p.p_vaddr + p.p_memsz,
+                  "(exec segment)",
+                  {}};
+      if (p.in_file) {
+        if (auto b = elf.segment_bytes(p)) r.bytes = *b;
+      }
+      exec_.push_back(r);
+    }
+  }
+  std::sort(exec_.begin(), exec_.end(),
+            [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
+
+  // .eh_frame_hdr and its search table (entries: initial location, FDE address).
+  const auto& hdr = img.eh_frame_hdr();
+  Table table;
+  if (hdr) {
+    hdr_.present = true;
+    hdr_.fde_count = hdr->fde_count;
+    hdr_.eh_frame_ptr = hdr->eh_frame_ptr;
+    if (const auto* sh = elf.section(".eh_frame_hdr")) {
+      table.hdr_vaddr = sh->sh_addr;
+    } else {
+      for (const auto& p : elf.segments())
+        if (p.p_type == PT_GNU_EH_FRAME) table.hdr_vaddr = p.p_vaddr;
+    }
+    if (hdr->fde_count && hdr->table_enc != elf::kDwEhPeOmit) {
+      hdr_.has_table = true;
+      table.bytes = hdr->table;
+      table.enc = hdr->table_enc;
+      table.entry_size = 2 * elf::eh_pointer_size(hdr->table_enc);
+      table.vaddr = hdr->table_vaddr;
+      // read_eh_frame_hdr checked that fde_count entries fit.
+      table.count = table.entry_size == 0 ? 0 : table.bytes.size() / table.entry_size;
+      hdr_.entries = table.count;
+    }
+  }
+
+  // .eh_frame: the section, or (without section headers) where the header points, up to the
+  // end of the segment holding it.
+  ByteView eh_bytes;
+  uint64_t eh_vaddr = 0;
+  elf::EhFrameOptions opts;
+  const auto* eh_sec = elf.section(".eh_frame");
+  if (eh_sec != nullptr && eh_sec->has_file_bytes() && eh_sec->in_file) {
+    if (auto b = elf.section_bytes(*eh_sec)) {
+      eh_bytes = *b;
+      eh_vaddr = eh_sec->sh_addr;
+      eh_frame_found_ = true;
+      eh_frame_source_ = elf::describe(*eh_sec);
+    }
+  } else if (hdr) {
+    for (const auto& p : elf.segments()) {
+      if (p.p_type != PT_LOAD || !p.in_file) continue;
+      if (hdr->eh_frame_ptr < p.p_vaddr || hdr->eh_frame_ptr - p.p_vaddr >= p.p_filesz) continue;
+      auto seg = elf.segment_bytes(p);
+      if (!seg) continue;
+      if (auto b = seg->sub(hdr->eh_frame_ptr - p.p_vaddr)) {
+        eh_bytes = *b;
+        eh_vaddr = hdr->eh_frame_ptr;
+        eh_frame_found_ = true;
+        opts.stop_at_terminator = true;
+        eh_frame_source_ =
+            fmt::format("eh_frame_ptr {:#x} of .eh_frame_hdr ({})", eh_vaddr, elf::describe(p));
+      }
+      break;
+    }
+  }
+  if (!eh_frame_found_) {
+    diag.report(make_error(".eh_frame", "", std::nullopt,
+                           eh_sec != nullptr
+                               ? "the section has no bytes in the file"
+                               : "no .eh_frame section and no .eh_frame_hdr pointing to one: "
+                                 "there is no unwind data to build a function map from"));
+  }
+  if (const auto* text = elf.section(".text")) opts.text_base = text->sh_addr;
+  if (const auto* got = elf.section(".got")) opts.data_base = got->sh_addr;
+  opts.expected_fdes = table.count;
+
+  // Search-table entries give record starts to resume at, should the walk break.
+  auto resync = [&]() {
+    std::vector<uint64_t> out;
+    out.reserve(table.count);
+    for (uint64_t i = 0; i < table.count; ++i) {
+      uint64_t fde = table.entry(i).second;
+      if (fde >= eh_vaddr && fde - eh_vaddr < eh_bytes.size()) out.push_back(fde - eh_vaddr);
+    }
+    return out;
+  };
+  // The FDEs go straight into the map (one copy, not two).
+  functions_.reserve(std::min<uint64_t>(table.count, eh_bytes.size() / 16));
+  auto sink = [this](const elf::EhFde& f) {
+    Function fn;
+    fn.start = f.pc_begin;
+    fn.size = f.pc_range;
+    fn.fde = f.offset;
+    fn.resynced = f.resynced;
+    fn.has_lsda = f.has_lsda;
+    functions_.push_back(fn);
+  };
+  if (eh_frame_found_) {
+    eh_frame_ = elf::EhFrame::read(eh_bytes, eh_vaddr, opts, resync, &diag, sink);
+  }
+
+  // FDEs come in link order: ascending runs (one per input file and output section) that
+  // interleave (each file's .text.unlikely part sits at the start of .text). A stable LSD
+  // radix sort of indices by start address is linear and keeps equal starts in FDE order;
+  // the permutation is then applied in place, cycle by cycle.
+  std::vector<uint32_t> order = sort_by_start(functions_);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == i || order[i] == UINT32_MAX) continue;
+    Function first = functions_[i];
+    size_t at = i;
+    while (true) {
+      size_t from = order[at];
+      order[at] = UINT32_MAX;  // placed
+      if (from == i) {
+        functions_[at] = first;
+        break;
+      }
+      functions_[at] = functions_[from];
+      at = from;
+    }
+  }
+  uint64_t max_end = 0;
+  for (const auto& f : functions_) {
+    if (f.start < max_end) ++overlaps_;
+    max_end = std::max(max_end, f.end());
+  }
+  if (overlaps_ > 0) {
+    max_end_.resize(functions_.size());
+    max_end = 0;
+    for (size_t i = 0; i < functions_.size(); ++i) {
+      max_end = std::max(max_end, functions_[i].end());
+      max_end_[i] = max_end;
+    }
+  }
+  // FDEs outside the executable sections (one merge pass over both sorted lists).
+  size_t r = 0;
+  for (const auto& f : functions_) {
+    while (r < exec_.size() && exec_[r].end <= f.start) ++r;
+    if (r == exec_.size() || f.start < exec_[r].start || f.end() > exec_[r].end) ++outside_exec_;
+  }
+
+  if (hdr_.has_table) check_against_table(table, eh_vaddr, eh_bytes.size());
+
+  // Exported functions (defined global dynamic symbols, as DriverImage::exports() selects
+  // them; read directly, the API-name parsing is not needed here) name the FDE starting at
+  // their address.
+  for (const auto& s : img.dynamic_symbols()) {
+    if (!s.defined() || s.index == 0 || s.name.empty()) continue;
+    if (s.binding() != STB_GLOBAL && s.binding() != STB_WEAK && s.binding() != STB_GNU_UNIQUE)
+      continue;
+    if (s.type() != STT_FUNC && s.type() != STT_GNU_IFUNC) continue;
+    add_name(s.st_value, s.name, kExportSource);
+  }
+}
+
+std::pair<uint64_t, uint64_t> FunctionMap::Table::entry(uint64_t i) const {
+  const uint64_t off = i * entry_size;
+  if (enc == (elf::kDwEhPeDatarel | elf::kDwEhPeSdata4)) {
+    // What GNU ld and lld write: two signed 32-bit offsets from the header's start.
+    auto pc = static_cast<int64_t>(load_le<int32_t>(bytes.data() + off));
+    auto fde = static_cast<int64_t>(load_le<int32_t>(bytes.data() + off + 4));
+    return {hdr_vaddr + static_cast<uint64_t>(pc), hdr_vaddr + static_cast<uint64_t>(fde)};
+  }
+  Cursor c(*bytes.sub(0, off + entry_size), off);
+  elf::EhBases bases{vaddr, 0, hdr_vaddr, 0};
+  auto pc = elf::read_eh_pointer(c, enc, bases);
+  auto fde = elf::read_eh_pointer(c, enc, bases);
+  return {pc.value_or(0), fde.value_or(0)};
+}
+
+void FunctionMap::check_against_table(const Table& table, uint64_t eh_vaddr, uint64_t eh_size) {
+  auto disagree = [&](std::string structure, std::string field, std::string reason) {
+    ++hdr_.disagreement_count;
+    if (hdr_.disagreements.size() < HdrCheck::kMaxKept) {
+      hdr_.disagreements.push_back(
+          make_error(std::move(structure), std::move(field), std::nullopt, std::move(reason)));
+    }
+  };
+  if (eh_frame_found_ && hdr_.eh_frame_ptr != eh_vaddr) {
+    disagree(".eh_frame_hdr", "eh_frame_ptr",
+             fmt::format("{:#x}, but .eh_frame is at {:#x}", hdr_.eh_frame_ptr, eh_vaddr));
+  }
+  if (hdr_.fde_count && *hdr_.fde_count != functions_.size()) {
+    disagree(".eh_frame_hdr", "fde_count",
+             fmt::format("{}, but .eh_frame holds {} FDEs", *hdr_.fde_count, functions_.size()));
+  }
+  // Fast path: both lists sorted by address, entry i is function i.
+  bool same = table.count == functions_.size();
+  for (uint64_t i = 0; same && i < table.count; ++i) {
+    auto [pc, fde] = table.entry(i);
+    same = pc == functions_[i].start && fde == eh_vaddr + functions_[i].fde;
+  }
+  if (same) {
+    for (auto& f : functions_) f.in_hdr_table = true;
+    return;
+  }
+  // Slow path: say what differs. FDE offset -> function index.
+  std::vector<std::pair<uint64_t, uint32_t>> by_fde;
+  by_fde.reserve(functions_.size());
+  for (size_t i = 0; i < functions_.size(); ++i)
+    by_fde.emplace_back(functions_[i].fde, static_cast<uint32_t>(i));
+  std::sort(by_fde.begin(), by_fde.end());
+  auto fn_at_fde = [&](uint64_t off) -> Function* {
+    auto it = std::lower_bound(by_fde.begin(), by_fde.end(), std::make_pair(off, uint32_t{0}));
+    if (it == by_fde.end() || it->first != off) return nullptr;
+    return &functions_[it->second];
+  };
+  uint64_t prev_pc = 0;
+  for (uint64_t i = 0; i < table.count; ++i) {
+    const auto [pc, fde] = table.entry(i);
+    std::string entry = fmt::format(".eh_frame_hdr table entry #{}", i);
+    if (i > 0 && pc < prev_pc) {
+      disagree(entry, "initial_location",
+               fmt::format("{:#x} is below the previous entry's {:#x}: the table is not sorted, "
+                           "so a binary search misses entries",
+                           pc, prev_pc));
+    }
+    prev_pc = pc;
+    if (fde < eh_vaddr || fde - eh_vaddr >= eh_size) {
+      disagree(entry, "fde_address",
+               fmt::format("{:#x} is outside .eh_frame ({:#x}..{:#x})", fde, eh_vaddr,
+                           eh_vaddr + eh_size));
+      continue;
+    }
+    Function* found = fn_at_fde(fde - eh_vaddr);
+    if (found == nullptr) {
+      disagree(entry, "fde_address",
+               fmt::format("{:#x} (section offset {:#x}) is not the start of a readable FDE", fde,
+                           fde - eh_vaddr));
+      continue;
+    }
+    Function& f = *found;
+    if (f.in_hdr_table) {
+      disagree(entry, "fde_address",
+               fmt::format("the FDE at section offset {:#x} is listed twice", f.fde));
+    }
+    f.in_hdr_table = true;
+    if (f.start != pc) {
+      disagree(entry, "initial_location",
+               fmt::format("{:#x}, but the FDE at section offset {:#x} starts at {:#x}", pc, f.fde,
+                           f.start));
+    }
+  }
+  for (const auto& f : functions_) {
+    if (f.in_hdr_table) continue;
+    disagree(fmt::format(".eh_frame FDE [{:#x}]", f.fde), "",
+             fmt::format("{:#x}..{:#x} is missing from the .eh_frame_hdr search table", f.start,
+                         f.end()));
+  }
+}
+
+const Function* FunctionMap::find(uint64_t addr) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), addr,
+                             [](uint64_t a, const Function& f) { return a < f.start; });
+  for (size_t i = static_cast<size_t>(it - functions_.begin()); i > 0; --i) {
+    if (reach(i - 1) <= addr) break;  // nothing at or before i-1 reaches addr
+    if (functions_[i - 1].contains(addr)) return &functions_[i - 1];
+  }
+  return nullptr;
+}
+
+const Function* FunctionMap::at(uint64_t start) const {
+  auto it = std::lower_bound(functions_.begin(), functions_.end(), start,
+                             [](const Function& f, uint64_t a) { return f.start < a; });
+  if (it == functions_.end() || it->start != start) return nullptr;
+  return &*it;
+}
+
+std::string_view FunctionMap::exec_section(uint64_t addr) const {
+  for (const auto& r : exec_) {
+    if (addr >= r.start && addr < r.end) return r.name;
+  }
+  return {};
+}
+
+std::string_view FunctionMap::intern(std::string_view s) {
+  if (s.size() > arena_left_) {
+    size_t block = std::max<size_t>(s.size(), 64 * 1024);
+    arena_.push_back(std::make_unique<char[]>(block));
+    arena_next_ = arena_.back().get();
+    arena_left_ = block;
+  }
+  if (!s.empty()) std::memcpy(arena_next_, s.data(), s.size());
+  std::string_view v(arena_next_, s.size());
+  arena_next_ += s.size();
+  arena_left_ -= s.size();
+  return v;
+}
+
+bool FunctionMap::add_name(uint64_t start, std::string_view name, std::string_view source) {
+  // Sources are few: keep one copy of each.
+  auto src = std::find(sources_.begin(), sources_.end(), source);
+  std::string_view source_v = src != sources_.end() ? *src : sources_.emplace_back(intern(source));
+  const Function* found = at(start);
+  if (found == nullptr) {
+    unplaced_.push_back({start, {intern(name), source_v}});
+    return false;
+  }
+  Function& f = functions_[static_cast<size_t>(found - functions_.data())];
+  if (f.name_list < 0) {
+    f.name_list = static_cast<int32_t>(name_lists_.size());
+    name_lists_.emplace_back();
+  }
+  auto& list = name_lists_[static_cast<size_t>(f.name_list)];
+  for (const auto& n : list) {
+    if (n.name == name && n.source == source_v) return true;
+  }
+  list.push_back({intern(name), source_v});
+  return true;
+}
+
+std::span<const FunctionName> FunctionMap::names(const Function& f) const {
+  if (f.name_list < 0 || static_cast<size_t>(f.name_list) >= name_lists_.size()) return {};
+  return name_lists_[static_cast<size_t>(f.name_list)];
+}
+
+std::vector<std::pair<std::string, uint64_t>> FunctionMap::named_by_source() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& list : name_lists_) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      bool seen = false;  // count a function once per source
+      for (size_t j = 0; j < i && !seen; ++j) seen = list[j].source == list[i].source;
+      if (seen) continue;
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const auto& p) { return p.first == list[i].source; });
+      if (it == out.end())
+        out.emplace_back(std::string(list[i].source), 1);
+      else
+        ++it->second;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string FunctionMap::display_name(const Function& f) const {
+  auto n = names(f);
+  if (n.empty()) return derived_name(f.start);
+  return std::string(n.front().name);
+}
+
+template <class Visit>
+void FunctionMap::for_each_gap(Visit&& visit) const {
+  for (const auto& r : exec_) {
+    // Functions starting at or before the range may reach into it.
+    auto it = std::upper_bound(functions_.begin(), functions_.end(), r.start,
+                               [](uint64_t a, const Function& f) { return a < f.start; });
+    size_t i = static_cast<size_t>(it - functions_.begin());
+    uint64_t cursor = r.start;
+    if (i > 0) cursor = std::max(cursor, std::min(reach(i - 1), r.end));
+    for (; i < functions_.size() && functions_[i].start < r.end; ++i) {
+      const Function& f = functions_[i];
+      if (f.start > cursor) visit(r, cursor, f.start);
+      cursor = std::max(cursor, std::min(f.end(), r.end));
+    }
+    if (cursor < r.end) visit(r, cursor, r.end);
+  }
+}
+
+std::vector<Gap> FunctionMap::gaps(bool classify) const {
+  std::vector<Gap> out;
+  for_each_gap([&](const ExecRange& r, uint64_t b, uint64_t e) {
+    Gap g{b, e, r.name, Gap::Kind::kNoBytes};
+    if (classify) {
+      if (auto bytes = r.bytes.sub(b - r.start, e - b))
+        g.kind = is_filler(*bytes) ? Gap::Kind::kPadding : Gap::Kind::kCode;
+    }
+    out.push_back(g);
+  });
+  return out;
+}
+
+std::pair<uint64_t, uint64_t> FunctionMap::gap_totals() const {
+  uint64_t n = 0, bytes = 0;
+  for_each_gap([&](const ExecRange&, uint64_t b, uint64_t e) {
+    ++n;
+    bytes += e - b;
+  });
+  return {n, bytes};
+}
+
+}  // namespace cudatool

@@ -1,0 +1,147 @@
+// cudatool symbolize LIB -o OUT: a symbol file for gdb, perf and addr2line.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "analysis/function_map.hpp"
+#include "analysis/symbol_file.hpp"
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct SymbolizeOptions {
+  std::string lib;
+  std::string out;
+  std::string debug_dir;
+  bool json = false;
+};
+
+int run_symbolize(const SymbolizeOptions& o) {
+  if (o.out.empty() && o.debug_dir.empty()) {
+    print_error("symbolize: say where to write the symbol file: -o FILE and/or --debug-dir DIR");
+    return kExitBadInput;
+  }
+  auto img = open_library(o.lib);
+  if (!img) return kExitBadInput;
+  const FunctionMap& map = img->facet<FunctionMap>();
+  SymbolFileStats st;
+  auto bytes = build_symbol_file(*img, map, &st);
+  if (!bytes) {
+    print_error(bytes.error());
+    return kExitBadInput;
+  }
+  std::vector<std::string> written;
+  if (!o.out.empty()) {
+    if (Status s = write_file_atomic(o.out, *bytes, false); !s) {
+      print_error(s.error());
+      return kExitBadInput;
+    }
+    written.push_back(o.out);
+  }
+  if (!o.debug_dir.empty()) {
+    if (!st.build_id) {
+      print_error(
+          fmt::format("{}: no GNU build id note, so gdb cannot find a symbol file by it "
+                      "in --debug-dir; write one with -o and load it with "
+                      "add-symbol-file",
+                      img->path()));
+      return kExitBadInput;
+    }
+    std::string path = o.debug_dir + "/" + build_id_debug_path(*st.build_id);
+    if (Status s = write_file_atomic(path, *bytes, true); !s) {
+      print_error(s.error());
+      return kExitBadInput;
+    }
+    written.push_back(path);
+  }
+
+  std::string out;
+  if (o.json) {
+    JsonWriter w(out);
+    w.begin_object().kv("schema", "cudatool.symbolize/1").kv("path", img->path());
+    w.key("written").begin_array();
+    for (const auto& p : written) w.value(p);
+    w.end_array();
+    if (st.build_id)
+      w.kv("build_id", *st.build_id);
+    else
+      w.key("build_id").null();
+    w.kv("size", bytes->size()).kv("sections", st.sections).kv("symbols", st.symbols);
+    w.kv("exported", st.exported).kv("other_names", st.other_names).kv("derived", st.derived);
+    w.kv("plt_skipped", st.plt_skipped).kv("unplaced", st.unplaced);
+    w.key("diagnostics").begin_array();
+    for (const auto& e : img->diagnostics().items()) w.value(e.message());
+    w.end_array();
+    w.end_object();
+    w.finish();
+  } else {
+    for (const auto& p : written)
+      out += fmt::format("wrote {} ({})\n", p, human_size(bytes->size()));
+    out += fmt::format(
+        "{} symbols: {} exports under their names, {} functions as fn_<address>{}; {} PLT "
+        "FDEs left to the debugger (foo@plt){}\n",
+        st.symbols, st.exported, st.derived,
+        st.other_names ? fmt::format(", {} other names", st.other_names) : "", st.plt_skipped,
+        st.unplaced ? fmt::format(", {} outside every section left out", st.unplaced) : "");
+    out += fmt::format("build id {}\n", st.build_id.value_or("none"));
+    const std::string& file = written.front();
+    out += "\ngdb, either way:\n";
+    if (st.build_id) {
+      out += fmt::format(
+          "  gdb -iex 'set debug-file-directory /usr/lib/debug:DIR' ...   (with the file at "
+          "DIR/{})\n",
+          build_id_debug_path(*st.build_id));
+    }
+    out += fmt::format(
+        "  (gdb) add-symbol-file {} -o LOAD_ADDRESS   (then nosharedlibrary and "
+        "sharedlibrary when the library is already loaded)\n",
+        file);
+    if (st.build_id) {
+      out += fmt::format(
+          "perf:  perf report --symfs=ROOT   (with the file at "
+          "ROOT/usr/lib/debug/{})\n",
+          build_id_debug_path(*st.build_id));
+    }
+    out += fmt::format("addr2line -f -e {} ADDRESS   (library addresses, as readelf shows them)\n",
+                       file);
+  }
+  emit(out);
+  return report_diagnostics(img->diagnostics());
+}
+
+}  // namespace
+
+void register_symbolize(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SymbolizeOptions>();
+  auto* cmd = app.add_subcommand(
+      "symbolize",
+      "Write a symbol file (.symtab) that gdb, perf and addr2line use for a stripped "
+      "library");
+  cmd->add_option("LIB", o->lib, "library to read")->required();
+  cmd->add_option("-o,--output", o->out, "write the symbol file here");
+  cmd->add_option("--debug-dir", o->debug_dir,
+                  "also (or instead) write it as DIR/.build-id/xx/yyyy.debug, the layout gdb's "
+                  "debug-file-directory and perf use");
+  cmd->add_flag("--json", o->json, "print JSON (schema cudatool.symbolize/1)");
+  cmd->footer(
+      "The file carries the library's build id note and its section headers (without bytes) and\n"
+      "a .symtab: exports under their names, every other function of `cudatool functions` as\n"
+      "fn_<start address>, sized by its FDE.\n"
+      "Examples:\n"
+      "  cudatool symbolize LIB --debug-dir ~/.cache/cudatool/debug\n"
+      "  gdb -iex 'set debug-file-directory /usr/lib/debug:'$HOME/.cache/cudatool/debug --args "
+      "./app\n"
+      "  cudatool symbolize LIB -o libcuda.sym\n"
+      "  (gdb) add-symbol-file libcuda.sym -o 0x7ffff5a00000     # load address of LIB\n"
+      "  (gdb) nosharedlibrary\n"
+      "  (gdb) sharedlibrary          # so the library's own symbols do not shadow the file's\n"
+      "  addr2line -f -e libcuda.sym 0x2a3b47\n"
+      "  cudatool symbolize LIB --debug-dir ROOT/usr/lib/debug && perf report --symfs=ROOT\n"
+      "Exit status: 0 written, 2 bad input (damaged records are reported; the file is still\n"
+      "written with what could be read) or the file cannot be written.");
+  cmd->callback([o, exit_code] { *exit_code = run_symbolize(*o); });
+}
+
+}  // namespace cudatool::cli

@@ -1,0 +1,112 @@
+#include "cli/function_output.hpp"
+
+#include <fmt/format.h>
+
+namespace cudatool::cli {
+
+void write_function_json(JsonWriter& w, const FunctionMap& map, const Function& f) {
+  w.begin_object();
+  w.kv_hex("start", f.start).kv_hex("end", f.end()).kv("size", f.size);
+  std::string_view sec = map.exec_section(f.start);
+  if (sec.empty())
+    w.key("section").null();
+  else
+    w.kv("section", sec);
+  w.kv("name", map.display_name(f));
+  w.key("names").begin_array();
+  for (const auto& n : map.names(f)) {
+    w.begin_object().kv("name", n.name).kv("source", n.source).end_object();
+  }
+  w.end_array();
+  w.kv_hex("fde", f.fde).kv("in_hdr_table", f.in_hdr_table).kv("has_lsda", f.has_lsda);
+  w.end_object();
+}
+
+Coverage coverage(const FunctionMap& map, const std::vector<Gap>& gaps) {
+  Coverage c;
+  for (const auto& r : map.exec_ranges()) c.exec_bytes += r.end - r.start;
+  for (const auto& g : gaps) {
+    ++c.gaps;
+    c.gap_bytes += g.size();
+    switch (g.kind) {
+      case Gap::Kind::kPadding:
+        ++c.padding_gaps;
+        break;
+      case Gap::Kind::kCode:
+        ++c.code_gaps;
+        break;
+      case Gap::Kind::kNoBytes:
+        ++c.no_byte_gaps;
+        break;
+    }
+  }
+  return c;
+}
+
+void write_map_sources_json(JsonWriter& w, const FunctionMap& map) {
+  const auto& eh = map.eh_frame();
+  if (map.has_eh_frame()) {
+    w.key("eh_frame").begin_object();
+    w.kv("source", map.eh_frame_source()).kv_hex("address", eh.vaddr());
+    w.kv_hex("offset", eh.bytes().base()).kv("size", eh.bytes().size());
+    w.kv("cies", eh.cies().size()).kv("fdes", eh.fde_count());
+    w.kv("zero_terminators", eh.terminators().size()).kv("damaged_records", eh.damaged());
+    w.kv("skipped_bytes", eh.skipped_bytes());
+    w.end_object();
+  } else {
+    w.key("eh_frame").null();
+  }
+  const auto& h = map.hdr_check();
+  if (h.present) {
+    w.key("eh_frame_hdr").begin_object();
+    if (h.fde_count)
+      w.kv("fde_count", *h.fde_count);
+    else
+      w.key("fde_count").null();
+    w.kv_hex("eh_frame_ptr", h.eh_frame_ptr).kv("has_table", h.has_table);
+    w.kv("table_entries", h.entries).kv("agrees", h.agrees());
+    w.kv("disagreement_count", h.disagreement_count);
+    w.key("disagreements").begin_array();
+    for (const auto& d : h.disagreements) w.value(d.message());
+    w.end_array();
+    w.end_object();
+  } else {
+    w.key("eh_frame_hdr").null();
+  }
+}
+
+std::string map_summary_text(const FunctionMap& map) {
+  std::string out;
+  const auto& eh = map.eh_frame();
+  if (map.has_eh_frame()) {
+    out += fmt::format("unwind data   {} at {:#x}: {} CIEs, {} FDEs", map.eh_frame_source(),
+                       eh.vaddr(), eh.cies().size(), eh.fde_count());
+    if (eh.damaged() > 0) out += fmt::format(", {} damaged records", eh.damaged());
+    if (eh.skipped_bytes() > 0) out += fmt::format(", {} bytes unreadable", eh.skipped_bytes());
+    out += "\n";
+  } else {
+    out += "unwind data   none (no .eh_frame)\n";
+  }
+  const auto& h = map.hdr_check();
+  if (!h.present) {
+    out += "search table  none (no .eh_frame_hdr)\n";
+  } else if (!h.has_table) {
+    out += "search table  .eh_frame_hdr has no table\n";
+  } else if (h.agrees()) {
+    out += fmt::format("search table  .eh_frame_hdr lists {} FDEs and agrees with .eh_frame\n",
+                       h.entries);
+  } else {
+    out += fmt::format(
+        "search table  .eh_frame_hdr lists {} FDEs and DISAGREES with .eh_frame "
+        "in {} places:\n",
+        h.entries, h.disagreement_count);
+    for (const auto& d : h.disagreements) out += fmt::format("                {}\n", d.message());
+    if (h.disagreement_count > h.disagreements.size()) {
+      out += fmt::format("                … and {} more\n",
+                         h.disagreement_count - h.disagreements.size());
+    }
+  }
+  return out;
+}
+
+}  // namespace cudatool::cli

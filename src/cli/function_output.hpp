@@ -1,0 +1,29 @@
+// Printing shared by `functions`, `addr` and `symbolize`: one function as a JSON object, the
+// summary of a function map, and the map's findings (search-table disagreements).
+#pragma once
+
+#include <string>
+
+#include "analysis/function_map.hpp"
+#include "base/json_writer.hpp"
+
+namespace cudatool::cli {
+
+// {"start", "end", "size", "section", "name", "names": [{"name", "source"}], "fde",
+//  "in_hdr_table", "has_lsda"}
+void write_function_json(JsonWriter& w, const FunctionMap& map, const Function& f);
+
+// Coverage of the executable sections by FDEs.
+struct Coverage {
+  uint64_t exec_bytes = 0;
+  uint64_t gap_bytes = 0;
+  uint64_t gaps = 0, padding_gaps = 0, code_gaps = 0, no_byte_gaps = 0;
+};
+Coverage coverage(const FunctionMap& map, const std::vector<Gap>& gaps);
+
+// "eh_frame": {…}, "eh_frame_hdr": {…} members of a JSON object.
+void write_map_sources_json(JsonWriter& w, const FunctionMap& map);
+// Lines for people: where the map comes from and whether the search table agrees.
+std::string map_summary_text(const FunctionMap& map);
+
+}  // namespace cudatool::cli
