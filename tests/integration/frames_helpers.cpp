@@ -55,41 +55,6 @@ std::vector<EuFde> eu_readelf_fdes(const std::string& path) {
   return out;
 }
 
-std::vector<ReadelfSection> readelf_sections(const std::string& path) {
-  std::vector<ReadelfSection> out;
-  RunResult r = run({"readelf", "-S", "-W", path});
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto lb = line.find('[');
-    auto rb = line.find(']');
-    if (lb == std::string::npos || rb == std::string::npos || rb < lb) continue;
-    ReadelfSection s;
-    try {
-      s.index = std::stoi(line.substr(lb + 1, rb - lb - 1));
-    } catch (...) {
-      continue;
-    }
-    std::istringstream ls(line.substr(rb + 1));
-    std::string addr, off, size, es;
-    ls >> s.name >> s.type;
-    if (s.name == "NULL" || s.type.empty()) continue;
-    ls >> addr >> off >> size >> es;
-    // Flags may be empty: the next field is then the numeric link.
-    std::string rest;
-    std::getline(ls, rest);
-    std::istringstream rs(rest);
-    std::string tok;
-    rs >> tok;
-    if (!tok.empty() && !std::isdigit(static_cast<unsigned char>(tok[0]))) s.flags = tok;
-    s.addr = std::stoull(addr, nullptr, 16);
-    s.offset = std::stoull(off, nullptr, 16);
-    s.size = std::stoull(size, nullptr, 16);
-    out.push_back(s);
-  }
-  return out;
-}
-
 const ReadelfSection* find_section(const std::vector<ReadelfSection>& s, const std::string& name) {
   for (const auto& x : s)
     if (x.name == name) return &x;

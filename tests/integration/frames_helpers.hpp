@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness.hpp"
+
 namespace cudatool::test {
 
 struct ReadelfFde {
@@ -32,13 +34,6 @@ struct EuFde {
 // "initial_location: +0x…" and "address_range: 0x…".
 std::vector<EuFde> eu_readelf_fdes(const std::string& path);
 
-struct ReadelfSection {
-  int index = 0;
-  std::string name, type, flags;
-  uint64_t addr = 0, offset = 0, size = 0;
-};
-// readelf -S -W.
-std::vector<ReadelfSection> readelf_sections(const std::string& path);
 const ReadelfSection* find_section(const std::vector<ReadelfSection>& s, const std::string& name);
 
 struct ReadelfSymbol {

@@ -87,7 +87,9 @@ void expect_damage(const JsonRun& r, const std::string& mention, size_t count,
   std::set<uint64_t> have;
   for (const auto& f : r.json["functions"]) have.insert(hex_field(f["fde"]));
   for (const auto& f : subject().frames.fdes) {
-    if (lost.count(f.offset) == 0) EXPECT_EQ(have.count(f.offset), 1u) << "FDE " << f.offset;
+    if (lost.count(f.offset) == 0) {
+      EXPECT_EQ(have.count(f.offset), 1u) << "FDE " << f.offset;
+    }
   }
 }
 

@@ -135,8 +135,8 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-std::map<std::string, uint64_t> readelf_section_sizes(const std::string& path) {
-  std::map<std::string, uint64_t> out;
+std::vector<ReadelfSection> readelf_sections(const std::string& path) {
+  std::vector<ReadelfSection> out;
   RunResult r = run({"readelf", "-S", "-W", path});
   std::istringstream in(r.out);
   std::string line;
@@ -144,13 +144,35 @@ std::map<std::string, uint64_t> readelf_section_sizes(const std::string& path) {
     auto lb = line.find('[');
     auto rb = line.find(']');
     if (lb == std::string::npos || rb == std::string::npos || rb < lb) continue;
+    ReadelfSection s;
+    try {
+      s.index = std::stoi(line.substr(lb + 1, rb - lb - 1));
+    } catch (...) {
+      continue;
+    }
     std::istringstream ls(line.substr(rb + 1));
-    std::string name, type, addr, off, size;
-    ls >> name >> type >> addr >> off >> size;
-    if (name == "Name" || type.empty()) continue;
-    if (name == "NULL") continue;  // section 0 has no name: the first token is its type
-    out.emplace(name, std::stoull(size, nullptr, 16));
+    std::string addr, off, size, es;
+    ls >> s.name >> s.type;
+    if (s.name == "NULL" || s.type.empty()) continue;
+    ls >> addr >> off >> size >> es;
+    // Flags may be empty: the next field is then the numeric link.
+    std::string rest;
+    std::getline(ls, rest);
+    std::istringstream rs(rest);
+    std::string tok;
+    rs >> tok;
+    if (!tok.empty() && !std::isdigit(static_cast<unsigned char>(tok[0]))) s.flags = tok;
+    s.addr = std::stoull(addr, nullptr, 16);
+    s.offset = std::stoull(off, nullptr, 16);
+    s.size = std::stoull(size, nullptr, 16);
+    out.push_back(s);
   }
+  return out;
+}
+
+std::map<std::string, uint64_t> readelf_section_sizes(const std::string& path) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& sec : readelf_sections(path)) out.emplace(sec.name, sec.size);
   return out;
 }
 

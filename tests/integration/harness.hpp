@@ -50,6 +50,14 @@ std::string write_temp(const std::string& name, const std::string& bytes);
 std::string read_file(const std::string& path);
 std::string temp_dir();
 
+// readelf -S -W, one entry per section except the NULL one.
+struct ReadelfSection {
+  int index = 0;
+  std::string name, type, flags;
+  uint64_t addr = 0, offset = 0, size = 0;
+  [[nodiscard]] bool nobits() const { return type == "NOBITS"; }
+};
+std::vector<ReadelfSection> readelf_sections(const std::string& path);
 // readelf -S -W: section name -> size.
 std::map<std::string, uint64_t> readelf_section_sizes(const std::string& path);
 

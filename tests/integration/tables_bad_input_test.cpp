@@ -43,7 +43,7 @@ class DamagedTables : public ::testing::Test {
   }
   uint64_t file_offset(uint64_t vaddr) {
     for (const auto& s : sections_)
-      if (!s.nobits && s.addr != 0 && vaddr >= s.addr && vaddr - s.addr < s.size)
+      if (!s.nobits() && s.addr != 0 && vaddr >= s.addr && vaddr - s.addr < s.size)
         return s.offset + (vaddr - s.addr);
     throw std::runtime_error("vaddr not in the file");
   }

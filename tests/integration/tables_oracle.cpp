@@ -26,33 +26,6 @@ uint64_t hexnum(const std::string& s) {
 
 }  // namespace
 
-std::vector<ReadelfSection> readelf_sections(const std::string& path) {
-  std::vector<ReadelfSection> out;
-  RunResult r = run({"readelf", "-S", "-W", path});
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto lb = line.find('[');
-    auto rb = line.find(']');
-    if (lb == std::string::npos || rb == std::string::npos || rb < lb) continue;
-    std::istringstream ls(line.substr(rb + 1));
-    ReadelfSection s;
-    std::string type, addr, off, size;
-    ls >> s.name >> type >> addr >> off >> size;
-    if (s.name == "Name" || type.empty() || addr.empty()) continue;
-    try {
-      s.addr = hexnum(addr);
-      s.offset = hexnum(off);
-      s.size = hexnum(size);
-    } catch (...) {
-      continue;
-    }
-    s.nobits = type == "NOBITS";
-    out.push_back(s);
-  }
-  return out;
-}
-
 ReadelfRelocs readelf_relocs(const std::string& path) {
   ReadelfRelocs out;
   RunResult r = run({"readelf", "-r", "-W", path});
@@ -74,8 +47,8 @@ ReadelfRelocs readelf_relocs(const std::string& path) {
   return out;
 }
 
-std::map<std::string, ReadelfSymbol> readelf_defined_symbols(const std::string& path) {
-  std::map<std::string, ReadelfSymbol> out;
+std::map<std::string, ReadelfDefinedSymbol> readelf_defined_symbols(const std::string& path) {
+  std::map<std::string, ReadelfDefinedSymbol> out;
   RunResult r = run({"readelf", "--dyn-syms", "-W", path});
   std::istringstream in(r.out);
   std::string line;
@@ -104,7 +77,7 @@ const ReadelfSection* VaddrReader::section_of(uint64_t vaddr) const {
 
 std::optional<std::string> VaddrReader::bytes(uint64_t vaddr, uint64_t n) const {
   const auto* s = section_of(vaddr);
-  if (s == nullptr || s->nobits || n > s->size - (vaddr - s->addr)) return std::nullopt;
+  if (s == nullptr || s->nobits() || n > s->size - (vaddr - s->addr)) return std::nullopt;
   uint64_t off = s->offset + (vaddr - s->addr);
   if (off + n > data_.size()) return std::nullopt;
   return data_.substr(off, n);
@@ -120,7 +93,7 @@ std::optional<uint64_t> VaddrReader::u64(uint64_t vaddr) const {
 
 std::optional<std::string> VaddrReader::cstring(uint64_t vaddr) const {
   const auto* s = section_of(vaddr);
-  if (s == nullptr || s->nobits) return std::nullopt;
+  if (s == nullptr || s->nobits()) return std::nullopt;
   uint64_t off = s->offset + (vaddr - s->addr);
   auto nul = data_.find('\0', off);
   if (nul == std::string::npos) return std::nullopt;

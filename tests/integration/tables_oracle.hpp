@@ -11,14 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace cudatool::test {
+#include "harness.hpp"
 
-struct ReadelfSection {
-  std::string name;
-  uint64_t addr = 0, offset = 0, size = 0;
-  bool nobits = false;
-};
-std::vector<ReadelfSection> readelf_sections(const std::string& path);
+namespace cudatool::test {
 
 // readelf -r -W: every R_X86_64_RELATIVE as r_offset -> addend, and the entry counts that
 // readelf prints per relocation section.
@@ -29,11 +24,11 @@ struct ReadelfRelocs {
 ReadelfRelocs readelf_relocs(const std::string& path);
 
 // readelf --dyn-syms -W: defined symbols, name -> {value, type}.
-struct ReadelfSymbol {
+struct ReadelfDefinedSymbol {
   uint64_t value = 0;
   std::string type;
 };
-std::map<std::string, ReadelfSymbol> readelf_defined_symbols(const std::string& path);
+std::map<std::string, ReadelfDefinedSymbol> readelf_defined_symbols(const std::string& path);
 
 // The file's bytes, addressed by virtual address through readelf's section table.
 class VaddrReader {

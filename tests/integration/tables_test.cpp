@@ -34,7 +34,8 @@ json tables_json(const std::string& lib, const std::vector<std::string>& extra =
 // ---- checks shared by the real builds and the fixture ----------------------------------------
 
 void check_procaddress(const std::string& lib, const json& pa, const ReadelfRelocs& rel,
-                       const VaddrReader& file, const std::map<std::string, ReadelfSymbol>& syms) {
+                       const VaddrReader& file,
+                       const std::map<std::string, ReadelfDefinedSymbol>& syms) {
   ASSERT_TRUE(pa["found"].get<bool>()) << pa["evidence"];
   // Records: contiguous 32-byte records whose pointers are the relocations readelf lists.
   uint64_t base = hexv(pa["address"]);
