@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   cudatool::cli::register_info(app, &exit_code);
   cudatool::cli::register_exports(app, &exit_code);
   cudatool::cli::register_imports(app, &exit_code);
+  cudatool::cli::register_trace(app, &exit_code);
+  cudatool::cli::register_import(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
