@@ -74,7 +74,7 @@ bool decode_hex(std::string_view s, std::vector<uint8_t>& out) {
 // The parse state of one line: the pull reader plus the first field-level error.
 class LineParser {
  public:
-  LineParser(std::string_view line, uint64_t offset) : r_(line, offset, true), offset_(offset) {}
+  LineParser(std::string_view line, uint64_t offset) : r_(line, offset, true) {}
 
   JsonReader& r() { return r_; }
 
@@ -133,28 +133,28 @@ class LineParser {
     }
     return false;
   }
-  void set_field(std::string_view k) { field_ = k; }
+  // The member being read, for errors (copied: buffer members are named "arg.pre").
+  void set_field(std::string_view k) {
+    if (field_reason_ == nullptr && r_.ok()) field_.assign(k);
+  }
 
   Status finish() {
     if (r_.ok() && field_reason_ == nullptr && !r_.at_end()) {
       return make_error("", "", r_.offset(), "characters after the JSON object");
     }
-    if (!r_.ok()) return make_error("", std::string(field_), r_.error_offset(), r_.error_reason());
-    if (field_reason_ != nullptr) {
-      return make_error("", std::string(field_), field_offset_, field_reason_);
-    }
+    if (!r_.ok()) return make_error("", field_, r_.error_offset(), r_.error_reason());
+    if (field_reason_ != nullptr) return make_error("", field_, field_offset_, field_reason_);
     return Status::success();
   }
 
  private:
   JsonReader r_;
-  uint64_t offset_;
-  std::string_view field_;
+  std::string field_;
   const char* field_reason_ = nullptr;
   uint64_t field_offset_ = 0;
 };
 
-bool parse_buffer(LineParser& p, Buffer& b) {
+bool parse_buffer(LineParser& p, Buffer& b, const std::string& name) {
   b.role.clear();
   b.addr = b.size = 0;
   b.bounded = false;
@@ -166,7 +166,10 @@ bool parse_buffer(LineParser& p, Buffer& b) {
   auto& r = p.r();
   if (!r.enter_object()) return false;
   std::string_view k;
+  std::string field;
   while (r.next_member(k)) {
+    field.assign(name).append(".").append(k);
+    p.set_field(field);
     bool ok = true;
     if (k == "role") {
       ok = r.string(b.role);
@@ -466,7 +469,7 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
         case 'a':
           if (k == "arg") {
             e.arg.emplace();
-            ok = parse_buffer(p, *e.arg);
+            ok = parse_buffer(p, *e.arg, "arg");
           } else if (k == "addr") {
             ok = p.u64(e.addr);
           } else {
@@ -499,7 +502,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             if ((ok = r.enter_array())) {
               while (r.next_element()) {
                 e.nested.emplace_back();
-                if (!(ok = parse_buffer(p, e.nested.back()))) break;
+                std::string name = "nested[" + std::to_string(e.nested.size() - 1) + "]";
+                if (!(ok = parse_buffer(p, e.nested.back(), name))) break;
               }
             }
           } else {
