@@ -109,6 +109,7 @@ int run_trace(TraceOptions& o) {
   ro.cpu = o.cpu;
   ro.max_buffer = o.max_buffer;
   ro.preload_lib = o.preload_lib;
+  ro.count_events = !o.quiet;
   Result<trace::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
     sum = trace::record_preload(ro, o.output);

@@ -200,14 +200,18 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   if (Status s = tail->close(); !s.ok()) return s.error();
   sum.processes = __atomic_load_n(&ctl->processes, __ATOMIC_ACQUIRE);
 
-  // Per-kind and per-device counts, read back from the trace (which checks it, too).
-  auto r = TraceReader::open(events_path);
-  if (!r) return r.error();
-  Event ev;
-  while ((*r)->next(ev)) {
-    ++sum.events;
-    ++sum.by_sys[std::string(sys_name(ev.sys))];
-    if (!ev.path.empty() && ev.sys != Sys::kExecve) ++sum.by_path[ev.path];
+  sum.events = tr.events;
+  if (o.count_events) {
+    // Per-kind and per-device counts, read back from the trace (which checks it, too).
+    auto r = TraceReader::open(events_path);
+    if (!r) return r.error();
+    Event ev;
+    sum.events = 0;
+    while ((*r)->next(ev)) {
+      ++sum.events;
+      ++sum.by_sys[std::string(sys_name(ev.sys))];
+      if (!ev.path.empty() && ev.sys != Sys::kExecve) ++sum.by_path[ev.path];
+    }
   }
   if (zst) {
     auto z = TraceWriter::create(out_path, TraceWriter::Compression::kZstd);

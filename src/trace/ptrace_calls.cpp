@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <climits>
 
 #include "trace/ptrace_recorder_impl.hpp"
@@ -51,38 +52,48 @@ std::string PtraceRecorder::resolve_path(Thread& t, int dirfd, const std::string
 
 void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
   int pid = t.tid;
-  auto reader = [pid](uint64_t a, uint8_t* o, uint64_t n) { return read_tracee(pid, a, o, n); };
   Event& ev = c.ev;
   if (!after) {
     int kind = path_kind_[static_cast<size_t>(c.path_id)];
     c.arg_plan = nvtr_plan_arg(kind, static_cast<uint32_t>(ev.request), c.args[2]);
     ev.arg.emplace();
-    fill_buffer(reader, c.arg_plan, opt_.max_buffer, false, *ev.arg);
+    Buffer* arg = &*ev.arg;
+    fill_buffers(pid, &c.arg_plan, &arg, 1, opt_.max_buffer, false);
     nvtr_buf_plan plans[2];
     int n = nvtr_plan_nested(kind, static_cast<uint32_t>(ev.request), ev.arg->before.data(),
                              ev.arg->before.size(), plans);
     c.nested.assign(plans, plans + n);
     ev.nested.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      fill_buffer(reader, plans[i], opt_.max_buffer, false, ev.nested[static_cast<size_t>(i)]);
-    }
+    Buffer* bufs[4] = {};
+    for (int i = 0; i < n; ++i) bufs[i] = &ev.nested[static_cast<size_t>(i)];
+    fill_buffers(pid, plans, bufs, static_cast<size_t>(n), opt_.max_buffer, false);
     // An XFER's target holds the parameters of another escape, with its own nested buffers.
     if (n == 1 && std::string_view(plans[0].role) == "xfer") {
       const Buffer& x = ev.nested[0];
       nvtr_buf_plan inner[2];
       int m = nvtr_plan_xfer_inner(ev.arg->before.data(), x.before.data(), x.before.size(), inner);
+      ev.nested.resize(static_cast<size_t>(1 + m));
       for (int i = 0; i < m; ++i) {
         c.nested.push_back(inner[i]);
-        ev.nested.emplace_back();
-        fill_buffer(reader, inner[i], opt_.max_buffer, false, ev.nested.back());
+        bufs[i] = &ev.nested[static_cast<size_t>(1 + i)];
       }
+      fill_buffers(pid, inner, bufs, static_cast<size_t>(m), opt_.max_buffer, false);
     }
     return;
   }
-  if (ev.arg) fill_buffer(reader, c.arg_plan, opt_.max_buffer, true, *ev.arg);
-  for (size_t i = 0; i < c.nested.size() && i < ev.nested.size(); ++i) {
-    fill_buffer(reader, c.nested[i], opt_.max_buffer, true, ev.nested[i]);
+  // After the call: the argument and every nested buffer in one read when all are readable.
+  nvtr_buf_plan plans[5];
+  Buffer* bufs[5] = {};
+  size_t n = 0;
+  if (ev.arg) {
+    plans[n] = c.arg_plan;
+    bufs[n++] = &*ev.arg;
   }
+  for (size_t i = 0; i < c.nested.size() && i < ev.nested.size() && n < 5; ++i) {
+    plans[n] = c.nested[i];
+    bufs[n++] = &ev.nested[i];
+  }
+  fill_buffers(pid, plans, bufs, n, opt_.max_buffer, true);
 }
 
 bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {

@@ -23,6 +23,9 @@ struct RecordOptions {
   std::string cpu = "same";
   uint64_t max_buffer = 16u << 20;  // largest buffer read; larger ones are recorded unreadable
   std::string preload_lib;          // the shim (preload mode); found next to cudatool when empty
+  // Preload mode: read the trace back at the end for the per-kind and per-device counts of the
+  // summary (the shims do not count them). Off with -q.
+  bool count_events = true;
 };
 
 struct RecordSummary {

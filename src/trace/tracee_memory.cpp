@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 namespace cudatool::trace {
 namespace {
@@ -75,6 +76,51 @@ std::optional<std::string> read_tracee_string(int pid, uint64_t addr, size_t max
     s.append(reinterpret_cast<const char*>(buf), take);
   }
   return std::nullopt;
+}
+
+void fill_buffers(int pid, const nvtr_buf_plan* plans, Buffer* const* buffers, size_t n,
+                  uint64_t cap, bool after) {
+  auto reader = [pid](uint64_t a, uint8_t* o, uint64_t len) { return read_tracee(pid, a, o, len); };
+  iovec local[16], remote[64];
+  size_t nl = 0, nr = 0;
+  uint64_t total = 0;
+  bool fits = n <= std::size(local);
+  for (size_t i = 0; i < n && fits; ++i) {
+    const nvtr_buf_plan& p = plans[i];
+    Buffer& b = *buffers[i];
+    if (p.size == 0 || p.size > cap || p.addr == 0 || p.addr + p.size < p.addr) {
+      fill_buffer(reader, p, cap, after, b);  // nothing to read, or an error without reading
+      continue;
+    }
+    b.role = p.role;
+    b.addr = p.addr;
+    b.size = p.size;
+    b.bounded = p.bounded != 0;
+    std::vector<uint8_t>& bytes = after ? b.after : b.before;
+    (after ? b.after_error : b.before_error).clear();
+    bytes.resize(p.size);
+    local[nl++] = {bytes.data(), p.size};
+    for (uint64_t a = p.addr, left = p.size; left > 0 && fits;) {
+      uint64_t take = kPage - (a % kPage);
+      if (take > left) take = left;
+      if (nr == std::size(remote)) {
+        fits = false;
+        break;
+      }
+      remote[nr++] = {reinterpret_cast<void*>(a), take};
+      a += take;
+      left -= take;
+    }
+    total += p.size;
+  }
+  if (fits && nr > 0) {
+    ssize_t r = process_vm_readv(pid, local, nl, remote, nr, 0);
+    if (r >= 0 && static_cast<uint64_t>(r) == total) return;
+  } else if (fits) {
+    return;  // nothing needed reading
+  }
+  // Something is not readable (or too many pieces): one buffer at a time, with exact errors.
+  for (size_t i = 0; i < n; ++i) fill_buffer(reader, plans[i], cap, after, *buffers[i]);
 }
 
 std::string errno_name(int err) {

@@ -1,5 +1,7 @@
 // Reading the memory of a traced process (process_vm_readv), page by page so that a buffer that
 // runs into unmapped memory yields its readable prefix, never a crash or a wrong byte.
+// Not /proc/PID/mem: it is cheaper per call here, but it reads through PROT_NONE pages
+// (FOLL_FORCE) and would record bytes the program itself, and the driver, cannot read.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,12 @@ std::string errno_name(int err);
 // `reader(addr, out, size)` reads memory; it is read_tracee for one process, or a fake in tests.
 template <class Reader>
 void fill_buffer(Reader&& reader, const nvtr_buf_plan& plan, uint64_t cap, bool after, Buffer& b);
+
+// Fills one side of several buffers of process `pid` with one process_vm_readv when they are all
+// readable (the common case: one system call per stop instead of one per buffer); falls back to
+// fill_buffer per buffer when one is not. plans[i] goes to buffers[i].
+void fill_buffers(int pid, const nvtr_buf_plan* plans, Buffer* const* buffers, size_t n,
+                  uint64_t cap, bool after);
 
 // Text of the errors written into Buffer::before_error / after_error.
 std::string over_cap_error(uint64_t size, uint64_t cap);

@@ -63,12 +63,16 @@ static long perform(const struct call* c) {
   return c->kind == C_MMAP || c->kind == C_MMAP64 ? r : (long)(int)r;
 }
 
+/* The event of a call about to be made; its time is taken by start() just before the call. */
 static void begin(struct shim_event* ev, int sys) {
   memset(ev, 0, offsetof(struct shim_event, bufs));
   ev->sys = sys;
   ev->pid = shim_pid;
   ev->tid = shim_tid();
   ev->fd = -1;
+}
+
+static void start(struct shim_event* ev) {
   ev->t = shim_now();
 }
 
@@ -142,7 +146,7 @@ static long do_ioctl(struct call* c, int fd, unsigned long req, uint64_t arg, in
       }
     }
   }
-  ev.t = shim_now();
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
@@ -176,6 +180,7 @@ static long do_open(struct call* c, int dirfd, const char* path, uint64_t flags)
   begin(&ev, SHIM_OPEN);
   ev.path = shim_path(idx);
   ev.flags = flags;
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
@@ -200,6 +205,7 @@ static long do_close(struct call* c, int fd) {
   begin(&ev, SHIM_CLOSE);
   ev.fd = fd;
   ev.path = shim_path(idx);
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
@@ -224,6 +230,7 @@ static long do_close_range(struct call* c, unsigned lo, unsigned hi, unsigned fl
     begin(&ev, SHIM_CLOSE);
     ev.fd = (int)fd;
     ev.path = shim_path(idx);
+    start(&ev);
     finish(&ev, 0, 0);
     shim_emit(&ev);
     shim_t.busy = 0;
@@ -254,6 +261,7 @@ static long do_dup(struct call* c, int oldfd, int newfd) {
   begin(&ev, SHIM_DUP);
   ev.fd = oldfd;
   ev.path = shim_path(idx);
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
@@ -284,6 +292,7 @@ static long do_mmap(struct call* c, uint64_t addr, uint64_t len, int prot, int f
   ev.prot = (uint64_t)(unsigned)prot;
   ev.flags = (uint64_t)(unsigned)flags;
   ev.off = off;
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
@@ -301,6 +310,7 @@ static long do_munmap(struct call* c, uint64_t addr, uint64_t len) {
   begin(&ev, SHIM_MUNMAP);
   ev.addr = addr;
   ev.len = len;
+  start(&ev);
   long r = perform(c);
   int err = errno;
   finish(&ev, r, err);
