@@ -58,15 +58,43 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     c.arg_plan = nvtr_plan_arg(kind, static_cast<uint32_t>(ev.request), c.args[2]);
     ev.arg.emplace();
     Buffer* arg = &*ev.arg;
-    fill_buffers(pid, &c.arg_plan, &arg, 1, opt_.max_buffer, false);
+    // The argument, and (one read for both) where the last nested buffer of this thread was.
+    Buffer guess;
+    bool guessed = false;
+    if (t.guess_size > 0 && c.arg_plan.size > 0 && kind == NVTR_DEV_RM) {
+      nvtr_buf_plan two[2] = {c.arg_plan, {"params", t.guess_addr, t.guess_size, 0}};
+      Buffer* both[2] = {arg, &guess};
+      fill_buffers(pid, two, both, 2, opt_.max_buffer, false);
+      guessed = guess.before_error.empty() && guess.before.size() == t.guess_size;
+    } else {
+      fill_buffers(pid, &c.arg_plan, &arg, 1, opt_.max_buffer, false);
+    }
     nvtr_buf_plan plans[2];
     int n = nvtr_plan_nested(kind, static_cast<uint32_t>(ev.request), ev.arg->before.data(),
                              ev.arg->before.size(), plans);
     c.nested.assign(plans, plans + n);
     ev.nested.resize(static_cast<size_t>(n));
     Buffer* bufs[4] = {};
-    for (int i = 0; i < n; ++i) bufs[i] = &ev.nested[static_cast<size_t>(i)];
-    fill_buffers(pid, plans, bufs, static_cast<size_t>(n), opt_.max_buffer, false);
+    int first = 0;
+    if (n > 0 && guessed && plans[0].addr >= t.guess_addr && plans[0].size <= t.guess_size &&
+        plans[0].addr - t.guess_addr <= t.guess_size - plans[0].size) {
+      // Read already: the bytes are the same as a read of their own (the thread is stopped).
+      Buffer& b = ev.nested[0];
+      b.role = plans[0].role;
+      b.addr = plans[0].addr;
+      b.size = plans[0].size;
+      b.bounded = false;
+      b.before_error.clear();
+      auto from = guess.before.begin() + static_cast<ptrdiff_t>(plans[0].addr - t.guess_addr);
+      b.before.assign(from, from + static_cast<ptrdiff_t>(plans[0].size));
+      first = 1;
+    }
+    for (int i = first; i < n; ++i) bufs[i - first] = &ev.nested[static_cast<size_t>(i)];
+    fill_buffers(pid, plans + first, bufs, static_cast<size_t>(n - first), opt_.max_buffer, false);
+    if (n > 0 && plans[0].size > 0 && plans[0].size <= 4096 && plans[0].addr != 0) {
+      t.guess_addr = plans[0].addr;
+      t.guess_size = plans[0].size;
+    }
     // An XFER's target holds the parameters of another escape, with its own nested buffers.
     if (n == 1 && std::string_view(plans[0].role) == "xfer") {
       const Buffer& x = ev.nested[0];

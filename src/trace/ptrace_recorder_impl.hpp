@@ -47,6 +47,10 @@ struct Thread {
   PendingCall pending;
   std::string exec_path;  // execve in flight: the program named
   uint64_t exec_t = 0;
+  // Where this thread's last nested parameter buffer was: read together with the next
+  // argument, it saves a read when the next call uses the same place (libcuda's stack frames).
+  uint64_t guess_addr = 0;
+  uint64_t guess_size = 0;
 };
 
 class PtraceRecorder {

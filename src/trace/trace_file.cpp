@@ -1,10 +1,13 @@
 #include "trace/trace_file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -27,16 +30,65 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   return create(path, zst ? Compression::kZstd : Compression::kNone);
 }
 
-Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, Compression c) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, Compression c,
+                                                         bool allow_mapping) {
+  // Read-write: a shared writable mapping needs it; a file that may only be written (a device,
+  // a pipe) is written with write().
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EISDIR)) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
   if (fd < 0) return make_error(path, "", std::nullopt, std::strerror(errno));
   std::unique_ptr<TraceWriter> w(new TraceWriter(fd, path, c));
   if (c == Compression::kZstd) {
     w->zc_ = ZSTD_createCCtx();
     if (w->zc_ == nullptr) return make_error(path, "", std::nullopt, "zstd: out of memory");
     ZSTD_CCtx_setParameter(w->zc_, ZSTD_c_compressionLevel, 3);
+  } else if (allow_mapping) {
+    w->try_mapping();
   }
   return w;
+}
+
+void TraceWriter::try_mapping() {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return;  // a pipe, a terminal: write()
+  // The first window proves that the file can be reserved (fallocate: no SIGBUS on a full disk
+  // later) and mapped shared; otherwise the writer stays with write().
+  if (fallocate(fd_, 0, 0, static_cast<off_t>(kWindow)) != 0) return;
+  void* p = mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    (void)!ftruncate(fd_, 0);
+    return;
+  }
+  windows_.push_back(static_cast<char*>(p));
+  reserved_ = kWindow;
+  mapped_ = true;
+}
+
+Status TraceWriter::write_mapped(const char* p, size_t n) {
+  while (n > 0) {
+    if (off_ == reserved_) {
+      if (fallocate(fd_, 0, static_cast<off_t>(reserved_), static_cast<off_t>(kWindow)) != 0) {
+        return make_error(path_, "", std::nullopt,
+                          fmt::format("fallocate: {}", std::strerror(errno)));
+      }
+      void* w = mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                     static_cast<off_t>(reserved_));
+      if (w == MAP_FAILED) {
+        return make_error(path_, "", std::nullopt, fmt::format("mmap: {}", std::strerror(errno)));
+      }
+      windows_.push_back(static_cast<char*>(w));
+      reserved_ += kWindow;
+    }
+    uint64_t in = off_ % kWindow;
+    size_t take = std::min<uint64_t>(n, kWindow - in);
+    std::memcpy(windows_[off_ / kWindow] + in, p, take);
+    off_ += take;
+    p += take;
+    n -= take;
+  }
+  return Status::success();
 }
 
 std::unique_ptr<TraceWriter> TraceWriter::adopt_fd(int fd, std::string name) {
@@ -58,6 +110,7 @@ Status TraceWriter::write_all(const char* p, size_t n) {
 
 Status TraceWriter::emit(std::string_view text, bool end_frame) {
   if (fd_ < 0) return make_error(path_, "", std::nullopt, "trace file is closed");
+  if (mapped_) return write_mapped(text.data(), text.size());
   if (compression_ == Compression::kNone) return write_all(text.data(), text.size());
   // zstd: compress and flush, so that what was written decodes without the rest of the frame.
   ZSTD_inBuffer in{text.data(), text.size(), 0};
@@ -103,6 +156,15 @@ Status TraceWriter::close() {
   Status st;
   if (fd_ >= 0) {
     if (zc_ != nullptr) st = emit("", true);
+    if (mapped_) {
+      for (char* w : windows_) munmap(w, kWindow);
+      windows_.clear();
+      mapped_ = false;
+      if (ftruncate(fd_, static_cast<off_t>(off_)) != 0) {
+        st =
+            make_error(path_, "", std::nullopt, fmt::format("ftruncate: {}", std::strerror(errno)));
+      }
+    }
     if (::close(fd_) != 0 && st.ok()) {
       st = make_error(path_, "", std::nullopt, fmt::format("close: {}", std::strerror(errno)));
     }

@@ -35,9 +35,14 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Creates or truncates `path`; zstd when its name ends in ".zst".
+  // Creates or truncates `path`; zstd when its name ends in ".zst". A plain trace going to a
+  // regular file is written through a shared mapping of the file (space reserved ahead with
+  // fallocate): each line is in the page cache when write_*() returns, without a system call per
+  // line, and close() cuts the file to its length. Killed before close(), the file ends with the
+  // unused reserved space as NUL bytes, which readers report and skip.
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path);
-  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, Compression c);
+  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, Compression c,
+                                                     bool allow_mapping = true);
   // Appends to an open file descriptor (taken over: closed by close()). For plain text only.
   static std::unique_ptr<TraceWriter> adopt_fd(int fd, std::string name);
 
@@ -58,6 +63,8 @@ class TraceWriter {
   TraceWriter(int fd, std::string path, Compression c);
   Status emit(std::string_view text, bool end_frame = false);
   Status write_all(const char* p, size_t n);
+  Status write_mapped(const char* p, size_t n);
+  void try_mapping();
 
   int fd_ = -1;
   std::string path_;
@@ -66,6 +73,13 @@ class TraceWriter {
   std::string line_;
   std::string zbuf_;
   uint64_t events_ = 0;
+  // Mapped output: the file is `reserved_` bytes long, `off_` of them written; windows_[i] maps
+  // [i * kWindow, (i + 1) * kWindow).
+  static constexpr uint64_t kWindow = 16u << 20;
+  bool mapped_ = false;
+  uint64_t off_ = 0;
+  uint64_t reserved_ = 0;
+  std::vector<char*> windows_;
 };
 
 class TraceReader {

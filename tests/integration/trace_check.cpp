@@ -74,7 +74,12 @@ std::string check_buffer(const json& e, const json& r) {
 
 TraceFile load_trace(const std::string& path) {
   TraceFile t;
-  std::ifstream in(path);
+  std::string text = read_file(path);
+  size_t end = text.find_last_not_of('\0');
+  end = end == std::string::npos ? 0 : end + 1;
+  t.nul_padding = text.size() - end;
+  text.resize(end);
+  std::istringstream in(text);
   std::string line;
   bool first = true;
   while (std::getline(in, line)) {

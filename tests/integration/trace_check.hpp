@@ -13,6 +13,7 @@ struct TraceFile {
   std::vector<nlohmann::json> events;
   nlohmann::json trailer;  // null when absent
   std::vector<std::string> bad_lines;
+  uint64_t nul_padding = 0;  // trailing NUL bytes: space reserved by a writer that was killed
 };
 
 // Reads a plain JSON-lines trace with nlohmann (each line must parse).
