@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <fstream>
 
 #include "trace/ptrace_recorder_impl.hpp"
 #include "trace/tracee_memory.hpp"
@@ -50,8 +52,79 @@ std::string PtraceRecorder::resolve_path(Thread& t, int dirfd, const std::string
   return absolute_path(base, path);
 }
 
+Process::~Process() {
+  if (mem_fd >= 0) close(mem_fd);
+}
+
+bool PtraceRecorder::in_stack(Thread& t, uint64_t addr, uint64_t size) {
+  if (t.sp == 0 || addr < t.sp || size > UINT64_MAX - addr) return false;
+  if (t.stack_hi == 0 || t.sp < t.stack_lo || t.sp >= t.stack_hi) {
+    if (t.stack_probes >= 8) return false;  // a thread that keeps changing stacks
+    ++t.stack_probes;
+    t.stack_lo = t.stack_hi = 0;
+    std::ifstream maps(fmt::format("/proc/{}/maps", t.tid));
+    std::string line;
+    while (std::getline(maps, line)) {
+      uint64_t lo = 0, hi = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && t.sp >= lo && t.sp < hi) {
+        t.stack_lo = lo;
+        t.stack_hi = hi;
+        break;
+      }
+    }
+    if (t.stack_hi == 0) return false;
+  }
+  return addr + size <= t.stack_hi;
+}
+
+bool PtraceRecorder::stack_fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs,
+                                size_t n, bool after) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const nvtr_buf_plan& p = plans[i];
+    if (p.size == 0 || p.size > opt_.max_buffer) continue;  // nothing to read
+    if (p.bounded != 0 || !in_stack(t, p.addr, p.size)) return false;
+    lo = std::min(lo, p.addr);
+    hi = std::max(hi, p.addr + p.size);
+  }
+  if (hi == 0) return false;
+  if (hi - lo > (64u << 10)) return false;  // far apart: two reads are better than one big one
+  Process& proc = *t.proc;
+  if (proc.mem_fd < 0) {
+    proc.mem_fd = open(fmt::format("/proc/{}/mem", proc.tgid).c_str(), O_RDONLY | O_CLOEXEC);
+    if (proc.mem_fd < 0) return false;
+  }
+  span_.resize(hi - lo);
+  ssize_t r = pread(proc.mem_fd, span_.data(), span_.size(), static_cast<off_t>(lo));
+  if (r < 0 || static_cast<uint64_t>(r) != span_.size()) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const nvtr_buf_plan& p = plans[i];
+    Buffer& b = *bufs[i];
+    if (p.size == 0 || p.size > opt_.max_buffer) {
+      auto none = [](uint64_t, uint8_t*, uint64_t) { return ReadResult{}; };
+      fill_buffer(none, p, opt_.max_buffer, after, b);  // size 0 or over the cap: no read
+      continue;
+    }
+    b.role = p.role;
+    b.addr = p.addr;
+    b.size = p.size;
+    b.bounded = false;
+    (after ? b.after_error : b.before_error).clear();
+    auto from = span_.begin() + static_cast<ptrdiff_t>(p.addr - lo);
+    (after ? b.after : b.before).assign(from, from + static_cast<ptrdiff_t>(p.size));
+  }
+  return true;
+}
+
+void PtraceRecorder::fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs, size_t n,
+                          bool after) {
+  if (n == 0) return;
+  if (!stack_fill(t, plans, bufs, n, after)) {
+    fill_buffers(t.tid, plans, bufs, n, opt_.max_buffer, after);
+  }
+}
+
 void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
-  int pid = t.tid;
   Event& ev = c.ev;
   if (!after) {
     int kind = path_kind_[static_cast<size_t>(c.path_id)];
@@ -64,10 +137,10 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     if (t.guess_size > 0 && c.arg_plan.size > 0 && kind == NVTR_DEV_RM) {
       nvtr_buf_plan two[2] = {c.arg_plan, {"params", t.guess_addr, t.guess_size, 0}};
       Buffer* both[2] = {arg, &guess};
-      fill_buffers(pid, two, both, 2, opt_.max_buffer, false);
+      fill(t, two, both, 2, false);
       guessed = guess.before_error.empty() && guess.before.size() == t.guess_size;
     } else {
-      fill_buffers(pid, &c.arg_plan, &arg, 1, opt_.max_buffer, false);
+      fill(t, &c.arg_plan, &arg, 1, false);
     }
     nvtr_buf_plan plans[2];
     int n = nvtr_plan_nested(kind, static_cast<uint32_t>(ev.request), ev.arg->before.data(),
@@ -90,7 +163,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
       first = 1;
     }
     for (int i = first; i < n; ++i) bufs[i - first] = &ev.nested[static_cast<size_t>(i)];
-    fill_buffers(pid, plans + first, bufs, static_cast<size_t>(n - first), opt_.max_buffer, false);
+    fill(t, plans + first, bufs, static_cast<size_t>(n - first), false);
     if (n > 0 && plans[0].size > 0 && plans[0].size <= 4096 && plans[0].addr != 0) {
       t.guess_addr = plans[0].addr;
       t.guess_size = plans[0].size;
@@ -105,7 +178,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
         c.nested.push_back(inner[i]);
         bufs[i] = &ev.nested[static_cast<size_t>(1 + i)];
       }
-      fill_buffers(pid, inner, bufs, static_cast<size_t>(m), opt_.max_buffer, false);
+      fill(t, inner, bufs, static_cast<size_t>(m), false);
     }
     return;
   }
@@ -121,7 +194,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     plans[n] = c.nested[i];
     bufs[n++] = &ev.nested[i];
   }
-  fill_buffers(pid, plans, bufs, n, opt_.max_buffer, true);
+  fill(t, plans, bufs, n, true);
 }
 
 bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {

@@ -305,6 +305,13 @@ void PtraceRecorder::on_exec(Thread& t) {
   self.exec_path.clear();
   // A new address space; fds marked close-on-exec are gone.
   proc->maps.clear();
+  if (proc->mem_fd >= 0) {
+    close(proc->mem_fd);  // it reads the old address space
+    proc->mem_fd = -1;
+  }
+  self.stack_lo = self.stack_hi = 0;
+  self.stack_probes = 0;
+  self.guess_size = 0;
   for (auto it = proc->fds->fds.begin(); it != proc->fds->fds.end();) {
     if (access(fmt::format("/proc/{}/fd/{}", proc->tgid, it->first).c_str(), F_OK) != 0) {
       it = proc->fds->fds.erase(it);
@@ -392,10 +399,12 @@ void PtraceRecorder::on_syscall_stop(Thread& t, bool seccomp) {
     return;
   }
   if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
+    t.sp = info.stack_pointer;
     if (t.pending_valid) on_exit(t, info.exit.rval, info.exit.is_error != 0);
     resume(t.tid);
     return;
   }
+  t.sp = info.stack_pointer;
   const uint64_t* args = nullptr;
   uint64_t nr = 0;
   if (info.op == PTRACE_SYSCALL_INFO_SECCOMP) {

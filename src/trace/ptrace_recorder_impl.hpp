@@ -25,6 +25,13 @@ struct Process {
   std::shared_ptr<FdTable> fds;
   MappingTable maps;
   int threads = 0;
+  // /proc/<tgid>/mem, for reads inside a thread's stack (see PtraceRecorder::stack_read);
+  // opened at the first such read, reopened after an exec.
+  int mem_fd = -1;
+  Process() = default;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process();
 };
 
 // A call seen at its entry whose exit is awaited.
@@ -51,6 +58,10 @@ struct Thread {
   // argument, it saves a read when the next call uses the same place (libcuda's stack frames).
   uint64_t guess_addr = 0;
   uint64_t guess_size = 0;
+  // The stack pointer at the current stop, and the mapping that holds the stack.
+  uint64_t sp = 0;
+  uint64_t stack_lo = 0, stack_hi = 0;
+  int stack_probes = 0;
 };
 
 class PtraceRecorder {
@@ -74,6 +85,12 @@ class PtraceRecorder {
   bool on_entry(Thread& t, int nr, const uint64_t* args);  // true: wants the exit stop
   void on_exit(Thread& t, int64_t rval, bool is_error);
   void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
+  // One side of n buffers: one pread of the thread's stack when they all lie in it above the
+  // stack pointer (that memory is mapped read-write: it holds the live frames), else one
+  // process_vm_readv (fill_buffers). False from stack_fill when it could not be used.
+  void fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs, size_t n, bool after);
+  bool stack_fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs, size_t n, bool after);
+  bool in_stack(Thread& t, uint64_t addr, uint64_t size);
   std::string resolve_path(Thread& t, int dirfd, const std::string& path);
   int64_t device_fd(const Thread& t, int fd) const;
   uint32_t intern_device(const std::string& path);
@@ -106,6 +123,7 @@ class PtraceRecorder {
   uint64_t t0_ = 0;
   uint64_t seq_ = 0;
   RecordSummary sum_;
+  std::vector<uint8_t> span_;  // stack_fill's read
   std::string write_error_;
   std::string end_reason_;
 };

@@ -133,28 +133,38 @@ class LineParser {
     }
     return false;
   }
-  // The member being read, for errors (copied: buffer members are named "arg.pre").
-  void set_field(std::string_view k) {
-    if (field_reason_ == nullptr && r_.ok()) field_.assign(k);
+  // The member being read, for errors: `buffer` -1 for a member of "arg", i >= 0 for one of
+  // "nested[i]". The view stays valid: parsing stops at the first error.
+  void set_field(std::string_view k, int buffer = -2) {
+    if (field_reason_ == nullptr && r_.ok()) {
+      key_ = k;
+      buffer_ = buffer;
+    }
+  }
+  std::string field_name() const {
+    if (buffer_ == -2) return std::string(key_);
+    std::string prefix = buffer_ == -1 ? "arg." : "nested[" + std::to_string(buffer_) + "].";
+    return prefix + std::string(key_);
   }
 
   Status finish() {
     if (r_.ok() && field_reason_ == nullptr && !r_.at_end()) {
       return make_error("", "", r_.offset(), "characters after the JSON object");
     }
-    if (!r_.ok()) return make_error("", field_, r_.error_offset(), r_.error_reason());
-    if (field_reason_ != nullptr) return make_error("", field_, field_offset_, field_reason_);
+    if (!r_.ok()) return make_error("", field_name(), r_.error_offset(), r_.error_reason());
+    if (field_reason_ != nullptr) return make_error("", field_name(), field_offset_, field_reason_);
     return Status::success();
   }
 
  private:
   JsonReader r_;
-  std::string field_;
+  std::string_view key_;
+  int buffer_ = -2;
   const char* field_reason_ = nullptr;
   uint64_t field_offset_ = 0;
 };
 
-bool parse_buffer(LineParser& p, Buffer& b, const std::string& name) {
+bool parse_buffer(LineParser& p, Buffer& b, int index) {
   b.role.clear();
   b.addr = b.size = 0;
   b.bounded = false;
@@ -166,10 +176,8 @@ bool parse_buffer(LineParser& p, Buffer& b, const std::string& name) {
   auto& r = p.r();
   if (!r.enter_object()) return false;
   std::string_view k;
-  std::string field;
   while (r.next_member(k)) {
-    field.assign(name).append(".").append(k);
-    p.set_field(field);
+    p.set_field(k, index);
     bool ok = true;
     if (k == "role") {
       ok = r.string(b.role);
@@ -208,8 +216,7 @@ void reset_event(Event& e) {
   e.err = 0;
   e.open_flags = e.addr = e.len = e.prot = e.map_flags = e.offset = 0;
   e.child_pid = 0;
-  e.arg.reset();
-  e.nested.clear();
+  // arg and nested keep their storage (reset after parsing when absent from the line).
   e.extra.clear();
 }
 
@@ -392,7 +399,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
   reset_event(e);
   LineParser p(line, offset);
   auto& r = p.r();
-  bool have_sys = false;
+  bool have_sys = false, have_arg = false;
+  size_t nested = 0;
   if (r.enter_object()) {
     std::string_view k;
     while (r.next_member(k)) {
@@ -468,8 +476,9 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
           break;
         case 'a':
           if (k == "arg") {
-            e.arg.emplace();
-            ok = parse_buffer(p, *e.arg, "arg");
+            if (!e.arg) e.arg.emplace();
+            ok = parse_buffer(p, *e.arg, -1);
+            have_arg = true;
           } else if (k == "addr") {
             ok = p.u64(e.addr);
           } else {
@@ -501,9 +510,9 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
           if (k == "nested") {
             if ((ok = r.enter_array())) {
               while (r.next_element()) {
-                e.nested.emplace_back();
-                std::string name = "nested[" + std::to_string(e.nested.size() - 1) + "]";
-                if (!(ok = parse_buffer(p, e.nested.back(), name))) break;
+                if (nested == e.nested.size()) e.nested.emplace_back();
+                if (!(ok = parse_buffer(p, e.nested[nested], static_cast<int>(nested)))) break;
+                ++nested;
               }
             }
           } else {
@@ -516,6 +525,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
       if (!ok) break;
     }
   }
+  if (!have_arg) e.arg.reset();
+  e.nested.resize(nested);
   Status st = p.finish();
   if (!st.ok()) return st;
   if (!have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
