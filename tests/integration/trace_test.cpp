@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "harness.hpp"
@@ -326,6 +328,68 @@ TEST(TracePtrace, AttachesToARunningProcessAndDetaches) {
     EXPECT_TRUE(found) << r.dump();
   }
   expect_reader_accepts(out, true);
+}
+
+}  // namespace
+}  // namespace cudatool::test
+
+namespace cudatool::test {
+namespace {
+
+TEST_P(Trace, SummaryJsonAgreesWithTheTrace) {
+  std::string dev = make_fake_devices(name("json"));
+  std::string out = temp_dir() + "/" + name("json.jsonl");
+  RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "--json", "-o", out, "--devices",
+                     dev + "/*", "--", client(), dev, "segv"});
+  EXPECT_EQ(r.status, 128 + SIGSEGV);
+  json s = json::parse(r.err);  // stderr: stdout belongs to the traced program
+  EXPECT_EQ(s["schema"], "cudatool.trace/1");
+  EXPECT_EQ(s["mode"], mode());
+  EXPECT_EQ(s["exit_code"], 128 + SIGSEGV);
+  EXPECT_EQ(s["exit_status"], -SIGSEGV);
+  EXPECT_EQ(s["reason"], "signal");
+  TraceFile t = load_trace(out);
+  EXPECT_EQ(s["events"], t.events.size());
+  std::map<std::string, uint64_t> by_sys;
+  for (const auto& e : t.events) ++by_sys[e["sys"].get<std::string>()];
+  EXPECT_EQ(s["by_sys"], json(by_sys));
+  EXPECT_EQ(s["by_path"][dev + "/nvidiactl"], by_sys["ioctl"] + by_sys["open"]);
+  // The text twin says the same.
+  RunResult text = run({cudatool_bin(), "trace", "--mode", mode(), "-o", out, "--devices",
+                        dev + "/*", "--", client(), dev, "segv"});
+  EXPECT_NE(text.err.find(std::to_string(t.events.size()) + " events to " + out), std::string::npos)
+      << text.err;
+  EXPECT_NE(text.err.find("killed by signal 11"), std::string::npos) << text.err;
+}
+
+TEST(TraceUsage, BadArgumentsAreOneLineErrorsWithStatus2) {
+  std::string out = temp_dir() + "/usage.jsonl";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"trace", "-o", out}, "no command to trace"},
+      {{"trace", "--mode", "strace", "-o", out, "--", "true"}, "--mode strace"},
+      {{"trace", "--cpu", "9999", "-o", out, "--", "true"}, "--cpu"},
+      {{"trace", "--cpu", "sometimes", "-o", out, "--", "true"}, "--cpu"},
+      {{"trace", "-o", "/nonexistent-dir/t.jsonl", "--", "true"}, "/nonexistent-dir/t.jsonl"},
+      {{"trace", "--pid", "1", "-o", out, "--", "true"}, "not both"},
+      {{"trace", "--mode", "preload", "--pid", "1", "-o", out}, "--pid needs --mode ptrace"},
+      {{"trace", "--pid", "999999999", "-o", out}, "no process 999999999"},
+      {{"trace", "--mode", "preload", "--preload-lib", "/nonexistent.so", "-o", out, "--", "true"},
+       "/nonexistent.so"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{cudatool_bin()};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    RunResult r = run(argv);
+    EXPECT_EQ(r.status, 2) << c.message << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  RunResult help = run({cudatool_bin(), "trace", "--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("Examples:"), std::string::npos);
 }
 
 }  // namespace
