@@ -35,6 +35,7 @@ struct cudatool_preload_ctl {
   uint64_t route_syscall; /* … through syscall(SYS_ioctl, …) (atomic) */
   uint64_t lost;          /* device calls seen but not recorded (atomic) */
   uint64_t processes;     /* shim instances started (one per program image) (atomic) */
+  uint64_t written;       /* event lines written (atomic) */
 };
 
 #endif /* CUDATOOL_TRACE_PRELOAD_CTL_H */

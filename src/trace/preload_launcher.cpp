@@ -185,12 +185,14 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   ex.pid = ex.tid = pid;
   ex.sys = Sys::kExit;
   ex.ret = main_status;
+  uint64_t written = __atomic_load_n(&ctl->written, __ATOMIC_ACQUIRE);
   if (main_done && exec_errno == 0) {
     ex.seq = __atomic_fetch_add(&ctl->seq, 1, __ATOMIC_ACQ_REL);
     if (Status s = tail->write_event(ex); !s.ok()) return s.error();
+    ++written;
   }
   Trailer& tr = sum.trailer;
-  tr.events = __atomic_load_n(&ctl->seq, __ATOMIC_ACQUIRE);
+  tr.events = written;
   tr.reason = interrupted ? "interrupted" : main_status < 0 ? "signal" : "exit";
   tr.exit_status = main_status;
   tr.routes = {{"ioctl", __atomic_load_n(&ctl->route_ioctl, __ATOMIC_ACQUIRE)},

@@ -71,6 +71,7 @@ struct shim_tls {
   int busy;  /* inside the shim: further device calls pass through (counted lost) */
   int tid;   /* cached gettid() */
   int fork_tid; /* tid of the thread that called fork (atfork prepare) */
+  int fork_locked; /* the atfork prepare handler took the table locks */
   uint64_t stack_lo, stack_hi; /* the mapping that holds this thread's stack */
   int stack_probes;
   uint8_t* scratch[2]; /* 0: buffer copies of the call in progress, 1: its formatted line */

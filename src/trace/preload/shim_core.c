@@ -430,6 +430,7 @@ void shim_emit(struct shim_event* ev) {
   /* The newline first: if the program dies during the copy, the partial line stays one line. */
   copy_out(off + len - 1, "\n", 1);
   copy_out(off, (const char*)out, len - 1);
+  shim_count(&shim_ctl->written);
 }
 
 /* ---- start-up ---- */
@@ -476,18 +477,28 @@ static void scan_fds(void) {
   SHIM_SYS(SYS_close, dir, 0, 0);
 }
 
+/* The tables' locks are held across fork so that the child's copies are consistent. Not when
+ * fork is called by a signal handler that interrupted this thread inside the shim: it may hold
+ * one of them already. */
 static void atfork_prepare(void) {
   shim_t.fork_tid = shim_tid();
-  lock(&paths_lock);
-  lock(&maps_lock);
+  shim_t.fork_locked = !shim_t.busy;
+  if (shim_t.fork_locked) {
+    lock(&paths_lock);
+    lock(&maps_lock);
+  }
 }
 static void atfork_parent(void) {
-  unlock(&maps_lock);
-  unlock(&paths_lock);
+  if (shim_t.fork_locked) {
+    unlock(&maps_lock);
+    unlock(&paths_lock);
+  }
 }
 static void atfork_child(void) {
-  unlock(&maps_lock);
-  unlock(&paths_lock);
+  if (shim_t.fork_locked) {
+    unlock(&maps_lock);
+    unlock(&paths_lock);
+  }
   int parent = shim_pid;
   shim_pid = (int)SHIM_SYS(SYS_getpid, 0, 0, 0);
   shim_t.tid = shim_pid;
