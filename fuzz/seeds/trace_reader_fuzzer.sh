@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Seeds: traces written by the default build's unit tests and by `import` of the real captures
-# (plain and zstd), cut at a few places.
+# Seeds: the start of a trace imported from a real capture (plain, zstd, and a zstd file cut
+# short), small enough for many executions per second.
 set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -8,10 +8,12 @@ bin=$root/build/cudatool
 data=${CUDATOOL_CAPTURES:-$root/../shared/data}
 [[ -d $data ]] || data=$root/../../shared/data
 if [[ -x $bin && -r $data/trace_a.jsonl.xz ]]; then
-  "$bin" import "$data/trace_a.jsonl.xz" -o "$out/import-a.jsonl" >/dev/null
-  head -c 20000 "$out/import-a.jsonl" > "$out/import-a-head.jsonl"
-  "$bin" import "$data/trace_b.jsonl.xz" -o "$out/import-b.jsonl.zst" >/dev/null
-  head -c 3000 "$out/import-b.jsonl.zst" > "$out/import-b-cut.jsonl.zst"
-  rm -f "$out/import-a.jsonl"
+  tmp=$(mktemp -d)
+  "$bin" import "$data/trace_a.jsonl.xz" -o "$tmp/a.jsonl" >/dev/null
+  head -c 6000 "$tmp/a.jsonl" > "$out/import-a-head.jsonl"
+  head -c 6000 "$tmp/a.jsonl" | zstd -q -c > "$out/import-a-head.jsonl.zst" 2>/dev/null || true
+  "$bin" import "$data/trace_b.jsonl.xz" -o "$tmp/b.jsonl.zst" >/dev/null
+  head -c 2000 "$tmp/b.jsonl.zst" > "$out/import-b-cut.jsonl.zst"
+  rm -rf "$tmp"
 fi
 exit 0

@@ -50,6 +50,18 @@ bool read_hex(JsonReader& r, std::vector<uint8_t>& out, const char*& why) {
   return true;
 }
 
+// Members of a trace event: a capture field the importer does not know but that has one of these
+// names is kept as "capture.<name>", so that the line keeps one member per name.
+bool is_trace_member(std::string_view k) {
+  static constexpr std::string_view kNames[] = {
+      "seq",   "t",   "dur",    "pid",   "tid",  "sys", "fd",   "path", "req",  "ret",
+      "errno", "arg", "nested", "flags", "addr", "len", "prot", "off",  "child"};
+  for (auto n : kNames) {
+    if (n == k) return true;
+  }
+  return k.substr(0, 8) == "capture.";
+}
+
 // A raw syscall result: -4095..-1 is -errno.
 void set_result(Event& ev, int64_t raw) {
   if (raw < 0 && raw >= -4095) {
@@ -135,7 +147,7 @@ Status parse_capture_line(std::string_view line, uint64_t offset, Event& ev) {
       } else {
         std::string_view raw;
         ok = r.raw(raw);
-        ev.extra.push_back({field, std::string(raw)});
+        ev.extra.push_back({is_trace_member(k) ? "capture." + field : field, std::string(raw)});
       }
       if (!ok) break;
     }

@@ -133,7 +133,7 @@ class StreamLines : public LineSource {
   uint64_t text_offset_ = 0;
   uint64_t max_line_;
   bool input_done_ = false;
-  static constexpr size_t kChunk = 1 << 20;
+  static constexpr size_t kChunk = 64 << 10;
 };
 
 class ZstdLines : public StreamLines {

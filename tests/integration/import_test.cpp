@@ -139,7 +139,8 @@ TEST(ImportBadInput, DamagedLinesAreReportedOneEachAndSkipped) {
       "{\"seq\":1,\"t_us\":2.0,\"tid\":7,\"sys\":\"ioctl\",\"fd\":3,\"pre\":\"zz\"}\n"
       "not json at all\n"
       "{\"seq\":3,\"t_us\":3.0,\"tid\":7,\"sys\":\"ioctl\",\"fd\":3,\"path\":\"/dev/nvidiactl\","
-      "\"req\":\"0xc020462a\",\"ret\":-25,\"pre\":\"00\",\"post\":\"00\",\"extra_field\":[1,2]}\n"
+      "\"req\":\"0xc020462a\",\"ret\":-25,\"pre\":\"00\",\"post\":\"00\",\"extra_field\":[1,2],"
+      "\"t\":7}\n"
       "{\"seq\":4,\"t_us\":4.0,\"tid\":7,\"sys\":\"op");
   std::string out = temp_dir() + "/bad-capture-out.jsonl";
   RunResult r = run({cudatool_bin(), "import", cap, "-o", out});
@@ -153,6 +154,8 @@ TEST(ImportBadInput, DamagedLinesAreReportedOneEachAndSkipped) {
   ASSERT_EQ(t.events.size(), 2u);
   EXPECT_EQ(t.events[1]["errno"], 25);
   EXPECT_EQ(t.events[1]["extra_field"], json::array({1, 2}));  // kept
+  EXPECT_EQ(t.events[1]["capture.t"], 7);  // kept, renamed: "t" is the trace's own time
+  EXPECT_EQ(t.events[1]["t"], 3000);       // t_us 3.0
 }
 
 TEST(ImportBadInput, MissingFileIsOneLineError) {
