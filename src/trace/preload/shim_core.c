@@ -393,7 +393,27 @@ static char* window(uint64_t i) {
   return (char*)p;
 }
 
+/* Pages of the mapping are faulted in by the kernel in batches (MADV_POPULATE_WRITE) when a line
+ * first reaches a new 256 KiB stretch, rather than one page fault per page as lines reach them. */
+#define POPULATE_STEP (256u << 10)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+static void populate_ahead(uint64_t off, size_t n) {
+  uint64_t first = off / POPULATE_STEP, last = (off + n) / POPULATE_STEP;
+  if (first == last) return;
+  uint64_t start = last * POPULATE_STEP;
+  uint64_t ext = __atomic_load_n(&shim_ctl->extended_to, __ATOMIC_ACQUIRE);
+  if (start >= ext) return;
+  uint64_t len = ext - start < POPULATE_STEP ? ext - start : POPULATE_STEP;
+  uint64_t i = start / CUDATOOL_PRELOAD_CHUNK, in = start % CUDATOOL_PRELOAD_CHUNK;
+  if (in + len > CUDATOOL_PRELOAD_CHUNK) len = CUDATOOL_PRELOAD_CHUNK - in;
+  char* w = window(i);
+  if (w != NULL) SHIM_SYS(SYS_madvise, w + in, len, MADV_POPULATE_WRITE);  /* best effort */
+}
+
 static void copy_out(uint64_t off, const char* src, size_t n) {
+  populate_ahead(off, n);
   while (n > 0) {
     uint64_t i = off / CUDATOOL_PRELOAD_CHUNK, in = off % CUDATOOL_PRELOAD_CHUNK;
     size_t take = CUDATOOL_PRELOAD_CHUNK - in < n ? (size_t)(CUDATOOL_PRELOAD_CHUNK - in) : n;

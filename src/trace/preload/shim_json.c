@@ -98,13 +98,13 @@ static void put_string(struct out* o, const char* s) {
   *o->p++ = '"';
 }
 
-static void key(struct out* o, const char* k) {
-  *o->p++ = ',';
-  *o->p++ = '"';
-  put(o, k);
-  *o->p++ = '"';
-  *o->p++ = ':';
-}
+/* A literal of known length (no strlen in the hot path); KEY writes ,"name": */
+#define PUTLIT(o, lit)                    \
+  do {                                    \
+    memcpy((o)->p, lit, sizeof(lit) - 1); \
+    (o)->p += sizeof(lit) - 1;            \
+  } while (0)
+#define KEY(o, name) PUTLIT(o, ",\"" name "\":")
 
 static const char* errno_name(int e) {
   switch (e) {
@@ -157,22 +157,30 @@ static int side_failed(const struct shim_buf* b, int after) {
 }
 
 static void put_buffer(struct out* o, const struct shim_buf* b) {
-  put(o, "{\"role\":");
+  PUTLIT(o, "{\"role\":");
   put_string(o, b->plan.role);
-  put(o, ",\"addr\":");
+  PUTLIT(o, ",\"addr\":");
   put_hex(o, b->plan.addr);
-  put(o, ",\"size\":");
+  PUTLIT(o, ",\"size\":");
   put_u64(o, b->plan.size);
-  if (b->plan.bounded) put(o, ",\"bounded\":true");
+  if (b->plan.bounded) PUTLIT(o, ",\"bounded\":true");
   for (int after = 0; after < 2; ++after) {
     uint64_t got = after ? b->post_len : b->pre_len;
     int failed = side_failed(b, after);
     if (got > 0 || (!failed && b->plan.size > 0)) {
-      key(o, after ? "post" : "pre");
+      if (after) {
+        KEY(o, "post");
+      } else {
+        KEY(o, "pre");
+      }
       put_bytes(o, after ? b->post : b->pre, got);
     }
     if (failed) {
-      key(o, after ? "post_error" : "pre_error");
+      if (after) {
+        KEY(o, "post_error");
+      } else {
+        KEY(o, "pre_error");
+      }
       put_error(o, b, after);
     }
   }
@@ -200,89 +208,89 @@ size_t shim_event_bound(const struct shim_event* ev) {
 
 size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
   struct out o = {buf};
-  put(&o, "{\"seq\":");
+  PUTLIT(&o, "{\"seq\":");
   put_u64(&o, seq);
-  key(&o, "t");
+  KEY(&o, "t");
   put_u64(&o, ev->t);
   if (ev->has_dur) {
-    key(&o, "dur");
+    KEY(&o, "dur");
     put_u64(&o, ev->dur);
   }
-  key(&o, "pid");
+  KEY(&o, "pid");
   put_i64(&o, ev->pid);
-  key(&o, "tid");
+  KEY(&o, "tid");
   put_i64(&o, ev->tid);
-  key(&o, "sys");
+  KEY(&o, "sys");
   put_string(&o, sys_name(ev->sys));
   const char* path = ev->path != NULL ? ev->path : "";
   switch (ev->sys) {
     case SHIM_OPEN:
-      key(&o, "path");
+      KEY(&o, "path");
       put_string(&o, path);
-      key(&o, "flags");
+      KEY(&o, "flags");
       put_hex(&o, ev->flags);
       break;
     case SHIM_CLOSE:
     case SHIM_DUP:
-      key(&o, "fd");
+      KEY(&o, "fd");
       put_i64(&o, ev->fd);
-      key(&o, "path");
+      KEY(&o, "path");
       put_string(&o, path);
       break;
     case SHIM_IOCTL:
-      key(&o, "fd");
+      KEY(&o, "fd");
       put_i64(&o, ev->fd);
-      key(&o, "path");
+      KEY(&o, "path");
       put_string(&o, path);
-      key(&o, "req");
+      KEY(&o, "req");
       put_hex(&o, ev->req);
       break;
     case SHIM_MMAP:
-      key(&o, "fd");
+      KEY(&o, "fd");
       put_i64(&o, ev->fd);
-      key(&o, "path");
+      KEY(&o, "path");
       put_string(&o, path);
-      key(&o, "addr");
+      KEY(&o, "addr");
       put_hex(&o, ev->addr);
-      key(&o, "len");
+      KEY(&o, "len");
       put_u64(&o, ev->len);
-      key(&o, "prot");
+      KEY(&o, "prot");
       put_u64(&o, ev->prot);
-      key(&o, "flags");
+      KEY(&o, "flags");
       put_hex(&o, ev->flags);
-      key(&o, "off");
+      KEY(&o, "off");
       put_hex(&o, ev->off);
       break;
     case SHIM_MUNMAP:
-      key(&o, "addr");
+      KEY(&o, "addr");
       put_hex(&o, ev->addr);
-      key(&o, "len");
+      KEY(&o, "len");
       put_u64(&o, ev->len);
       if (path[0] != '\0') {
-        key(&o, "path");
+        KEY(&o, "path");
         put_string(&o, path);
       }
       break;
     case SHIM_EXECVE:
-      key(&o, "path");
+      KEY(&o, "path");
       put_string(&o, path);
       break;
     case SHIM_FORK:
-      key(&o, "child");
+      KEY(&o, "child");
       put_i64(&o, ev->child);
       break;
   }
-  key(&o, "ret");
+  KEY(&o, "ret");
   put_i64(&o, ev->ret);
   if (ev->err != 0) {
-    key(&o, "errno");
+    KEY(&o, "errno");
     put_i64(&o, ev->err);
   }
   if (ev->sys == SHIM_IOCTL && ev->nbufs > 0) {
-    key(&o, "arg");
+    KEY(&o, "arg");
     put_buffer(&o, &ev->bufs[0]);
     if (ev->nbufs > 1) {
-      key(&o, "nested");
+      KEY(&o, "nested");
       *o.p++ = '[';
       for (int i = 1; i < ev->nbufs; ++i) {
         if (i > 1) *o.p++ = ',';
