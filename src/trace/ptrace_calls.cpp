@@ -129,7 +129,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
   if (!after) {
     int kind = path_kind_[static_cast<size_t>(c.path_id)];
     c.arg_plan = nvtr_plan_arg(kind, static_cast<uint32_t>(ev.request), c.args[2]);
-    ev.arg.emplace();
+    if (!ev.arg) ev.arg.emplace();  // reused: its vectors keep their capacity
     Buffer* arg = &*ev.arg;
     // The argument, and (one read for both) where the last nested buffer of this thread was.
     Buffer guess;
@@ -206,9 +206,31 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
   c.nested.clear();
   auto fd_arg = [&](int i) { return static_cast<int>(static_cast<int32_t>(args[i])); };
   auto start = [&](Sys sys, int64_t path_id) {
-    c.ev = base_event(t, sys, c.t_entry);
+    // Reset in place (rather than assigning a new Event): the strings and buffers keep their
+    // storage from one call to the next.
+    Event& ev = c.ev;
+    ev.seq = 0;
+    ev.t_ns = c.t_entry - t0_;
+    ev.dur_ns = 0;
+    ev.has_duration = false;
+    ev.pid = t.proc->tgid;
+    ev.tid = t.tid;
+    ev.sys = sys;
+    ev.sys_raw.assign(sys_name(sys));
+    ev.fd = -1;
+    ev.path.clear();
+    ev.request = 0;
+    ev.ret = 0;
+    ev.err = 0;
+    ev.open_flags = ev.addr = ev.len = ev.prot = ev.map_flags = ev.offset = 0;
+    ev.child_pid = 0;
+    if (sys != Sys::kIoctl) {
+      ev.arg.reset();
+      ev.nested.clear();  // an ioctl resizes them (each side is rewritten when read)
+    }
+    ev.extra.clear();
     c.path_id = path_id;
-    if (path_id >= 0) c.ev.path = paths_.path(static_cast<uint32_t>(path_id));
+    if (path_id >= 0) ev.path.assign(paths_.path(static_cast<uint32_t>(path_id)));
     t.pending_valid = true;
     return true;
   };

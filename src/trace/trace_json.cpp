@@ -1,5 +1,6 @@
 #include "trace/trace_json.hpp"
 
+#include <charconv>
 #include <cstring>
 
 #include "base/hex.hpp"
@@ -25,20 +26,89 @@ void write_string_or_null(JsonWriter& w, std::string_view key, const std::string
   }
 }
 
-void write_buffer(JsonWriter& w, const Buffer& b) {
-  w.begin_object();
-  w.kv("role", b.role).kv_hex("addr", b.addr).kv("size", b.size);
-  if (b.bounded) w.kv("bounded", true);
+// Event lines are the bulk of every trace: written with direct appends (member names are
+// literals that need no escaping) rather than the general JsonWriter.
+class Line {
+ public:
+  explicit Line(std::string& out) : out_(out) {}
+  // ,"name":  (the first member of an object has no comma)
+  void key(std::string_view k, bool first = false) {
+    if (!first) out_.push_back(',');
+    out_.push_back('"');
+    out_.append(k);
+    out_.append("\":", 2);
+  }
+  void num(uint64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void num(int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void hex(uint64_t v) {
+    char buf[24] = {'"', '0', 'x'};
+    auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
+    *r.ptr = '"';
+    out_.append(buf, r.ptr + 1);
+  }
+  void str(std::string_view s) { json_escape_to(out_, s); }
+  void bytes(const std::vector<uint8_t>& b) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    size_t at = out_.size();
+    out_.resize(at + 2 * b.size() + 2);
+    char* p = out_.data() + at;
+    *p++ = '"';
+    for (uint8_t c : b) {
+      *p++ = kDigits[c >> 4];
+      *p++ = kDigits[c & 15];
+    }
+    *p = '"';
+  }
+  void raw(std::string_view s) { out_.append(s); }
+  void ch(char c) { out_.push_back(c); }
+  void extra(const std::vector<ExtraField>& x) {
+    for (const auto& f : x) {
+      out_.push_back(',');
+      json_escape_to(out_, f.key);
+      out_.push_back(':');
+      out_.append(f.json);
+    }
+  }
+
+ private:
+  std::string& out_;
+};
+
+void write_buffer(Line& l, const Buffer& b) {
+  l.ch('{');
+  l.key("role", true);
+  l.str(b.role);
+  l.key("addr");
+  l.hex(b.addr);
+  l.key("size");
+  l.num(b.size);
+  if (b.bounded) l.raw(",\"bounded\":true");
   if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
-    w.key("pre").hex_bytes(b.before.data(), b.before.size());
+    l.key("pre");
+    l.bytes(b.before);
   }
-  if (!b.before_error.empty()) w.kv("pre_error", b.before_error);
+  if (!b.before_error.empty()) {
+    l.key("pre_error");
+    l.str(b.before_error);
+  }
   if (!b.after.empty() || (b.after_error.empty() && b.size > 0)) {
-    w.key("post").hex_bytes(b.after.data(), b.after.size());
+    l.key("post");
+    l.bytes(b.after);
   }
-  if (!b.after_error.empty()) w.kv("post_error", b.after_error);
-  write_extra(w, b.extra);
-  w.end_object();
+  if (!b.after_error.empty()) {
+    l.key("post_error");
+    l.str(b.after_error);
+  }
+  l.extra(b.extra);
+  l.ch('}');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,55 +321,102 @@ void append_header_line(std::string& out, const Header& h) {
 }
 
 void append_event_line(std::string& out, const Event& e) {
-  JsonWriter w(out, false);
-  w.begin_object();
-  w.kv("seq", e.seq).kv("t", e.t_ns);
-  if (e.has_duration) w.kv("dur", e.dur_ns);
-  w.kv("pid", e.pid).kv("tid", e.tid);
-  w.kv("sys", e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
+  Line l(out);
+  l.ch('{');
+  l.key("seq", true);
+  l.num(e.seq);
+  l.key("t");
+  l.num(e.t_ns);
+  if (e.has_duration) {
+    l.key("dur");
+    l.num(e.dur_ns);
+  }
+  l.key("pid");
+  l.num(int64_t{e.pid});
+  l.key("tid");
+  l.num(int64_t{e.tid});
+  l.key("sys");
+  l.str(e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
+  auto fd_path = [&] {
+    l.key("fd");
+    l.num(int64_t{e.fd});
+    l.key("path");
+    l.str(e.path);
+  };
   switch (e.sys) {
     case Sys::kOpen:
-      w.kv("path", e.path).kv_hex("flags", e.open_flags);
+      l.key("path");
+      l.str(e.path);
+      l.key("flags");
+      l.hex(e.open_flags);
       break;
     case Sys::kClose:
     case Sys::kDup:
-      w.kv("fd", e.fd).kv("path", e.path);
+      fd_path();
       break;
     case Sys::kIoctl:
-      w.kv("fd", e.fd).kv("path", e.path).kv_hex("req", e.request);
+      fd_path();
+      l.key("req");
+      l.hex(e.request);
       break;
     case Sys::kMmap:
-      w.kv("fd", e.fd).kv("path", e.path).kv_hex("addr", e.addr).kv("len", e.len);
-      w.kv("prot", e.prot).kv_hex("flags", e.map_flags).kv_hex("off", e.offset);
+      fd_path();
+      l.key("addr");
+      l.hex(e.addr);
+      l.key("len");
+      l.num(e.len);
+      l.key("prot");
+      l.num(e.prot);
+      l.key("flags");
+      l.hex(e.map_flags);
+      l.key("off");
+      l.hex(e.offset);
       break;
     case Sys::kMunmap:
-      w.kv_hex("addr", e.addr).kv("len", e.len);
-      if (!e.path.empty()) w.kv("path", e.path);
+      l.key("addr");
+      l.hex(e.addr);
+      l.key("len");
+      l.num(e.len);
+      if (!e.path.empty()) {
+        l.key("path");
+        l.str(e.path);
+      }
       break;
     case Sys::kExecve:
-      w.kv("path", e.path);
+      l.key("path");
+      l.str(e.path);
       break;
     case Sys::kFork:
-      w.kv("child", e.child_pid);
+      l.key("child");
+      l.num(int64_t{e.child_pid});
       break;
     case Sys::kExit:
     case Sys::kUnknown:
       break;
   }
-  if (e.sys != Sys::kUnknown) w.kv("ret", e.ret);
-  if (e.err != 0) w.kv("errno", e.err);
+  if (e.sys != Sys::kUnknown) {
+    l.key("ret");
+    l.num(e.ret);
+  }
+  if (e.err != 0) {
+    l.key("errno");
+    l.num(int64_t{e.err});
+  }
   if (e.arg) {
-    w.key("arg");
-    write_buffer(w, *e.arg);
+    l.key("arg");
+    write_buffer(l, *e.arg);
   }
   if (!e.nested.empty()) {
-    w.key("nested").begin_array();
-    for (const auto& b : e.nested) write_buffer(w, b);
-    w.end_array();
+    l.key("nested");
+    l.ch('[');
+    for (size_t i = 0; i < e.nested.size(); ++i) {
+      if (i > 0) l.ch(',');
+      write_buffer(l, e.nested[i]);
+    }
+    l.ch(']');
   }
-  write_extra(w, e.extra);
-  w.end_object();
-  w.finish();
+  l.extra(e.extra);
+  l.raw("}\n");
 }
 
 void append_trailer_line(std::string& out, const Trailer& t) {
