@@ -35,7 +35,8 @@ def cases(ctx):
                 ["taskset", "-c", "0"] + strace[:1] + ["--seccomp-bpf"] + strace[1:] + load,
         },
     }]
-    for d in (os.path.join(ctx.root, "..", "shared", "data"), os.path.join(ctx.root, "..", "..", "shared", "data")):
+    for d in (os.path.join(ctx.root, "..", "shared", "data"), os.path.join(ctx.root, "..", "..", "shared", "data"),
+              "/work/shared/data"):
         cap = os.path.join(d, "trace_a.jsonl.xz")
         if os.path.exists(cap):
             result.append({

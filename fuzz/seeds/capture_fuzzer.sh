@@ -5,6 +5,7 @@ out=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=${CUDATOOL_CAPTURES:-$root/../shared/data}
 [[ -d $data ]] || data=$root/../../shared/data
+[[ -d $data ]] || data=/work/shared/data
 if [[ -r $data/trace_a.jsonl.xz ]]; then
   xz -dc "$data/trace_a.jsonl.xz" | head -n 120 | split -l 8 - "$out/capture-a-"
   xz -dc "$data/trace_b.jsonl.xz" | head -n 20 | xz -c > "$out/capture-b-head.jsonl.xz"

@@ -7,6 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$root/build/cudatool
 data=${CUDATOOL_CAPTURES:-$root/../shared/data}
 [[ -d $data ]] || data=$root/../../shared/data
+[[ -d $data ]] || data=/work/shared/data
 if [[ -x $bin && -r $data/trace_a.jsonl.xz ]]; then
   tmp=$(mktemp -d)
   "$bin" import "$data/trace_a.jsonl.xz" -o "$tmp/a.jsonl" >/dev/null

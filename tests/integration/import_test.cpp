@@ -18,11 +18,12 @@ namespace {
 
 using nlohmann::json;
 
-// ../shared/data beside the project (a worktree sits one level deeper), or $CUDATOOL_CAPTURES.
+// ../shared/data beside the project (a worktree sits one level deeper; /work/shared/data on the
+// project's machines), or $CUDATOOL_CAPTURES.
 std::string captures_dir() {
   if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
-  for (const char* rel : {"/../shared/data", "/../../shared/data"}) {
-    std::string d = source_dir() + rel;
+  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
+                        std::string("/work/shared/data")}) {
     if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
   }
   return source_dir() + "/../shared/data";
