@@ -156,6 +156,24 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
   EXPECT_EQ(t.header["mode"], mode());
   EXPECT_EQ(t.header["argv"][0], client());
   for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << p;
+  // The comparison can fail: one nested byte changed, one call dropped, one call invented.
+  for (int change = 0; change < 3; ++change) {
+    auto wrong = t.events;
+    auto it = std::find_if(wrong.begin(), wrong.end(), [](const json& e) {
+      return e.contains("nested") && e["nested"][0].contains("pre");
+    });
+    ASSERT_NE(it, wrong.end());
+    if (change == 0) {
+      std::string pre = (*it)["nested"][0]["pre"];
+      pre[0] = pre[0] == '0' ? '1' : '0';
+      (*it)["nested"][0]["pre"] = pre;
+    } else if (change == 1) {
+      wrong.erase(it);
+    } else {
+      wrong.push_back(*it);
+    }
+    EXPECT_FALSE(match_exactly(printed, wrong).empty()) << "change " << change;
+  }
 
   // Threads, a forked child and the image after exec all appear.
   std::set<int> tids, pids;
