@@ -7,7 +7,7 @@ pkgs=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libzstd-dev libxxhash-dev libcapstone-dev liblzma-dev liblz4-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  binutils elfutils gdb linux-perf strace xz-utils zstd dpkg-dev apt
+  binutils elfutils gdb linux-perf strace xz-utils zstd jq dpkg-dev apt
   python3 python3-pyelftools hyperfine clang-format debian-archive-keyring
 )
 missing=()

@@ -25,6 +25,8 @@ constexpr CommandEntry kCommands[] = {
     {"functions", cudatool::cli::register_functions},
     {"addr", cudatool::cli::register_addr},
     {"symbolize", cudatool::cli::register_symbolize},
+    {"trace", cudatool::cli::register_trace},
+    {"import", cudatool::cli::register_import},
 };
 // clang-format on
 

@@ -16,6 +16,13 @@ namespace cudatool::trace {
 // Version of the trace file format written by this build (header field "cudatool_trace").
 inline constexpr int kFormatVersion = 1;
 
+// A member this build does not know (written by a newer recorder), kept as its raw JSON text so
+// that reading and writing a trace loses nothing.
+struct ExtraField {
+  std::string key;
+  std::string json;
+};
+
 enum class Sys : uint8_t {
   kOpen,     // open/openat/openat2/creat: `path`, `open_flags`, ret = fd
   kClose,    // close: `fd`
@@ -38,6 +45,10 @@ struct Buffer {
                      // pAllocParms), "xfer" (nv_ioctl_xfer_t target), … for nested ones
   uint64_t addr = 0;
   uint64_t size = 0;  // bytes the recorder meant to read
+  // `size` is an upper bound, not the parameter size (no size is known for the request: UVM
+  // ioctls until the size table is wired in): `before`/`after` hold what was readable of it,
+  // clipped at the end of the mapping, with no error unless nothing was readable.
+  bool bounded = false;
   // Contents; empty with the matching `*_error` set when the memory could not be read (bad
   // pointer, unmapped, size over the recorder's cap). Both may be present with fewer bytes than
   // `size` when only a prefix was readable (then `*_error` says so too).
@@ -45,6 +56,7 @@ struct Buffer {
   std::vector<uint8_t> after;
   std::string before_error;
   std::string after_error;
+  std::vector<ExtraField> extra;
 };
 
 struct Event {
@@ -71,9 +83,11 @@ struct Event {
   uint64_t offset = 0;
   // fork
   int32_t child_pid = 0;
-  // ioctl
+  // ioctl: `arg` is always present for ioctls; arg->addr is the raw third argument and
+  // arg->size 0 when it is not read as a buffer (an integer argument, an unknown size).
   std::optional<Buffer> arg;
   std::vector<Buffer> nested;
+  std::vector<ExtraField> extra;  // members this build does not know, in file order
 };
 
 struct Header {
@@ -81,13 +95,16 @@ struct Header {
   std::vector<std::string> argv;              // traced command line
   std::optional<std::string> driver_version;  // /proc/driver/nvidia/version, when readable
   std::string driver_version_line;            // the whole first line of that file
-  std::string host;                           // uname nodename
-  std::string kernel;                         // uname release
+  std::string host;                           // uname nodename ("" when unknown: imports)
+  std::string kernel;                         // uname release ("" when unknown)
   std::string start_time;                     // ISO 8601 UTC, e.g. "2026-11-29T19:43:52Z"
   std::string mode;                           // "ptrace", "preload", "import"
   std::string devices;                        // the --devices glob in force
   std::string source;                         // for imports: the capture file it came from
   std::string gpu;                            // optional free text (PCI id, name) when known
+  std::string recorder;                       // "cudatool 0.1.0"
+  std::string placement;                      // ptrace: "same-cpu 1", "any"; "" when not set
+  std::vector<ExtraField> extra;
 };
 
 // Optional last line: how the recording ended. A trace without it is still valid (the recorder
@@ -98,6 +115,10 @@ struct Trailer {
   int exit_status = 0;  // of the traced command; -signal when killed by one
   // Preload mode: how many device ioctls arrived through each route ("ioctl", "syscall").
   std::vector<std::pair<std::string, uint64_t>> routes;
+  // Device calls the recorder saw but could not record (preload: a device call made by a signal
+  // handler that interrupted the recorder in the same thread). 0 normally.
+  uint64_t lost = 0;
+  std::vector<ExtraField> extra;
 };
 
 }  // namespace cudatool::trace

@@ -1,0 +1,90 @@
+// Fuzzes the JSON pull reader (src/base/json_reader.hpp): any input, walked as a generic value
+// with every accessor, in both escape modes. It must never read outside the input, recurse past
+// its depth bound, or accept a document and then fail to walk it the same way twice.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/json_reader.hpp"
+
+namespace {
+
+using cudatool::JsonReader;
+
+// Walks one value; returns a digest of what was read (to compare two walks).
+uint64_t walk(JsonReader& r, int depth) {
+  uint64_t h = static_cast<uint64_t>(r.peek()) + 31;
+  switch (r.peek()) {
+    case JsonReader::Kind::kObject: {
+      if (!r.enter_object()) return h;
+      std::string_view k;
+      int i = 0;
+      while (r.next_member(k)) {
+        h = h * 131 + k.size();
+        // Leave every third value unread: the next call must skip it.
+        if (++i % 3 != 0) h = h * 131 + walk(r, depth + 1);
+      }
+      return h;
+    }
+    case JsonReader::Kind::kArray: {
+      if (!r.enter_array()) return h;
+      int i = 0;
+      while (r.next_element()) {
+        if (++i % 4 == 0) {
+          std::string_view raw;
+          if (r.raw(raw)) h = h * 131 + raw.size();
+        } else {
+          h = h * 131 + walk(r, depth + 1);
+        }
+      }
+      return h;
+    }
+    case JsonReader::Kind::kString: {
+      std::string_view s;
+      if (r.string(s)) h = h * 131 + s.size();
+      return h;
+    }
+    case JsonReader::Kind::kNumber: {
+      JsonReader probe = r;
+      uint64_t u = 0;
+      int64_t i = 0;
+      double d = 0;
+      if (probe.u64(u)) return h * 131 + u;
+      probe = r;
+      if (probe.i64(i)) return h * 131 + static_cast<uint64_t>(i);
+      if (r.f64(d)) h = h * 131 + static_cast<uint64_t>(d == d);
+      return h;
+    }
+    case JsonReader::Kind::kBool: {
+      bool b = false;
+      if (r.boolean(b)) h = h * 131 + b;
+      return h;
+    }
+    case JsonReader::Kind::kNull:
+      r.null();
+      return h;
+    default:
+      r.skip();
+      return h;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  for (bool bytes : {false, true}) {
+    JsonReader a(text, 0, bytes), b(text, 0, bytes);
+    uint64_t ha = walk(a, 0);
+    bool ok_a = a.ok() && a.at_end();
+    uint64_t hb = walk(b, 0);
+    bool ok_b = b.ok() && b.at_end();
+    if (ha != hb || ok_a != ok_b) __builtin_trap();  // the reader is deterministic
+    if (!a.ok() && a.error_offset() > size) __builtin_trap();
+    JsonReader s(text, 0, bytes);
+    s.skip();
+    if (s.ok() && s.offset() > size) __builtin_trap();
+  }
+  return 0;
+}

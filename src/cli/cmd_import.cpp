@@ -1,0 +1,81 @@
+// cudatool import: a capture of the simpler format of ../shared/data into a trace.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "trace/capture_import.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct ImportCliOptions {
+  std::string capture;
+  std::string output;
+  std::string driver_version;
+  bool json = false;
+};
+
+int run_import(const ImportCliOptions& o) {
+  auto w = trace::TraceWriter::create(o.output);
+  if (!w) {
+    print_error(w.error());
+    return kExitBadInput;
+  }
+  trace::ImportOptions io;
+  if (!o.driver_version.empty()) io.driver_version = o.driver_version;
+  Diagnostics diag;
+  auto r = trace::import_capture(o.capture, io, **w, diag);
+  if (!r) {
+    print_error(r.error());
+    return kExitBadInput;
+  }
+  if (o.json) {
+    std::string out;
+    JsonWriter j(out);
+    j.begin_object();
+    j.kv("schema", "cudatool.import/1").kv("source", o.capture).kv("output", o.output);
+    j.kv("compression", r->compression).kv("lines", r->lines).kv("events", r->events);
+    j.key("by_sys").begin_object();
+    for (const auto& [k, n] : r->by_sys) j.kv(k, n);
+    j.end_object();
+    j.key("diagnostics").begin_array();
+    for (const auto& e : diag.items()) j.value(e.message());
+    j.end_array();
+    j.end_object();
+    j.finish();
+    emit(out);
+  } else {
+    std::string kinds;
+    for (const auto& [k, n] : r->by_sys)
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
+    emit(fmt::format("imported {} events ({}) from {} ({}) to {}\n", r->events, kinds, o.capture,
+                     r->compression == "none" ? "plain" : r->compression, o.output));
+  }
+  return report_diagnostics(diag);
+}
+
+}  // namespace
+
+void register_import(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ImportCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "import", "Convert a capture of the simpler JSON-lines format (../shared/data) to a trace");
+  cmd->add_option("CAPTURE", o->capture, "capture file: JSON lines, plain, .xz or .zst")
+      ->required();
+  cmd->add_option("-o,--output", o->output, "trace file to write (.zst: compressed)")->required();
+  cmd->add_option("--driver-version", o->driver_version,
+                  "kernel driver version the capture was made with (the capture does not say)");
+  cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
+  cmd->footer(
+      "Examples:\n"
+      "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04\n"
+      "  cudatool import capture.jsonl -o capture.jsonl.zst --json\n"
+      "Every field of a capture line is kept (docs/trace-format.md, \"Imported captures\"). A\n"
+      "line that is not a valid capture record is reported (line, offset, reason) and skipped;\n"
+      "the exit status is then 2.");
+  cmd->callback([o, exit_code] { *exit_code = run_import(*o); });
+}
+
+}  // namespace cudatool::cli

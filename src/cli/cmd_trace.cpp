@@ -1,0 +1,187 @@
+// cudatool trace: record what a program asks of the NVIDIA kernel driver.
+#include <fmt/format.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "trace/devices.hpp"
+#include "trace/recorder.hpp"
+#include "trace/trace_file.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct TraceOptions {
+  std::string output = "trace.jsonl";
+  std::string mode = "ptrace";
+  std::string devices = std::string(trace::kDefaultDevices);
+  std::string cpu = "same";
+  uint64_t max_buffer = 16u << 20;
+  std::string preload_lib;
+  int pid = 0;
+  bool json = false;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+std::string render_text(const TraceOptions& o, const trace::RecordSummary& s) {
+  std::string out = fmt::format("cudatool: {} events to {} ({} mode, {})\n", s.events, o.output,
+                                o.mode, s.placement);
+  std::string kinds;
+  for (const auto& [k, n] : s.by_sys) kinds += fmt::format("  {} {}", k, n);
+  if (!kinds.empty()) out += fmt::format("cudatool:  by kind:{}\n", kinds);
+  for (const auto& [p, n] : s.by_path) out += fmt::format("cudatool:  {:>8}  {}\n", n, p);
+  if (!s.trailer.routes.empty()) {
+    std::string routes;
+    for (const auto& [r, n] : s.trailer.routes) routes += fmt::format("  {}() {}", r, n);
+    out += fmt::format("cudatool:  device ioctls by route:{}\n", routes);
+  }
+  if (s.trailer.lost != 0) {
+    out += fmt::format(
+        "cudatool:  {} device calls were not recorded (made from a signal handler "
+        "that interrupted the recorder)\n",
+        s.trailer.lost);
+  }
+  if (s.trailer.reason == "detached") {
+    out += "cudatool:  detached; the process runs on\n";
+  } else if (s.trailer.reason == "interrupted") {
+    out += "cudatool:  interrupted: the traced processes were killed\n";
+  } else if (s.term_signal != 0) {
+    out += fmt::format("cudatool:  the command was killed by signal {} ({})\n", s.term_signal,
+                       strsignal(s.term_signal));
+  } else {
+    out += fmt::format("cudatool:  the command exited with status {}\n", s.trailer.exit_status);
+  }
+  return out;
+}
+
+std::string render_json(const TraceOptions& o, const trace::RecordSummary& s) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.kv("schema", "cudatool.trace/1").kv("output", o.output).kv("mode", o.mode);
+  w.kv("placement", s.placement).kv("devices", o.devices).kv("events", s.events);
+  w.key("by_sys").begin_object();
+  for (const auto& [k, n] : s.by_sys) w.kv(k, n);
+  w.end_object();
+  w.key("by_path").begin_object();
+  for (const auto& [p, n] : s.by_path) w.kv(p, n);
+  w.end_object();
+  w.key("routes").begin_object();
+  for (const auto& [r, n] : s.trailer.routes) w.kv(r, n);
+  w.end_object();
+  w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
+  w.kv("exit_status", s.trailer.exit_status).kv("exit_code", s.exit_code);
+  if (s.error.empty()) {
+    w.key("error").null();
+  } else {
+    w.kv("error", s.error);
+  }
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+int run_trace(TraceOptions& o) {
+  if (o.pid != 0 && !o.command.empty()) {
+    print_error("trace: give either a command (after --) or --pid, not both");
+    return kExitBadInput;
+  }
+  if (o.pid == 0 && o.command.empty()) {
+    print_error("trace: no command to trace: cudatool trace [-o FILE] -- CMD [ARGS...]");
+    return kExitBadInput;
+  }
+  if (!o.command.empty() && o.command[0] == "--") o.command.erase(o.command.begin());
+  if (o.mode != "ptrace" && o.mode != "preload") {
+    print_error(fmt::format("trace: --mode {}: expected ptrace or preload", o.mode));
+    return kExitBadInput;
+  }
+  if (o.mode == "preload" && o.pid != 0) {
+    print_error("trace: --pid needs --mode ptrace (a running process cannot load the shim)");
+    return kExitBadInput;
+  }
+  trace::RecordOptions ro;
+  ro.argv = o.command;
+  ro.attach_pid = o.pid;
+  ro.devices = o.devices;
+  ro.cpu = o.cpu;
+  ro.max_buffer = o.max_buffer;
+  ro.preload_lib = o.preload_lib;
+  ro.count_events = !o.quiet;
+  Result<trace::RecordSummary> sum = Error{};
+  if (o.mode == "preload") {
+    sum = trace::record_preload(ro, o.output);
+  } else {
+    if (auto c = trace::choose_cpu(o.cpu); !c) {
+      print_error(c.error());
+      return kExitBadInput;
+    }
+    auto w = trace::TraceWriter::create(o.output);
+    if (!w) {
+      print_error(w.error());
+      return kExitBadInput;
+    }
+    sum = trace::record_ptrace(ro, **w);
+  }
+  if (!sum) {
+    print_error(sum.error());
+    return kExitBadInput;
+  }
+  if (!sum->error.empty()) print_error(sum->error);
+  if (!o.quiet) {
+    std::string text = o.json ? render_json(o, *sum) : render_text(o, *sum);
+    (void)!write(STDERR_FILENO, text.data(), text.size());
+  }
+  return sum->exit_code;
+}
+
+}  // namespace
+
+void register_trace(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<TraceOptions>();
+  auto* cmd = app.add_subcommand(
+      "trace", "Record every call a program makes on /dev/nvidia* (ioctl, open, mmap, …)");
+  cmd->add_option("-o,--output", o->output,
+                  "trace file to write (JSON lines; zstd-compressed when it ends in .zst)")
+      ->capture_default_str();
+  cmd->add_option("--mode", o->mode,
+                  "ptrace: complete (threads, forks, execs, raw syscalls); preload: an "
+                  "LD_PRELOAD shim, fastest, sees what goes through libc")
+      ->capture_default_str();
+  cmd->add_option("--devices", o->devices,
+                  "comma-separated globs of the device paths to record ('*' matches '/' too)")
+      ->capture_default_str();
+  cmd->add_option("--cpu", o->cpu,
+                  "ptrace placement: same (recorder and program on the CPU cudatool starts on), "
+                  "any (no pinning), or a CPU number")
+      ->capture_default_str();
+  cmd->add_option("--max-buffer", o->max_buffer,
+                  "largest argument or nested buffer read, in bytes; larger ones are recorded "
+                  "as unreadable")
+      ->capture_default_str();
+  cmd->add_option("--preload-lib", o->preload_lib,
+                  "the shim for --mode preload (default: libcudatool_preload.so beside cudatool)");
+  cmd->add_option("--pid", o->pid, "attach to this running process instead (ptrace mode)");
+  cmd->add_flag("--json", o->json,
+                "print the end summary as JSON (schema cudatool.trace/1) on stderr; stdout "
+                "belongs to the traced command");
+  cmd->add_flag("-q,--quiet", o->quiet, "print no summary");
+  cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
+  cmd->positionals_at_end();
+  cmd->footer(
+      "Examples:\n"
+      "  cudatool trace -o run.jsonl -- ./work kern.cubin\n"
+      "  cudatool trace --mode preload -o run.jsonl.zst -- python3 train.py\n"
+      "  cudatool trace -o attached.jsonl --pid 12345        # Ctrl-C detaches\n"
+      "  cudatool trace --devices '/dev/nvidia*,/tmp/fake/*' -- ./test-program\n"
+      "The trace (docs/trace-format.md) is written as calls complete, so a crash or kill of the\n"
+      "program or of cudatool loses nothing already recorded. Exit status: the command's own\n"
+      "(128+N when signal N killed it; 127/126 when it could not be run); 2 when tracing could\n"
+      "not start. The first Ctrl-C/SIGTERM goes to the command; a second one ends the trace and\n"
+      "kills the command (with --pid: detaches). See docs/tracing.md.");
+  cmd->callback([o, exit_code] { *exit_code = run_trace(*o); });
+}
+
+}  // namespace cudatool::cli

@@ -1,0 +1,305 @@
+/* One event as one line of the trace format (docs/trace-format.md), members in the order
+ * src/trace/trace_json.cpp writes them, strings escaped as json_escape_to does. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "shim.h"
+
+static const char kHex[] = "0123456789abcdef";
+
+struct out {
+  char* p;
+};
+
+static void put(struct out* o, const char* s) {
+  size_t n = strlen(s);
+  memcpy(o->p, s, n);
+  o->p += n;
+}
+
+static void put_u64(struct out* o, uint64_t v) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0) *o->p++ = tmp[--n];
+}
+
+static void put_i64(struct out* o, int64_t v) {
+  if (v < 0) {
+    *o->p++ = '-';
+    put_u64(o, (uint64_t)0 - (uint64_t)v);
+  } else {
+    put_u64(o, (uint64_t)v);
+  }
+}
+
+static void put_hex_raw(struct out* o, uint64_t v) {
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = kHex[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  while (n > 0) *o->p++ = tmp[--n];
+}
+
+static void put_hex(struct out* o, uint64_t v) {
+  *o->p++ = '"';
+  *o->p++ = '0';
+  *o->p++ = 'x';
+  put_hex_raw(o, v);
+  *o->p++ = '"';
+}
+
+/* Two hex digits per byte, from a table built once (the hot loop of every ioctl event). */
+static char kPairs[512];
+__attribute__((constructor)) static void init_pairs(void) {
+  for (int i = 0; i < 256; ++i) {
+    kPairs[2 * i] = kHex[i >> 4];
+    kPairs[2 * i + 1] = kHex[i & 15];
+  }
+}
+
+static void put_bytes(struct out* o, const uint8_t* b, uint64_t n) {
+  *o->p++ = '"';
+  char* p = o->p;
+  for (uint64_t i = 0; i < n; ++i) memcpy(p + 2 * i, kPairs + 2 * b[i], 2);
+  o->p = p + 2 * n;
+  *o->p++ = '"';
+}
+
+/* As json_escape_to (src/base/json_writer.cpp): bytes >= 0x7f and controls as \u00XX. */
+static void put_string(struct out* o, const char* s) {
+  *o->p++ = '"';
+  for (; *s != '\0'; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
+      *o->p++ = (char)c;
+    } else if (c == '"') {
+      put(o, "\\\"");
+    } else if (c == '\\') {
+      put(o, "\\\\");
+    } else if (c == '\n') {
+      put(o, "\\n");
+    } else if (c == '\r') {
+      put(o, "\\r");
+    } else if (c == '\t') {
+      put(o, "\\t");
+    } else {
+      put(o, "\\u00");
+      *o->p++ = kHex[c >> 4];
+      *o->p++ = kHex[c & 15];
+    }
+  }
+  *o->p++ = '"';
+}
+
+/* A literal of known length (no strlen in the hot path); KEY writes ,"name": */
+#define PUTLIT(o, lit)                    \
+  do {                                    \
+    memcpy((o)->p, lit, sizeof(lit) - 1); \
+    (o)->p += sizeof(lit) - 1;            \
+  } while (0)
+#define KEY(o, name) PUTLIT(o, ",\"" name "\":")
+
+static const char* errno_name(int e) {
+  switch (e) {
+    case EFAULT: return "EFAULT";
+    case ESRCH: return "ESRCH";
+    case EPERM: return "EPERM";
+    case ENOMEM: return "ENOMEM";
+    case EIO: return "EIO";
+    case EINVAL: return "EINVAL";
+    case ENOSYS: return "ENOSYS";
+    default: return NULL;
+  }
+}
+
+static void put_error(struct out* o, const struct shim_buf* b, int after) {
+  uint64_t got = after ? b->post_len : b->pre_len;
+  int err = after ? b->post_err : b->pre_err;
+  *o->p++ = '"';
+  if (b->over_cap) {
+    put(o, "size 0x");
+    put_hex_raw(o, b->plan.size);
+    put(o, " over cap 0x");
+    put_hex_raw(o, shim_max_buffer());
+  } else {
+    const char* name = errno_name(err != 0 ? err : EFAULT);
+    if (name != NULL) {
+      put(o, name);
+    } else {
+      put(o, "errno ");
+      put_u64(o, (uint64_t)err);
+    }
+    if (got > 0) {
+      put(o, " after ");
+      put_u64(o, got);
+      put(o, " of ");
+      put_u64(o, b->plan.size);
+      put(o, " bytes");
+    }
+  }
+  *o->p++ = '"';
+}
+
+/* Whether one side has an error to report (mirrors fill_buffer in tracee_memory.hpp). */
+static int side_failed(const struct shim_buf* b, int after) {
+  if (b->plan.size == 0) return 0;
+  if (b->over_cap) return 1;
+  uint64_t got = after ? b->post_len : b->pre_len;
+  if (got == b->plan.size) return 0;
+  return !(b->plan.bounded && got > 0);
+}
+
+static void put_buffer(struct out* o, const struct shim_buf* b) {
+  PUTLIT(o, "{\"role\":");
+  put_string(o, b->plan.role);
+  PUTLIT(o, ",\"addr\":");
+  put_hex(o, b->plan.addr);
+  PUTLIT(o, ",\"size\":");
+  put_u64(o, b->plan.size);
+  if (b->plan.bounded) PUTLIT(o, ",\"bounded\":true");
+  for (int after = 0; after < 2; ++after) {
+    uint64_t got = after ? b->post_len : b->pre_len;
+    int failed = side_failed(b, after);
+    if (got > 0 || (!failed && b->plan.size > 0)) {
+      if (after) {
+        KEY(o, "post");
+      } else {
+        KEY(o, "pre");
+      }
+      put_bytes(o, after ? b->post : b->pre, got);
+    }
+    if (failed) {
+      if (after) {
+        KEY(o, "post_error");
+      } else {
+        KEY(o, "pre_error");
+      }
+      put_error(o, b, after);
+    }
+  }
+  *o->p++ = '}';
+}
+
+static const char* sys_name(int sys) {
+  switch (sys) {
+    case SHIM_OPEN: return "open";
+    case SHIM_CLOSE: return "close";
+    case SHIM_DUP: return "dup";
+    case SHIM_IOCTL: return "ioctl";
+    case SHIM_MMAP: return "mmap";
+    case SHIM_MUNMAP: return "munmap";
+    case SHIM_EXECVE: return "execve";
+    default: return "fork";
+  }
+}
+
+size_t shim_event_bound(const struct shim_event* ev) {
+  size_t n = 640 + (ev->path != NULL ? 6 * strlen(ev->path) : 0);
+  for (int i = 0; i < ev->nbufs; ++i) n += 320 + 2 * ev->bufs[i].pre_len + 2 * ev->bufs[i].post_len;
+  return n;
+}
+
+size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
+  struct out o = {buf};
+  PUTLIT(&o, "{\"seq\":");
+  put_u64(&o, seq);
+  KEY(&o, "t");
+  put_u64(&o, ev->t);
+  if (ev->has_dur) {
+    KEY(&o, "dur");
+    put_u64(&o, ev->dur);
+  }
+  KEY(&o, "pid");
+  put_i64(&o, ev->pid);
+  KEY(&o, "tid");
+  put_i64(&o, ev->tid);
+  KEY(&o, "sys");
+  put_string(&o, sys_name(ev->sys));
+  const char* path = ev->path != NULL ? ev->path : "";
+  switch (ev->sys) {
+    case SHIM_OPEN:
+      KEY(&o, "path");
+      put_string(&o, path);
+      KEY(&o, "flags");
+      put_hex(&o, ev->flags);
+      break;
+    case SHIM_CLOSE:
+    case SHIM_DUP:
+      KEY(&o, "fd");
+      put_i64(&o, ev->fd);
+      KEY(&o, "path");
+      put_string(&o, path);
+      break;
+    case SHIM_IOCTL:
+      KEY(&o, "fd");
+      put_i64(&o, ev->fd);
+      KEY(&o, "path");
+      put_string(&o, path);
+      KEY(&o, "req");
+      put_hex(&o, ev->req);
+      break;
+    case SHIM_MMAP:
+      KEY(&o, "fd");
+      put_i64(&o, ev->fd);
+      KEY(&o, "path");
+      put_string(&o, path);
+      KEY(&o, "addr");
+      put_hex(&o, ev->addr);
+      KEY(&o, "len");
+      put_u64(&o, ev->len);
+      KEY(&o, "prot");
+      put_u64(&o, ev->prot);
+      KEY(&o, "flags");
+      put_hex(&o, ev->flags);
+      KEY(&o, "off");
+      put_hex(&o, ev->off);
+      break;
+    case SHIM_MUNMAP:
+      KEY(&o, "addr");
+      put_hex(&o, ev->addr);
+      KEY(&o, "len");
+      put_u64(&o, ev->len);
+      if (path[0] != '\0') {
+        KEY(&o, "path");
+        put_string(&o, path);
+      }
+      break;
+    case SHIM_EXECVE:
+      KEY(&o, "path");
+      put_string(&o, path);
+      break;
+    case SHIM_FORK:
+      KEY(&o, "child");
+      put_i64(&o, ev->child);
+      break;
+  }
+  KEY(&o, "ret");
+  put_i64(&o, ev->ret);
+  if (ev->err != 0) {
+    KEY(&o, "errno");
+    put_i64(&o, ev->err);
+  }
+  if (ev->sys == SHIM_IOCTL && ev->nbufs > 0) {
+    KEY(&o, "arg");
+    put_buffer(&o, &ev->bufs[0]);
+    if (ev->nbufs > 1) {
+      KEY(&o, "nested");
+      *o.p++ = '[';
+      for (int i = 1; i < ev->nbufs; ++i) {
+        if (i > 1) *o.p++ = ',';
+        put_buffer(&o, &ev->bufs[i]);
+      }
+      *o.p++ = ']';
+    }
+  }
+  *o.p++ = '}';
+  *o.p++ = '\n';
+  return (size_t)(o.p - buf);
+}

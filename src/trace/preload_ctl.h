@@ -1,0 +1,41 @@
+/*
+ * The control block shared by `cudatool trace --mode preload` and every copy of the preload shim
+ * (src/trace/preload/) in the traced processes: a small file mapped MAP_SHARED by all of them.
+ * Plain C, read by both sides.
+ *
+ * Events are appended to the trace file itself, which every shim maps MAP_SHARED: a writer
+ * reserves [off, off + len) by advancing `write_off`, makes sure the file is at least that long
+ * (`extended_to`, grown in whole chunks with fallocate), and copies its line in. What is copied
+ * is in the kernel's page cache at once, so a crash or kill of the traced program loses nothing
+ * already recorded. cudatool ends the recording by setting kPreloadClosed in `write_off` (after
+ * which shims record nothing), truncates the file to the offset it read, and appends the trailer.
+ */
+#ifndef CUDATOOL_TRACE_PRELOAD_CTL_H
+#define CUDATOOL_TRACE_PRELOAD_CTL_H
+
+#include <stdint.h>
+
+#define CUDATOOL_PRELOAD_MAGIC 0x63756474706c6431ULL /* "cudtpld1" */
+#define CUDATOOL_PRELOAD_CLOSED (1ULL << 63)
+#define CUDATOOL_PRELOAD_CHUNK (64ULL << 20) /* file growth and mapping window */
+
+/* Environment the launcher sets for the traced command. */
+#define CUDATOOL_ENV_TRACE "CUDATOOL_PRELOAD_TRACE"     /* the trace file events go to */
+#define CUDATOOL_ENV_CTL "CUDATOOL_PRELOAD_CTL"         /* this control block */
+#define CUDATOOL_ENV_DEVICES "CUDATOOL_PRELOAD_DEVICES" /* comma-separated globs */
+
+struct cudatool_preload_ctl {
+  uint64_t magic;
+  uint64_t t0_ns;       /* CLOCK_MONOTONIC of the start: event times are relative to it */
+  uint64_t max_buffer;  /* largest buffer read */
+  uint64_t seq;         /* next sequence number (atomic) */
+  uint64_t write_off;   /* next free byte of the trace file, | CLOSED when ended (atomic) */
+  uint64_t extended_to; /* the file is at least this long (atomic) */
+  uint64_t route_ioctl; /* device ioctls that came through libc's ioctl() (atomic) */
+  uint64_t route_syscall; /* … through syscall(SYS_ioctl, …) (atomic) */
+  uint64_t lost;          /* device calls seen but not recorded (atomic) */
+  uint64_t processes;     /* shim instances started (one per program image) (atomic) */
+  uint64_t written;       /* event lines written (atomic) */
+};
+
+#endif /* CUDATOOL_TRACE_PRELOAD_CTL_H */

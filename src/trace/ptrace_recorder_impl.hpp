@@ -1,0 +1,131 @@
+// Internals of the ptrace recorder (recorder.hpp has the interface): per-process and per-thread
+// state, and the class whose loop waits for stops and whose handlers turn them into events.
+#pragma once
+
+#include <sys/ptrace.h>
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/devices.hpp"
+#include "trace/nv_ioctl_abi.h"
+#include "trace/recorder.hpp"
+
+namespace cudatool::trace {
+
+class RecorderSignals;
+
+struct Process {
+  int tgid = 0;
+  std::shared_ptr<FdTable> fds;
+  MappingTable maps;
+  int threads = 0;
+  // /proc/<tgid>/mem, for reads inside a thread's stack (see PtraceRecorder::stack_read);
+  // opened at the first such read, reopened after an exec.
+  int mem_fd = -1;
+  Process() = default;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process();
+};
+
+// A call seen at its entry whose exit is awaited.
+struct PendingCall {
+  Event ev;
+  int nr = -1;
+  std::array<uint64_t, 6> args{};
+  uint64_t t_entry = 0;
+  // ioctl: the buffers read before, to read again after.
+  nvtr_buf_plan arg_plan{};
+  std::vector<nvtr_buf_plan> nested;
+  int64_t path_id = -1;  // the device path the call concerns
+};
+
+struct Thread {
+  int tid = 0;
+  std::shared_ptr<Process> proc;
+  bool started = false;  // its first stop was seen (an auto-attached child starts stopped)
+  bool pending_valid = false;
+  PendingCall pending;
+  std::string exec_path;  // execve in flight: the program named
+  uint64_t exec_t = 0;
+  // Where this thread's last nested parameter buffer was: read together with the next
+  // argument, it saves a read when the next call uses the same place (libcuda's stack frames).
+  uint64_t guess_addr = 0;
+  uint64_t guess_size = 0;
+  // The stack pointer at the current stop, and the mapping that holds the stack.
+  uint64_t sp = 0;
+  uint64_t stack_lo = 0, stack_hi = 0;
+  int stack_probes = 0;
+};
+
+class PtraceRecorder {
+ public:
+  PtraceRecorder(const RecordOptions& o, TraceWriter& out);
+  Result<RecordSummary> run();
+
+ private:
+  // Start-up.
+  Status launch(int cpu);
+  Status attach();
+  void load_attached_state(Process& p);
+  // The loop and stop dispatch.
+  void loop();
+  void on_wait(int tid, int status);
+  void on_syscall_stop(Thread& t, bool seccomp);
+  void on_new_child(Thread& parent, int event);
+  void on_exec(Thread& t);
+  void on_gone(int tid, int status);
+  // Handlers (ptrace_calls.cpp).
+  bool on_entry(Thread& t, int nr, const uint64_t* args);  // true: wants the exit stop
+  void on_exit(Thread& t, int64_t rval, bool is_error);
+  void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
+  // One side of n buffers: one pread of the thread's stack when they all lie in it above the
+  // stack pointer (that memory is mapped read-write: it holds the live frames), else one
+  // process_vm_readv (fill_buffers). False from stack_fill when it could not be used.
+  void fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs, size_t n, bool after);
+  bool stack_fill(Thread& t, const nvtr_buf_plan* plans, Buffer* const* bufs, size_t n, bool after);
+  bool in_stack(Thread& t, uint64_t addr, uint64_t size);
+  std::string resolve_path(Thread& t, int dirfd, const std::string& path);
+  int64_t device_fd(const Thread& t, int fd) const;
+  uint32_t intern_device(const std::string& path);
+  // Resuming.
+  void resume(int tid, int sig = 0);
+  void resume_to_exit(int tid);
+  // Bookkeeping.
+  Thread& thread(int tid);
+  std::shared_ptr<Process> new_process(int tgid, const Process* parent);
+  void emit(Event& ev);
+  Event base_event(const Thread& t, Sys sys, uint64_t t_entry) const;
+  uint64_t now_ns() const;
+  void detach_all();
+  void kill_all();
+
+  const RecordOptions& opt_;
+  RecorderSignals* signals_ = nullptr;
+  TraceWriter& out_;
+  DeviceMatcher devices_;
+  PathTable paths_;
+  std::vector<int> path_kind_;  // nvtr_dev_kind per path id
+  std::unordered_map<int, Thread> threads_;
+  std::unordered_map<int, std::shared_ptr<Process>> procs_;
+  bool attach_mode_ = false;
+  int main_pid_ = -1;
+  int main_status_ = 0;  // exit code, or -signal
+  bool main_done_ = false;
+  int exec_error_fd_ = -1;
+  int exec_errno_ = 0;
+  uint64_t t0_ = 0;
+  uint64_t seq_ = 0;
+  RecordSummary sum_;
+  std::vector<uint8_t> span_;  // stack_fill's read
+  std::string write_error_;
+  std::string end_reason_;
+};
+
+}  // namespace cudatool::trace

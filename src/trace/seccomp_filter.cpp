@@ -1,0 +1,90 @@
+#include "trace/seccomp_filter.hpp"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace cudatool::trace {
+namespace {
+
+constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
+constexpr uint32_t kNrOffset = offsetof(seccomp_data, nr);
+// Low 32 bits of argument i (little-endian).
+constexpr uint32_t arg_lo(int i) {
+  return static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * i);
+}
+
+sock_filter stmt(uint16_t code, uint32_t k) {
+  return BPF_STMT(code, k);
+}
+sock_filter jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) {
+  return BPF_JUMP(code, k, jt, jf);
+}
+
+}  // namespace
+
+std::vector<sock_filter> recorder_filter() {
+  const uint32_t kTrace = SECCOMP_RET_TRACE;
+  const uint32_t kAllow = SECCOMP_RET_ALLOW;
+  // Calls that always stop; mmap and fcntl are checked further below.
+  const uint32_t always[] = {SYS_ioctl,  SYS_open,        SYS_openat,  SYS_openat2, SYS_creat,
+                             SYS_close,  SYS_close_range, SYS_dup,     SYS_dup2,    SYS_dup3,
+                             SYS_munmap, SYS_execve,      SYS_execveat};
+  std::vector<sock_filter> f;
+  f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, kArchOffset));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+  f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+  f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, kNrOffset));
+  // x32 system calls (nr | 0x40000000) are not recorded.
+  f.push_back(jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+  f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+  // The tail of the program, laid out after the list of equality tests (BPF jumps only forward):
+  //   [trace_at]     ret TRACE
+  //   [mmap_at]      A = flags; if (A & MAP_ANONYMOUS) ret ALLOW; ret TRACE
+  //   [fcntl_at]     A = cmd; if (A == F_DUPFD || A == F_DUPFD_CLOEXEC) ret TRACE; ret ALLOW
+  size_t count = sizeof always / sizeof always[0];
+  size_t first_test = f.size();
+  size_t trace_at = first_test + count + 2 + 1;  // the tests, mmap and fcntl tests, ret ALLOW
+  size_t mmap_at = trace_at + 1;
+  size_t fcntl_at = mmap_at + 4;
+  auto to = [&](size_t target) { return static_cast<uint8_t>(target - f.size() - 1); };
+  for (size_t i = 0; i < count; ++i) {
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, always[i], to(trace_at), 0));
+  }
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, to(mmap_at), 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_fcntl, to(fcntl_at), 0));
+  f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+  f.push_back(stmt(BPF_RET | BPF_K, kTrace));              // trace_at
+  f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(3)));  // mmap_at
+  f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 1));
+  f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+  f.push_back(stmt(BPF_RET | BPF_K, kTrace));
+  f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(1)));  // fcntl_at
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_DUPFD, 2, 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_DUPFD_CLOEXEC, 1, 0));
+  f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+  f.push_back(stmt(BPF_RET | BPF_K, kTrace));
+  return f;
+}
+
+int install_filter(const std::vector<sock_filter>& filter) {
+  sock_fprog prog{static_cast<unsigned short>(filter.size()),
+                  const_cast<sock_filter*>(filter.data())};
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) return 0;
+  if (errno != EACCES) return errno;
+  // Unprivileged: seccomp requires no_new_privs (set-user-ID programs run by the traced program
+  // then run without their privileges).
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) return 0;
+  return errno;
+}
+
+}  // namespace cudatool::trace

@@ -1,0 +1,21 @@
+// The seccomp filter the ptrace recorder installs in the traced program: only the system calls
+// that can touch a device stop (SECCOMP_RET_TRACE); everything else runs at full speed.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+namespace cudatool::trace {
+
+// ioctl, open, openat, openat2, creat, close, close_range, dup, dup2, dup3, fcntl(F_DUPFD,
+// F_DUPFD_CLOEXEC), mmap of a file (not MAP_ANONYMOUS), munmap, execve, execveat. x86-64 only;
+// other architectures' calls (int 0x80 from 32-bit code) are allowed through unrecorded.
+std::vector<sock_filter> recorder_filter();
+
+// Installs `filter` in the calling process (after PR_SET_NO_NEW_PRIVS when the caller lacks
+// CAP_SYS_ADMIN). For the child between fork and exec: uses only async-signal-safe calls.
+// Returns 0 or an errno.
+int install_filter(const std::vector<sock_filter>& filter);
+
+}  // namespace cudatool::trace

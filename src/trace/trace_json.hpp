@@ -1,0 +1,32 @@
+// One line of a trace file <-> Header / Event / Trailer (docs/trace-format.md).
+//
+// The writer side appends compact JSON (one line, with its '\n'); the reader side parses one line
+// with the pull reader (no tree), keeps members it does not know as raw JSON (ExtraField), and
+// reuses the storage of the Event it fills so that reading a trace allocates little.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/error.hpp"
+#include "trace/event.hpp"
+
+namespace cudatool::trace {
+
+void append_header_line(std::string& out, const Header& h);
+void append_event_line(std::string& out, const Event& e);
+void append_trailer_line(std::string& out, const Trailer& t);
+
+enum class LineKind { kHeader, kEvent, kTrailer };
+
+// What a line is, from its first member: {"cudatool_trace": …} header, {"end": …} trailer,
+// anything else an event. Does not validate the rest.
+LineKind classify_line(std::string_view line);
+
+// Parse one line (without its '\n'). `offset` is the file offset of the line's first byte, used
+// in errors ("offset 1234: …" names the byte where the line went wrong).
+Status parse_header_line(std::string_view line, uint64_t offset, Header& out);
+Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
+Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
+
+}  // namespace cudatool::trace

@@ -1,0 +1,171 @@
+// `cudatool import` on the two real captures of ../shared/data (H200, driver 580.159.04): every
+// line becomes one event and every field survives. The expected values are the capture's own
+// lines, decompressed by xz(1) and parsed by nlohmann/json at test time.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "harness.hpp"
+#include "trace/trace_file.hpp"
+#include "trace_check.hpp"
+
+namespace cudatool::test {
+namespace {
+
+using nlohmann::json;
+
+// ../shared/data beside the project (a worktree sits one level deeper; /work/shared/data on the
+// project's machines), or $CUDATOOL_CAPTURES.
+std::string captures_dir() {
+  if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
+  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
+                        std::string("/work/shared/data")}) {
+    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
+  }
+  return source_dir() + "/../shared/data";
+}
+
+uint64_t num(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
+  std::string s = v.get<std::string>();
+  bool neg = !s.empty() && s[0] == '-';
+  uint64_t x = std::stoull(neg ? s.substr(1) : s, nullptr, 0);
+  return neg ? 0 - x : x;
+}
+
+class Import : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Import, RealCaptureImportsWithoutLoss) {
+  std::string capture = captures_dir() + "/" + GetParam();
+  ASSERT_EQ(access(capture.c_str(), R_OK), 0)
+      << capture << " is missing: the real captures live in ../shared/data (or set "
+      << "CUDATOOL_CAPTURES)";
+  RunResult xz = run({"xz", "-dc", capture});
+  ASSERT_EQ(xz.status, 0) << xz.err;
+  std::vector<json> lines;
+  std::istringstream in(xz.out);
+  std::string l;
+  while (std::getline(in, l)) lines.push_back(json::parse(l));
+  ASSERT_FALSE(lines.empty());
+
+  std::string out = temp_dir() + "/import-" + GetParam() + ".jsonl";
+  RunResult r = run(
+      {cudatool_bin(), "import", capture, "-o", out, "--driver-version", "580.159.04", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json summary = json::parse(r.out);
+  EXPECT_EQ(summary["schema"], "cudatool.import/1");
+  EXPECT_EQ(summary["events"], lines.size());
+  EXPECT_EQ(summary["compression"], "xz");
+  std::map<std::string, uint64_t> by_sys;
+  for (const auto& c : lines) ++by_sys[c["sys"]];
+  for (const auto& [k, n] : by_sys) EXPECT_EQ(summary["by_sys"][k], n) << k;
+
+  TraceFile t = load_trace(out);
+  EXPECT_TRUE(t.bad_lines.empty());
+  EXPECT_EQ(t.header["mode"], "import");
+  EXPECT_EQ(t.header["driver_version"], "580.159.04");
+  ASSERT_EQ(t.events.size(), lines.size());
+  EXPECT_EQ(t.trailer["events"], lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const json& c = lines[i];
+    const json& e = t.events[i];
+    SCOPED_TRACE("capture line " + std::to_string(i + 1) + ": " + c.dump().substr(0, 200));
+    EXPECT_EQ(e["seq"], c["seq"]);
+    EXPECT_EQ(e["t"].get<uint64_t>(), std::llround(c["t_us"].get<double>() * 1000));
+    EXPECT_EQ(e["tid"], c["tid"]);
+    EXPECT_EQ(e["sys"], c["sys"]);
+    EXPECT_EQ(e["path"], c["path"]);
+    for (const char* k : {"fd", "len", "prot"}) {
+      if (c.contains(k)) {
+        EXPECT_EQ(num(e[k]), num(c[k])) << k;
+      }
+    }
+    for (const char* k : {"flags", "addr", "off", "req"}) {
+      if (c.contains(k)) {
+        EXPECT_EQ(num(e[k]), num(c[k])) << k;
+      }
+    }
+    // ret: -errno in the capture, -1 with errno in the trace.
+    auto ret = static_cast<int64_t>(num(c["ret"]));
+    if (ret < 0 && ret >= -4095) {
+      EXPECT_EQ(e["ret"], -1);
+      EXPECT_EQ(e["errno"], -ret);
+    } else {
+      EXPECT_EQ(static_cast<int64_t>(num(e["ret"])), ret);
+    }
+    if (c.contains("pre")) {
+      EXPECT_EQ(e["arg"]["pre"], c["pre"]);
+      EXPECT_EQ(e["arg"]["post"], c["post"]);
+    }
+    if (c.contains("nptr")) {
+      ASSERT_EQ(e["nested"].size(), 1u);
+      EXPECT_EQ(num(e["nested"][0]["addr"]), num(c["nptr"]));
+      EXPECT_EQ(e["nested"][0]["pre"], c["npre"]);
+      EXPECT_EQ(e["nested"][0]["post"], c["npost"]);
+    } else {
+      EXPECT_FALSE(e.contains("nested"));
+    }
+    // Nothing else in the capture line went unaccounted for.
+    for (const auto& [k, v] : c.items()) {
+      static const std::set<std::string> kMapped = {
+          "seq",  "t_us", "tid", "sys", "path", "fd",   "len",  "prot", "flags",
+          "addr", "off",  "req", "ret", "pre",  "post", "nptr", "npre", "npost"};
+      EXPECT_TRUE(kMapped.count(k) != 0 || e.contains(k)) << "field " << k << " was dropped";
+    }
+  }
+  // cudatool's own reader reads it back without a complaint.
+  auto rd = trace::TraceReader::open(out);
+  ASSERT_TRUE(rd) << rd.error().message();
+  trace::Event ev;
+  size_t n = 0;
+  while ((*rd)->next(ev)) ++n;
+  EXPECT_EQ(n, lines.size());
+  EXPECT_TRUE((*rd)->diagnostics().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedData, Import,
+                         ::testing::Values("trace_a.jsonl.xz", "trace_b.jsonl.xz"),
+                         [](const auto& info) { return info.param.substr(0, 7); });
+
+TEST(ImportBadInput, DamagedLinesAreReportedOneEachAndSkipped) {
+  std::string cap = write_temp(
+      "bad-capture.jsonl",
+      "{\"seq\":0,\"t_us\":1.5,\"tid\":7,\"sys\":\"open\",\"path\":\"/dev/nvidiactl\","
+      "\"flags\":\"0x2\",\"ret\":3}\n"
+      "{\"seq\":1,\"t_us\":2.0,\"tid\":7,\"sys\":\"ioctl\",\"fd\":3,\"pre\":\"zz\"}\n"
+      "not json at all\n"
+      "{\"seq\":3,\"t_us\":3.0,\"tid\":7,\"sys\":\"ioctl\",\"fd\":3,\"path\":\"/dev/nvidiactl\","
+      "\"req\":\"0xc020462a\",\"ret\":-25,\"pre\":\"00\",\"post\":\"00\",\"extra_field\":[1,2],"
+      "\"t\":7}\n"
+      "{\"seq\":4,\"t_us\":4.0,\"tid\":7,\"sys\":\"op");
+  std::string out = temp_dir() + "/bad-capture-out.jsonl";
+  RunResult r = run({cudatool_bin(), "import", cap, "-o", out});
+  EXPECT_EQ(r.status, 2);
+  // One message per damaged line, naming the line and the offset.
+  EXPECT_NE(r.err.find("line 2: pre: expected hex digits in pairs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cut short"), std::string::npos) << r.err;
+  TraceFile t = load_trace(out);
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[1]["errno"], 25);
+  EXPECT_EQ(t.events[1]["extra_field"], json::array({1, 2}));  // kept
+  EXPECT_EQ(t.events[1]["capture.t"], 7);  // kept, renamed: "t" is the trace's own time
+  EXPECT_EQ(t.events[1]["t"], 3000);       // t_us 3.0
+}
+
+TEST(ImportBadInput, MissingFileIsOneLineError) {
+  RunResult r =
+      run({cudatool_bin(), "import", "/nonexistent.jsonl", "-o", temp_dir() + "/never.jsonl"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("/nonexistent.jsonl"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace cudatool::test

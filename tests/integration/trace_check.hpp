@@ -1,0 +1,35 @@
+// Checking a trace against what nv_client (tests/fixtures/nvtrace) says it did. The trace is read
+// with nlohmann/json, independently of cudatool's own reader.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace cudatool::test {
+
+struct TraceFile {
+  nlohmann::json header;
+  std::vector<nlohmann::json> events;
+  nlohmann::json trailer;  // null when absent
+  std::vector<std::string> bad_lines;
+  uint64_t nul_padding = 0;  // trailing NUL bytes: space reserved by a writer that was killed
+};
+
+// Reads a plain JSON-lines trace with nlohmann (each line must parse).
+TraceFile load_trace(const std::string& path);
+// nv_client's stdout: one object per line (lines that are not JSON objects are ignored).
+std::vector<nlohmann::json> load_printed(const std::string& out);
+
+// Why recorded event `r` is not the call nv_client printed as `e` ("" when it is).
+std::string mismatch(const nlohmann::json& e, const nlohmann::json& r);
+
+// Pairs every printed call with one recorded device event and the other way round; returns one
+// message per call left without a partner (empty: the trace holds exactly the calls made).
+std::vector<std::string> match_exactly(const std::vector<nlohmann::json>& printed,
+                                       const std::vector<nlohmann::json>& recorded);
+
+// The fake device directory: nvidiactl and nvidia0 (8 KiB files), nvidia-uvm (a FIFO).
+std::string make_fake_devices(const std::string& name);
+
+}  // namespace cudatool::test

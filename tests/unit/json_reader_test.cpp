@@ -1,0 +1,314 @@
+// JsonReader against nlohmann/json: every document both accept must give the same tree, every
+// document nlohmann rejects must be rejected with an offset and a reason.
+#include "base/json_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+namespace cudatool {
+namespace {
+
+using nlohmann::json;
+
+// Reads one value with the pull API into nlohmann's tree (the independent implementation).
+bool to_tree(JsonReader& r, json& out) {
+  switch (r.peek()) {
+    case JsonReader::Kind::kObject: {
+      out = json::object();
+      if (!r.enter_object()) return false;
+      std::string_view key;
+      while (r.next_member(key)) {
+        std::string k(key);
+        json v;
+        if (!to_tree(r, v)) return false;
+        out[k] = v;
+      }
+      return r.ok();
+    }
+    case JsonReader::Kind::kArray: {
+      out = json::array();
+      if (!r.enter_array()) return false;
+      while (r.next_element()) {
+        json v;
+        if (!to_tree(r, v)) return false;
+        out.push_back(v);
+      }
+      return r.ok();
+    }
+    case JsonReader::Kind::kString: {
+      std::string s;
+      if (!r.string(s)) return false;
+      out = s;
+      return true;
+    }
+    case JsonReader::Kind::kBool: {
+      bool b = false;
+      if (!r.boolean(b)) return false;
+      out = b;
+      return true;
+    }
+    case JsonReader::Kind::kNull:
+      out = nullptr;
+      return r.null();
+    case JsonReader::Kind::kNumber: {
+      // Same preference as nlohmann: unsigned, then signed, then double.
+      JsonReader probe = r;
+      uint64_t u = 0;
+      if (probe.u64(u)) {
+        r = probe;
+        out = u;
+        return true;
+      }
+      probe = r;
+      int64_t i = 0;
+      if (probe.i64(i)) {
+        r = probe;
+        out = i;
+        return true;
+      }
+      double d = 0;
+      if (!r.f64(d)) return false;
+      out = d;
+      return true;
+    }
+    default:
+      r.skip();  // records the error
+      return false;
+  }
+}
+
+bool parse_doc(std::string_view text, json& out, std::string* err = nullptr) {
+  JsonReader r(text);
+  bool ok = to_tree(r, out) && r.at_end();
+  if (!ok && err != nullptr) *err = r.ok() ? "trailing characters" : r.error_message();
+  return ok;
+}
+
+TEST(JsonReader, AgreesWithNlohmannOnValidDocuments) {
+  const char* docs[] = {
+      "{}",
+      "[]",
+      " { \"a\" : 1 , \"b\" : [ true , false , null ] } ",
+      R"({"seq":0,"t_us":9624.0,"tid":540,"sys":"open","path":"/dev/nvidiactl","flags":"0x2","ret":9})",
+      R"({"s":"tab\there \"q\" back\\slash \/ \b\f\n\r \u0041\u00e9\u4e2d\ud83d\ude00"})",
+      R"([-0, 0, 1, -1, 9223372036854775807, -9223372036854775808, 18446744073709551615])",
+      R"([1.5, -2.25e-3, 6.02E23, 1e0, 0.0])",
+      R"({"nested":{"deeper":{"deepest":[[[[]]]]}}})",
+      R"("just a string")",
+      "42",
+      "null",
+      R"({"dup":1,"dup":2})",
+      "{\"utf8\":\"\xc3\xa9\xe4\xb8\xad\"}",
+  };
+  for (const char* d : docs) {
+    json mine, theirs = json::parse(d);
+    std::string err;
+    ASSERT_TRUE(parse_doc(d, mine, &err)) << d << ": " << err;
+    EXPECT_EQ(mine, theirs) << d;
+  }
+}
+
+// Random trees serialised by nlohmann (compact and pretty), read back by JsonReader.
+json random_value(std::mt19937_64& rng, int depth) {
+  std::uniform_int_distribution<int> kind(0, depth > 4 ? 4 : 6);
+  switch (kind(rng)) {
+    case 0:
+      return nullptr;
+    case 1:
+      return (rng() & 1) != 0;
+    case 2:
+      return static_cast<int64_t>(rng());
+    case 3:
+      return std::ldexp(static_cast<double>(rng() % 1000000) - 500000.0,
+                        static_cast<int>(rng() % 40) - 20);
+    case 4: {
+      std::string s;
+      int n = static_cast<int>(rng() % 12);
+      for (int i = 0; i < n; ++i) {
+        uint32_t c = static_cast<uint32_t>(rng() % 140);
+        if (c >= 128) {
+          s += "\xc3\xa9";  // é
+        } else {
+          s.push_back(static_cast<char>(c));
+        }
+      }
+      return s;
+    }
+    case 5: {
+      json a = json::array();
+      int n = static_cast<int>(rng() % 5);
+      for (int i = 0; i < n; ++i) a.push_back(random_value(rng, depth + 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      int n = static_cast<int>(rng() % 5);
+      for (int i = 0; i < n; ++i)
+        o["k" + std::to_string(rng() % 100)] = random_value(rng, depth + 1);
+      return o;
+    }
+  }
+}
+
+TEST(JsonReader, RoundTripsRandomDocuments) {
+  std::mt19937_64 rng(12345);
+  for (int i = 0; i < 3000; ++i) {
+    json v = random_value(rng, 0);
+    for (const std::string& text : {v.dump(), v.dump(2)}) {
+      json mine;
+      std::string err;
+      ASSERT_TRUE(parse_doc(text, mine, &err)) << text << ": " << err;
+      EXPECT_EQ(mine, json::parse(text)) << text;
+    }
+  }
+}
+
+TEST(JsonReader, RejectsWhatNlohmannRejects) {
+  const char* bad[] = {
+      "",
+      "{",
+      "}",
+      "[1,]",
+      "[,1]",
+      "{\"a\"}",
+      "{\"a\":}",
+      "{\"a\":1,}",
+      "{a:1}",
+      "[01]",
+      "[1.]",
+      "[.5]",
+      "[1e]",
+      "[-]",
+      "\"abc",
+      "\"a\\x\"",
+      "\"\\u12\"",
+      "\"\\ud800\"",
+      "\"\\udc00\"",
+      "tru",
+      "nul",
+      "[true false]",
+      "{\"a\":1 \"b\":2}",
+      "\"\x01\"",
+      "[1]]",
+      "{} {}",
+      "[\"\\",
+  };
+  for (const char* d : bad) {
+    EXPECT_FALSE(json::accept(d)) << "test input should be invalid: " << d;
+    json mine;
+    std::string err;
+    EXPECT_FALSE(parse_doc(d, mine, &err)) << d;
+    EXPECT_FALSE(err.empty()) << d;
+  }
+}
+
+TEST(JsonReader, ErrorsNameOffsetAndReason) {
+  JsonReader r(R"({"a":1,"b" 2})", 1000);
+  ASSERT_TRUE(r.enter_object());
+  std::string_view k;
+  ASSERT_TRUE(r.next_member(k));
+  int64_t v = 0;
+  ASSERT_TRUE(r.i64(v));
+  EXPECT_FALSE(r.next_member(k));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_offset(), 1000u + 11);
+  EXPECT_EQ(r.error_message(), "offset 1011: expected ':' after object key");
+  // Once failed, everything fails.
+  EXPECT_FALSE(r.skip());
+  EXPECT_EQ(r.peek(), JsonReader::Kind::kError);
+}
+
+TEST(JsonReader, IntegersAreRangeChecked) {
+  uint64_t u = 0;
+  int64_t i = 0;
+  EXPECT_TRUE(JsonReader("18446744073709551615").u64(u));
+  EXPECT_EQ(u, std::numeric_limits<uint64_t>::max());
+  EXPECT_FALSE(JsonReader("18446744073709551616").u64(u));
+  EXPECT_FALSE(JsonReader("-1").u64(u));
+  EXPECT_TRUE(JsonReader("-9223372036854775808").i64(i));
+  EXPECT_EQ(i, std::numeric_limits<int64_t>::min());
+  EXPECT_FALSE(JsonReader("9223372036854775808").i64(i));
+  EXPECT_FALSE(JsonReader("1.5").i64(i));
+  EXPECT_FALSE(JsonReader("1e3").u64(u));
+  double d = 0;
+  EXPECT_TRUE(JsonReader("1e3").f64(d));
+  EXPECT_EQ(d, 1000.0);
+  EXPECT_FALSE(JsonReader("1e999").f64(d));
+}
+
+TEST(JsonReader, UnreadValuesAreSkipped) {
+  JsonReader r(R"({"skip":{"x":[1,{"y":"z"}]},"also":[1,2],"want":"yes","tail":null})");
+  ASSERT_TRUE(r.enter_object());
+  std::string_view k;
+  std::string want;
+  int members = 0;
+  while (r.next_member(k)) {
+    ++members;
+    if (k == "want") {
+      ASSERT_TRUE(r.string(want));
+    }
+  }
+  EXPECT_TRUE(r.ok()) << r.error_message();
+  EXPECT_EQ(members, 4);
+  EXPECT_EQ(want, "yes");
+  EXPECT_TRUE(r.at_end());
+}
+
+TEST(JsonReader, RawKeepsExactText) {
+  JsonReader r(R"({"a": {"b" : [1, 2.5]} , "c":"d"})");
+  ASSERT_TRUE(r.enter_object());
+  std::string_view k, raw;
+  ASSERT_TRUE(r.next_member(k));
+  ASSERT_TRUE(r.raw(raw));
+  EXPECT_EQ(raw, R"({"b" : [1, 2.5]})");
+  ASSERT_TRUE(r.next_member(k));
+  EXPECT_EQ(k, "c");
+}
+
+TEST(JsonReader, KeysWithEscapesSurviveTheirValue) {
+  JsonReader r(R"({"k\u0041":"v\u0042"})");
+  ASSERT_TRUE(r.enter_object());
+  std::string_view k, v;
+  ASSERT_TRUE(r.next_member(k));
+  ASSERT_TRUE(r.string(v));
+  EXPECT_EQ(k, "kA");
+  EXPECT_EQ(v, "vB");
+}
+
+TEST(JsonReader, ByteEscapesInvertJsonEscapeTo) {
+  std::string s;
+  ASSERT_TRUE(JsonReader(R"("\u00e9\u00ff")", 0, true).string(s));
+  EXPECT_EQ(s, "\xe9\xff");
+  ASSERT_TRUE(JsonReader(R"("\u00e9")", 0, false).string(s));
+  EXPECT_EQ(s, "\xc3\xa9");
+}
+
+TEST(JsonReader, DepthIsBounded) {
+  std::string deep(JsonReader::kMaxDepth, '[');
+  deep += std::string(JsonReader::kMaxDepth, ']');
+  json t;
+  EXPECT_TRUE(parse_doc(deep, t));
+  std::string deeper(JsonReader::kMaxDepth + 1, '[');
+  deeper += std::string(JsonReader::kMaxDepth + 1, ']');
+  std::string err;
+  EXPECT_FALSE(parse_doc(deeper, t, &err));
+  EXPECT_NE(err.find("nested too deeply"), std::string::npos) << err;
+}
+
+TEST(JsonReader, NeverReadsPastTheView) {
+  // The view ends inside a longer buffer; the bytes after it must not be seen.
+  std::string buf = R"({"a":"bcdefghijklmnop"})";
+  for (size_t n = 0; n < buf.size(); ++n) {
+    JsonReader r(std::string_view(buf.data(), n));
+    json t;
+    EXPECT_FALSE(to_tree(r, t) && r.at_end()) << n;
+  }
+}
+
+}  // namespace
+}  // namespace cudatool

@@ -1,0 +1,337 @@
+// Trace files: what the writer writes, nlohmann/json reads the same; what the reader reads back
+// equals what was written; damaged, cut, padded and newer files are handled as the format says.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trace/trace_file.hpp"
+#include "trace/trace_json.hpp"
+
+namespace cudatool::trace {
+namespace {
+
+using nlohmann::json;
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/cudatool-trace-unit-" + std::to_string(getpid()) + "-" + name;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Buffer buf(std::string role, uint64_t addr, std::vector<uint8_t> pre, std::vector<uint8_t> post) {
+  Buffer b;
+  b.role = std::move(role);
+  b.addr = addr;
+  b.size = pre.size();
+  b.before = std::move(pre);
+  b.after = std::move(post);
+  return b;
+}
+
+std::vector<Event> sample_events() {
+  std::vector<Event> v;
+  auto add = [&](Sys s) -> Event& {
+    Event e;
+    e.seq = v.size();
+    e.t_ns = 1000 * (v.size() + 1);
+    e.dur_ns = 50;
+    e.has_duration = true;
+    e.pid = 100;
+    e.tid = 101;
+    e.sys = s;
+    e.sys_raw = std::string(sys_name(s));
+    v.push_back(e);
+    return v.back();
+  };
+  Event& o = add(Sys::kOpen);
+  o.path = "/dev/nvidiactl";
+  o.open_flags = 0x80002;
+  o.ret = 3;
+  Event& io = add(Sys::kIoctl);
+  io.fd = 3;
+  io.path = "/dev/nvidiactl";
+  io.request = 0xc020462a;
+  io.ret = -1;
+  io.err = 25;
+  io.arg = buf("arg", 0x7ffd0000, {1, 2, 3, 4}, {1, 2, 3, 5});
+  io.nested.push_back(buf("params", 0x7ffd1000, {9, 9}, {8, 8}));
+  Buffer bad;
+  bad.role = "params";
+  bad.addr = 0x10;
+  bad.size = 64;
+  bad.before_error = "EFAULT";
+  bad.after_error = "EFAULT";
+  io.nested.push_back(bad);
+  Buffer part = buf("xfer", 0x1000, {7}, {7});
+  part.size = 16;
+  part.before_error = part.after_error = "EFAULT after 1 of 16 bytes";
+  io.nested.push_back(part);
+  Event& uvm = add(Sys::kIoctl);
+  uvm.fd = 4;
+  uvm.path = "/dev/nvidia-uvm";
+  uvm.request = 0x30000001;
+  uvm.arg = buf("arg", 0x7ffd2000, {0, 1}, {0, 1});
+  uvm.arg->size = 4096;
+  uvm.arg->bounded = true;
+  Event& m = add(Sys::kMmap);
+  m.fd = 5;
+  m.path = "/dev/nvidia0";
+  m.len = 2097152;
+  m.prot = 3;
+  m.map_flags = 0x11;
+  m.offset = 0x204a00000;
+  m.ret = 0x7f0000000000;
+  Event& u = add(Sys::kMunmap);
+  u.addr = 0x7f0000000000;
+  u.len = 4096;
+  u.path = "/dev/nvidia0";
+  Event& d = add(Sys::kDup);
+  d.fd = 3;
+  d.path = "/dev/nvidiactl";
+  d.ret = 7;
+  Event& c = add(Sys::kClose);
+  c.fd = 7;
+  c.path = "/dev/nvidiactl";
+  Event& x = add(Sys::kExecve);
+  x.path = "/usr/bin/weird \"name\"\n\xe9";
+  Event& f = add(Sys::kFork);
+  f.child_pid = 102;
+  f.ret = 102;
+  f.has_duration = false;
+  f.dur_ns = 0;
+  Event& q = add(Sys::kExit);
+  q.ret = -9;
+  return v;
+}
+
+void expect_same(const Event& a, const Event& b) {
+  std::string la, lb;
+  append_event_line(la, a);
+  append_event_line(lb, b);
+  EXPECT_EQ(la, lb);
+}
+
+Header sample_header() {
+  Header h;
+  h.argv = {"./work", "kern.cubin"};
+  h.mode = "ptrace";
+  h.driver_version = "580.159.04";
+  h.driver_version_line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04";
+  h.host = "h200";
+  h.kernel = "6.18.0";
+  h.start_time = "2026-11-29T19:43:52Z";
+  h.devices = "/dev/nvidia*";
+  h.recorder = "cudatool test";
+  h.placement = "same-cpu 0";
+  return h;
+}
+
+void write_trace(const std::string& path, const std::vector<Event>& events, bool trailer) {
+  auto w = TraceWriter::create(path);
+  ASSERT_TRUE(w) << w.error().message();
+  ASSERT_TRUE((*w)->write_header(sample_header()).ok());
+  for (const auto& e : events) ASSERT_TRUE((*w)->write_event(e).ok());
+  if (trailer) {
+    Trailer t;
+    t.events = events.size();
+    t.reason = "exit";
+    t.routes = {{"ioctl", 2}, {"syscall", 0}};
+    ASSERT_TRUE((*w)->write_trailer(t).ok());
+  }
+  ASSERT_TRUE((*w)->close().ok());
+}
+
+TEST(TraceFile, RoundTripsPlainAndZstd) {
+  auto events = sample_events();
+  for (std::string name : {"rt.jsonl", "rt.jsonl.zst"}) {
+    std::string p = temp_path(name);
+    write_trace(p, events, true);
+    auto r = TraceReader::open(p);
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ((*r)->compression(), name.ends_with(".zst") ? "zstd" : "none");
+    EXPECT_EQ((*r)->header().argv, sample_header().argv);
+    EXPECT_EQ((*r)->header().driver_version, "580.159.04");
+    EXPECT_EQ((*r)->header().placement, "same-cpu 0");
+    Event ev;
+    size_t i = 0;
+    while ((*r)->next(ev)) {
+      ASSERT_LT(i, events.size());
+      expect_same(ev, events[i++]);
+    }
+    EXPECT_EQ(i, events.size());
+    ASSERT_TRUE((*r)->trailer());
+    EXPECT_EQ((*r)->trailer()->events, events.size());
+    EXPECT_EQ((*r)->trailer()->routes.size(), 2u);
+    EXPECT_TRUE((*r)->diagnostics().empty());
+    std::remove(p.c_str());
+  }
+}
+
+TEST(TraceFile, LinesAreWhatTheFormatSays) {
+  // Read by nlohmann, independently of our reader.
+  auto events = sample_events();
+  std::string p = temp_path("spec.jsonl");
+  write_trace(p, events, true);
+  std::istringstream in(slurp(p));
+  std::string line;
+  std::vector<json> lines;
+  while (std::getline(in, line)) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), events.size() + 2);
+  EXPECT_EQ(lines[0]["cudatool_trace"], kFormatVersion);
+  const json& io = lines[2];
+  EXPECT_EQ(io["req"], "0xc020462a");
+  EXPECT_EQ(io["errno"], 25);
+  EXPECT_EQ(io["arg"]["pre"], "01020304");
+  EXPECT_EQ(io["arg"]["post"], "01020305");
+  EXPECT_EQ(io["arg"]["addr"], "0x7ffd0000");
+  EXPECT_EQ(io["nested"][1]["pre_error"], "EFAULT");
+  EXPECT_FALSE(io["nested"][1].contains("pre"));
+  EXPECT_EQ(io["nested"][2]["pre"], "07");
+  EXPECT_EQ(lines[3]["arg"]["bounded"], true);
+  EXPECT_EQ(lines[4]["off"], "0x204a00000");
+  EXPECT_EQ(lines[4]["ret"], 0x7f0000000000);
+  EXPECT_EQ(lines[4]["flags"], "0x11");
+  EXPECT_FALSE(lines[9].contains("dur"));
+  EXPECT_EQ(lines.back()["end"]["routes"]["ioctl"], 2);
+  std::remove(p.c_str());
+}
+
+TEST(TraceReader, KeepsUnknownMembersAndKinds) {
+  std::string text =
+      "{\"cudatool_trace\":1,\"argv\":[],\"mode\":\"ptrace\",\"future\":{\"x\":1}}\n"
+      "{\"seq\":0,\"t\":5,\"pid\":1,\"tid\":1,\"sys\":\"ioctl\",\"fd\":3,\"path\":\"/dev/nvidia0\","
+      "\"req\":\"0x1\",\"ret\":0,\"arg\":{\"role\":\"arg\",\"addr\":\"0x10\",\"size\":1,"
+      "\"pre\":\"ab\",\"post\":\"cd\",\"crc\":7},\"gpu_time\":[1,2]}\n"
+      "{\"seq\":1,\"t\":6,\"pid\":1,\"tid\":1,\"sys\":\"madvise\",\"addr\":\"0x1000\",\"how\":4}\n";
+  auto r = TraceReader::from_memory(text, "mem");
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ((*r)->header().extra.size(), 1u);
+  EXPECT_EQ((*r)->header().extra[0].json, "{\"x\":1}");
+  Event e;
+  ASSERT_TRUE((*r)->next(e));
+  ASSERT_EQ(e.extra.size(), 1u);
+  EXPECT_EQ(e.extra[0].key, "gpu_time");
+  EXPECT_EQ(e.extra[0].json, "[1,2]");
+  ASSERT_EQ(e.arg->extra.size(), 1u);
+  EXPECT_EQ(e.arg->after, std::vector<uint8_t>{0xcd});
+  std::string written;
+  append_event_line(written, e);
+  EXPECT_NE(written.find("\"gpu_time\":[1,2]"), std::string::npos) << written;
+  ASSERT_TRUE((*r)->next(e));
+  EXPECT_EQ(e.sys, Sys::kUnknown);
+  EXPECT_EQ(e.sys_raw, "madvise");
+  EXPECT_EQ(e.addr, 0x1000u);
+  ASSERT_EQ(e.extra.size(), 1u);
+  written.clear();
+  append_event_line(written, e);
+  EXPECT_NE(written.find("\"sys\":\"madvise\""), std::string::npos) << written;
+  EXPECT_NE(written.find("\"how\":4"), std::string::npos) << written;
+  EXPECT_FALSE((*r)->next(e));
+  EXPECT_FALSE((*r)->trailer());
+  EXPECT_TRUE((*r)->diagnostics().empty());
+}
+
+TEST(TraceReader, RefusesANewerVersionClearly) {
+  auto r = TraceReader::from_memory("{\"cudatool_trace\":2,\"argv\":[]}\n", "new.jsonl");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("version 2 is newer than this cudatool reads (version 1)"),
+            std::string::npos)
+      << r.error().message();
+}
+
+TEST(TraceReader, RefusesWhatIsNotATrace) {
+  auto r = TraceReader::from_memory("{\"seq\":0,\"t_us\":1.0,\"sys\":\"open\"}\n", "cap.jsonl");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cudatool import"), std::string::npos);
+  EXPECT_FALSE(TraceReader::from_memory("", "empty"));
+  EXPECT_FALSE(TraceReader::from_memory("{\"cudatool_trace\":\"1\"}\n", "bad-version"));
+}
+
+TEST(TraceReader, OneErrorPerBadLineAndTheRestIsRead) {
+  std::string text =
+      "{\"cudatool_trace\":1}\n"
+      "{\"seq\":0,\"sys\":\"open\",\"path\":\"/dev/nvidiactl\",\"ret\":3}\n"
+      "{\"seq\":1,\"sys\":\"ioctl\",\"arg\":{\"pre\":\"abc\"}}\n"
+      "garbage\n"
+      "{\"seq\":\"zz\",\"sys\":\"close\"}\n"
+      "{\"seq\":4}\n"
+      "{\"seq\":5,\"sys\":\"close\",\"fd\":3}\n"
+      "{\"seq\":6,\"sys\":\"ioc";
+  auto r = TraceReader::from_memory(text, "t.jsonl");
+  ASSERT_TRUE(r);
+  Event e;
+  std::vector<uint64_t> seqs;
+  while ((*r)->next(e)) seqs.push_back(e.seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 5}));
+  const auto& d = (*r)->diagnostics().items();
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_NE(d[0].message().find("t.jsonl line 3: arg.pre: expected hex digits in pairs"),
+            std::string::npos)
+      << d[0].message();
+  EXPECT_NE(d[1].message().find("line 4"), std::string::npos);
+  EXPECT_NE(d[2].message().find("line 5: seq"), std::string::npos) << d[2].message();
+  EXPECT_NE(d[3].message().find("line 6: sys"), std::string::npos) << d[3].message();
+  EXPECT_NE(d[4].message().find("last line is incomplete"), std::string::npos);
+  EXPECT_TRUE((*r)->truncated());
+  for (const auto& x : d) EXPECT_TRUE(x.offset.has_value());
+}
+
+TEST(TraceReader, PreallocatedNulSpaceIsReportedNotFatal) {
+  std::string text = "{\"cudatool_trace\":1}\n{\"seq\":0,\"sys\":\"close\",\"fd\":3}\n";
+  text += std::string(5, '\0') + "\n";  // a line whose writer died before filling it
+  text += "{\"seq\":1,\"sys\":\"close\",\"fd\":4}\n{\"seq\":2,\"sys\":\"clo";
+  text += std::string(3, '\0') + "{\"seq\":3,\"sys\":\"close\",\"fd\":5}\n";
+  text += std::string(4096, '\0');  // preallocated tail of a preload trace
+  auto r = TraceReader::from_memory(text, "pre.jsonl");
+  ASSERT_TRUE(r);
+  Event e;
+  std::vector<uint64_t> seqs;
+  while ((*r)->next(e)) seqs.push_back(e.seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 3}));
+  size_t nul_reports = 0;
+  for (const auto& d : (*r)->diagnostics().items()) {
+    if (d.reason.find("NUL bytes") != std::string::npos) ++nul_reports;
+  }
+  EXPECT_EQ(nul_reports, 3u);
+}
+
+TEST(TraceReader, ZstdCutByAKillKeepsWhatWasFlushed) {
+  auto events = sample_events();
+  std::string p = temp_path("cut.jsonl.zst");
+  {
+    auto w = TraceWriter::create(p);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE((*w)->write_header(sample_header()).ok());
+    for (const auto& e : events) ASSERT_TRUE((*w)->write_event(e).ok());
+    // No close(): the frame is never ended, as when the recorder is killed.
+    std::string bytes = slurp(p);
+    auto r = TraceReader::from_memory(bytes, "cut.jsonl.zst");
+    ASSERT_TRUE(r) << r.error().message();
+    Event ev;
+    size_t n = 0;
+    while ((*r)->next(ev)) ++n;
+    EXPECT_EQ(n, events.size());
+    ASSERT_EQ((*r)->diagnostics().count(), 1u);
+    EXPECT_NE((*r)->diagnostics().items()[0].reason.find("ends inside a frame"), std::string::npos);
+    // And cut in the middle of a block: the lines before it survive.
+    auto half = TraceReader::from_memory(bytes.substr(0, bytes.size() - 7), "cut2.jsonl.zst");
+    ASSERT_TRUE(half);
+    n = 0;
+    while ((*half)->next(ev)) ++n;
+    EXPECT_LT(n, events.size());
+    EXPECT_FALSE((*half)->diagnostics().empty());
+  }
+  std::remove(p.c_str());
+}
+
+}  // namespace
+}  // namespace cudatool::trace
