@@ -118,13 +118,15 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names() {
   std::vector<NamedFunction> out;
   for (const auto& d : dispatch().entries) {
     if (d.implementation != 0)
-      out.push_back({d.implementation, std::string(d.export_name), "impl via dispatch"});
+      out.push_back({d.implementation, std::string(d.export_name), "impl via dispatch",
+                     NamedFunction::Kind::kDispatch});
   }
   for (const auto& r : procaddress().rows) {
     if (r.function == 0 || !r.export_name.empty()) continue;
     out.push_back({r.function, std::string(r.api),
                    fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
-                               cuda::proc_flags_name(r.flags))});
+                               cuda::proc_flags_name(r.flags)),
+                   NamedFunction::Kind::kProcAddress});
   }
   for (const auto& t : export_tables().tables) {
     std::string uuid = cuda::format_uuid(t.uuid);
@@ -134,8 +136,9 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names() {
                              ? fmt::format("{}.{}", t.known->name, s.known_name)
                          : t.known ? fmt::format("{}.slot{}", t.known->name, s.index)
                                    : fmt::format("etbl_{}_{}", uuid.substr(0, 8), s.index);
-      out.push_back(
-          {s.value, std::move(name), fmt::format("export table {} slot {}", uuid, s.index)});
+      out.push_back({s.value, std::move(name),
+                     fmt::format("export table {} slot {}", uuid, s.index),
+                     NamedFunction::Kind::kExportTable});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const NamedFunction& a, const NamedFunction& b) {

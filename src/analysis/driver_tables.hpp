@@ -43,9 +43,11 @@ class DriverTables {
   //   {0x…,      "CUDART_INTERFACE.get_module_from_cubin", "export table 6bd5fb6c-… slot 1"}
   //   {0x…,      "etbl_2c8e0ad8_3", "export table 2c8e0ad8-… slot 3"}  unnamed slot
   struct NamedFunction {
+    enum class Kind : uint8_t { kDispatch, kProcAddress, kExportTable };
     uint64_t address = 0;
     std::string name;
     std::string source;
+    Kind kind = Kind::kDispatch;
   };
   std::vector<NamedFunction> function_names();
 

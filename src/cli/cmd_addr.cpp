@@ -15,6 +15,7 @@ namespace cudatool::cli {
 namespace {
 
 struct AddrOptions {
+  NameOptions names;
   std::string lib;
   std::vector<std::string> addrs;
   std::string base;
@@ -57,7 +58,7 @@ int run_addr(const AddrOptions& o) {
   }
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
-  const FunctionMap& map = img->facet<FunctionMap>();
+  const FunctionMap& map = named_function_map(*img, o.names);
   const uint64_t page = first_load_page(img->elf());
   std::vector<Lookup> res;
   std::optional<std::vector<Gap>> gaps;
@@ -214,6 +215,7 @@ void register_addr(CLI::App& app, int* exit_code) {
                   "at BASE: the start of its first mapping (file offset 0) in /proc/PID/maps, "
                   "or the load address a crash log or gdb's `info proc mappings` shows");
   cmd->add_flag("--json", o->json, "print JSON (schema cudatool.addr/1)");
+  add_names_option(cmd, o->names);
   cmd->footer(
       "Without --base an ADDR is an address of the library's own address space (what readelf,\n"
       "objdump and `cudatool functions` show). The function is the FDE of .eh_frame holding\n"

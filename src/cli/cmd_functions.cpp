@@ -19,6 +19,7 @@ namespace cudatool::cli {
 namespace {
 
 struct FunctionsOptions {
+  NameOptions names;
   std::string lib;
   bool json = false;
   bool gaps = false;
@@ -264,7 +265,7 @@ void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOption
 int run_functions(const FunctionsOptions& o) {
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
-  const FunctionMap& map = img->facet<FunctionMap>();
+  const FunctionMap& map = named_function_map(*img, o.names);
   if (o.json) {
     render_json(*img, map, map.gaps(true), o);
   } else {
@@ -283,6 +284,7 @@ void register_functions(CLI::App& app, int* exit_code) {
       "functions", "Function map of a stripped library from its unwind data (.eh_frame)");
   cmd->add_option("LIB", o->lib, "library to read (default: the system's libcuda.so.1)");
   cmd->add_flag("--json", o->json, "print JSON (schema cudatool.functions/1)");
+  add_names_option(cmd, o->names);
   cmd->add_flag("--gaps", o->gaps,
                 "list the executable ranges no FDE covers (PLT, padding, code without unwind "
                 "data) instead of the functions; with --json, add them as \"gaps\"");

@@ -7,11 +7,13 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_output.hpp"
 
 namespace cudatool::cli {
 namespace {
 
 struct SymbolizeOptions {
+  NameOptions names;
   std::string lib;
   std::string out;
   std::string debug_dir;
@@ -25,7 +27,7 @@ int run_symbolize(const SymbolizeOptions& o) {
   }
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
-  const FunctionMap& map = img->facet<FunctionMap>();
+  const FunctionMap& map = named_function_map(*img, o.names);
   SymbolFileStats st;
   auto bytes = build_symbol_file(*img, map, &st);
   if (!bytes) {
@@ -125,6 +127,7 @@ void register_symbolize(CLI::App& app, int* exit_code) {
                   "also (or instead) write it as DIR/.build-id/xx/yyyy.debug, the layout gdb's "
                   "debug-file-directory and perf use");
   cmd->add_flag("--json", o->json, "print JSON (schema cudatool.symbolize/1)");
+  add_names_option(cmd, o->names);
   cmd->footer(
       "The file carries the library's build id note and its section headers (without bytes) and\n"
       "a .symtab: exports under their names, every other function of `cudatool functions` as\n"

@@ -1,8 +1,27 @@
 #include "cli/function_output.hpp"
 
+#include <CLI/CLI.hpp>
+
+#include "analysis/driver_image.hpp"
+#include "analysis/function_names.hpp"
+
 #include <fmt/format.h>
 
 namespace cudatool::cli {
+
+void add_names_option(CLI::App* cmd, NameOptions& o) {
+  cmd->add_option("--names", o.names,
+                  "which names to attach: all (exports, and the implementations, procaddress-only "
+                  "functions and export-table slots that the driver tables give) or exports")
+      ->check(CLI::IsMember({"all", "exports"}))
+      ->capture_default_str();
+}
+
+const FunctionMap& named_function_map(DriverImage& img, const NameOptions& o) {
+  FunctionMap& map = img.facet<FunctionMap>();
+  if (o.names == "all") add_driver_table_names(img, map);
+  return map;
+}
 
 void write_function_json(JsonWriter& w, const FunctionMap& map, const Function& f) {
   w.begin_object();

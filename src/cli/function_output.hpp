@@ -7,7 +7,25 @@
 #include "analysis/function_map.hpp"
 #include "base/json_writer.hpp"
 
+namespace CLI {
+class App;
+}
+
+namespace cudatool {
+class DriverImage;
+}
+
 namespace cudatool::cli {
+
+// Which names the function map carries: the exports only, or also what the driver tables give
+// (implementations behind the wrappers, procaddress-only functions, export-table slots).
+struct NameOptions {
+  std::string names = "all";  // "all" | "exports"
+};
+// Adds --names to a command.
+void add_names_option(CLI::App* cmd, NameOptions& o);
+// The image's function map with the requested names attached.
+const FunctionMap& named_function_map(DriverImage& img, const NameOptions& o);
 
 // {"start", "end", "size", "section", "name", "names": [{"name", "source"}], "fde",
 //  "in_hdr_table", "has_lsda"}

@@ -90,7 +90,7 @@ TEST_P(Functions, FdesMatchEuReadelf) {
 }
 
 TEST_P(Functions, ExportsNameTheirFunctions) {
-  JsonRun r = cudatool_json_run({"functions", "--json", lib()});
+  JsonRun r = cudatool_json_run({"functions", "--json", "--names", "exports", lib()});
   ASSERT_EQ(r.status, 0) << r.err;
   std::map<uint64_t, std::set<std::string>> names;
   for (const auto& f : r.json["functions"]) {
@@ -200,8 +200,8 @@ TEST_P(Functions, SymbolFileMatchesReadelfAndGdbUsesIt) {
   std::string out = dir + "/lib.sym";
   RunResult mk = run({"mkdir", "-p", dir});
   ASSERT_EQ(mk.status, 0);
-  JsonRun s =
-      cudatool_json_run({"symbolize", "--json", lib(), "-o", out, "--debug-dir", dir + "/debug"});
+  JsonRun s = cudatool_json_run({"symbolize", "--json", "--names", "exports", lib(), "-o", out,
+                                 "--debug-dir", dir + "/debug"});
   ASSERT_EQ(s.status, 0) << s.err;
   // The build id note is the library's (readelf -n on both).
   auto build_id = [](const std::string& p) {
@@ -311,6 +311,38 @@ TEST_P(Functions, TextTableMatchesJson) {
     ++i;
   }
   EXPECT_EQ(i, fns.size());
+}
+
+// With the driver tables' names (the default), the body behind each exported wrapper is named
+// "<export>.impl" at the address `tables --kind dispatch` gives (checked there against gdb), and
+// gdb resolves that name from the symbol file.
+TEST_P(Functions, TableNamesReachTheMapAndGdb) {
+  JsonRun t = cudatool_json_run({"tables", "--json", "--kind", "dispatch", lib()});
+  ASSERT_EQ(t.status, 0) << t.err;
+  std::map<uint64_t, std::string> impl;
+  for (const auto& e : t.json["dispatch"]["entries"]) {
+    if (e["implementation"].is_null()) continue;
+    impl.emplace(hex_field(e["implementation"]), e["export"].get<std::string>() + ".impl");
+  }
+  ASSERT_GT(impl.size(), 300u);
+  JsonRun r = cudatool_json_run({"functions", "--json", lib()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::map<uint64_t, std::set<std::string>> names;
+  for (const auto& f : r.json["functions"]) {
+    for (const auto& n : f["names"])
+      names[hex_field(f["start"])].insert(n["name"].get<std::string>());
+  }
+  for (const auto& [addr, name] : impl) EXPECT_EQ(names[addr].count(name), 1u) << name;
+  // One of them through gdb and the symbol file.
+  std::string dir = temp_dir() + "/symimpl-" + GetParam().version;
+  ASSERT_EQ(run({"mkdir", "-p", dir}).status, 0);
+  std::string out = dir + "/lib.sym";
+  ASSERT_EQ(run({cudatool_bin(), "symbolize", lib(), "-o", out}).status, 0);
+  auto [addr, name] = *std::next(impl.begin(), static_cast<long>(impl.size() / 2));
+  char expr[64];
+  std::snprintf(expr, sizeof expr, "info symbol 0x%llx", static_cast<unsigned long long>(addr));
+  RunResult g = run({"gdb", "-batch", "-nx", "-ex", "file " + out, "-ex", expr});
+  EXPECT_NE(g.out.find(name + " in section .text"), std::string::npos) << g.out << g.err;
 }
 
 TEST_P(Functions, HumanOutputsRender) {

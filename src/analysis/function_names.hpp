@@ -1,0 +1,22 @@
+// Names for the functions of a stripped libcuda beyond its exports: what the driver tables say
+// (issue #9) attached to the function map (issue #3), so `functions`, `addr` and `symbolize`
+// (and through it gdb and perf) name the bodies behind the exported wrappers.
+#pragma once
+
+#include "analysis/driver_image.hpp"
+#include "analysis/function_map.hpp"
+
+namespace cudatool {
+
+// Sources of the names added, as FunctionMap::names() reports them.
+inline constexpr std::string_view kImplSource = "implementation (dispatch)";
+inline constexpr std::string_view kProcAddressSource = "cuGetProcAddress table";
+inline constexpr std::string_view kExportTableSource = "export table slot";
+
+// Adds to `map`: "<export>.impl" for the implementation an exported wrapper forwards to (GCC's
+// "name.suffix" convention, so gdb shows `cuMemAlloc_v2.impl` and `break cuMemAlloc_v2` still
+// means the wrapper), the API name for functions only the cuGetProcAddress table returns, and
+// "<TABLE>.<slot>" for export-table slots. Returns how many names were placed on a function.
+uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map);
+
+}  // namespace cudatool
