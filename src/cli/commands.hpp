@@ -11,5 +11,6 @@ namespace cudatool::cli {
 void register_info(CLI::App& app, int* exit_code);
 void register_exports(CLI::App& app, int* exit_code);
 void register_imports(CLI::App& app, int* exit_code);
+void register_cubins(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cudatool::cli::register_info(app, &exit_code);
   cudatool::cli::register_exports(app, &exit_code);
   cudatool::cli::register_imports(app, &exit_code);
+  cudatool::cli::register_cubins(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,333 @@
+#include "cuda/cubin.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "elf/symbols.hpp"
+
+namespace cudatool::cuda {
+namespace {
+
+constexpr uint64_t kEhdrSize = 64;
+constexpr uint64_t kPhdrSize = 56;
+constexpr uint64_t kShdrSize = 64;
+constexpr uint32_t kShtCudaInfo = 0x70000000;
+
+// One attribute value that names a function: {u32 symbol index, u32 value}.
+struct SymValue {
+  uint32_t sym = 0;
+  uint32_t value = 0;
+};
+std::optional<SymValue> sym_value(const NvInfoAttr& a) {
+  if (a.format != kEifmtSval || a.payload.size() < 8) return std::nullopt;
+  return SymValue{*a.payload.read<uint32_t>(0), *a.payload.read<uint32_t>(4)};
+}
+
+std::optional<std::array<uint32_t, 3>> three_u32(const NvInfoAttr& a) {
+  if (a.format != kEifmtSval || a.payload.size() < 12) return std::nullopt;
+  return std::array<uint32_t, 3>{*a.payload.read<uint32_t>(0), *a.payload.read<uint32_t>(4),
+                                 *a.payload.read<uint32_t>(8)};
+}
+
+// Applies one attribute to kernel k. `per_kernel`: the record came from .nv.info.<name>, whose
+// single-value records carry no symbol index. Returns false when the attribute is not decoded.
+bool apply(Kernel& k, const NvInfoAttr& a, bool per_kernel) {
+  auto scalar = [&]() -> std::optional<uint32_t> {
+    if (a.format == kEifmtHval || a.format == kEifmtBval) return a.value;
+    if (a.format == kEifmtSval && a.payload.size() == 4) return *a.payload.read<uint32_t>(0);
+    if (a.format == kEifmtSval && a.payload.size() >= 8) return *a.payload.read<uint32_t>(4);
+    return std::nullopt;
+  };
+  switch (a.attr) {
+    case kEiattrRegcount:
+      if (auto v = scalar()) {
+        k.registers = *v;
+        k.registers_source = "EIATTR_REGCOUNT";
+        return true;
+      }
+      return false;
+    case kEiattrFrameSize:
+      return (k.frame_size = scalar()).has_value();
+    case kEiattrMinStackSize:
+      return (k.min_stack_size = scalar()).has_value();
+    case kEiattrMaxStackSize:
+      return (k.max_stack_size = scalar()).has_value();
+    case kEiattrCrsStackSize:
+      return (k.crs_stack_size = scalar()).has_value();
+    case kEiattrMaxregCount:
+      return (k.maxreg_count = scalar()).has_value();
+    case kEiattrCudaApiVersion:
+      return (k.cuda_api_version = scalar()).has_value();
+    case kEiattrCbankParamSize:
+      return (k.param_size = scalar()).has_value();
+    case kEiattrParamCbank:
+      if (a.format == kEifmtSval && a.payload.size() >= 8) {
+        k.param_cbank_offset = *a.payload.read<uint16_t>(4);
+        if (!k.param_size) k.param_size = *a.payload.read<uint16_t>(6);
+        return true;
+      }
+      return false;
+    case kEiattrKparamInfo:
+    case kEiattrKparamInfoV2:
+      if (auto p = decode_kparam(a.payload, a.attr == kEiattrKparamInfoV2)) {
+        k.params.push_back(*p);
+        return true;
+      }
+      return false;
+    case kEiattrMaxThreads:
+      return (k.max_threads = three_u32(a)).has_value();
+    case kEiattrReqntid:
+      return (k.reqntid = three_u32(a)).has_value();
+    default:
+      (void)per_kernel;
+      return false;
+  }
+}
+
+// Attributes of the global .nv.info that carry {symbol index, value}.
+bool names_a_symbol(uint8_t attr) {
+  switch (attr) {
+    case kEiattrRegcount:
+    case kEiattrFrameSize:
+    case kEiattrMinStackSize:
+    case kEiattrMaxStackSize:
+    case kEiattrCrsStackSize:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void note_other(std::vector<uint8_t>& v, uint8_t attr) {
+  if (std::find(v.begin(), v.end(), attr) == v.end()) v.push_back(attr);
+}
+
+}  // namespace
+
+Result<uint64_t> cuda_elf_extent(ByteView f) {
+  if (f.size() >= 20) {
+    uint16_t machine = *f.read<uint16_t>(18);
+    if (machine != kEmCuda) {
+      return make_error(
+          "ELF header", "e_machine", f.base() + 18,
+          fmt::format("{} ({}), not EM_CUDA (190)", machine, elf::machine_name(machine)));
+    }
+  }
+  return elf_extent(f);
+}
+
+Result<uint64_t> elf_extent(ByteView f) {
+  const uint64_t avail = f.size();
+  if (avail < kEhdrSize) {
+    return make_error("ELF header", "", f.base(),
+                      fmt::format("only {} bytes left before the end of the region (an ELF64 "
+                                  "header is 64)",
+                                  avail));
+  }
+  if (std::memcmp(f.data(), ELFMAG, SELFMAG) != 0) {
+    return make_error("ELF header", "e_ident", f.base(), "no \\x7fELF magic");
+  }
+  if (f.data()[EI_CLASS] != ELFCLASS64 || f.data()[EI_DATA] != ELFDATA2LSB) {
+    return make_error("ELF header", "EI_CLASS", f.base() + EI_CLASS,
+                      fmt::format("class {} / data {}: not a little-endian ELF64 header",
+                                  f.data()[EI_CLASS], f.data()[EI_DATA]));
+  }
+  uint64_t phoff = *f.read<uint64_t>(32);
+  uint64_t shoff = *f.read<uint64_t>(40);
+  uint16_t phentsize = *f.read<uint16_t>(54);
+  uint16_t phnum = *f.read<uint16_t>(56);
+  uint16_t shentsize = *f.read<uint16_t>(58);
+  uint16_t shnum = *f.read<uint16_t>(60);
+  uint64_t end = kEhdrSize;
+  auto past = [&](std::string_view what, std::string_view field, uint64_t field_at, uint64_t off,
+                  uint64_t len) -> std::optional<Error> {
+    if (!f.contains(off, len)) {
+      return make_error(std::string(what), std::string(field), f.base() + field_at,
+                        fmt::format("{:#x} + {:#x} runs past the {:#x} bytes left in the region",
+                                    off, len, avail));
+    }
+    end = std::max(end, off + len);
+    return std::nullopt;
+  };
+  if (phnum > 0) {
+    if (phentsize != kPhdrSize) {
+      return make_error("ELF header", "e_phentsize", f.base() + 54,
+                        fmt::format("{} (ELF64 program headers are 56 bytes)", phentsize));
+    }
+    if (auto e = past("program header table", "e_phoff", 32, phoff, phnum * kPhdrSize)) return *e;
+    for (uint64_t i = 0; i < phnum; ++i) {
+      uint64_t at = phoff + i * kPhdrSize;
+      uint64_t off = *f.read<uint64_t>(at + 8);
+      uint64_t filesz = *f.read<uint64_t>(at + 32);
+      if (filesz == 0) continue;
+      if (auto e = past(fmt::format("program header [{}]", i), "p_offset", at + 8, off, filesz))
+        return *e;
+    }
+  }
+  if (shoff != 0 && shnum > 0) {
+    if (shentsize != kShdrSize) {
+      return make_error("ELF header", "e_shentsize", f.base() + 58,
+                        fmt::format("{} (ELF64 section headers are 64 bytes)", shentsize));
+    }
+    if (auto e = past("section header table", "e_shoff", 40, shoff, shnum * kShdrSize)) return *e;
+    for (uint64_t i = 0; i < shnum; ++i) {
+      uint64_t at = shoff + i * kShdrSize;
+      uint32_t type = *f.read<uint32_t>(at + 4);
+      uint64_t off = *f.read<uint64_t>(at + 24);
+      uint64_t size = *f.read<uint64_t>(at + 32);
+      if (type == SHT_NOBITS || type == SHT_NULL || size == 0) continue;
+      if (auto e = past(fmt::format("section [{}]", i), "sh_offset", at + 24, off, size)) return *e;
+    }
+  } else if (shoff != 0 && shnum == 0) {
+    // Extended numbering (e_shnum 0, count in section 0's sh_size) is not used by cubins; treat
+    // the table as its first entry only.
+    if (auto e = past("section header table", "e_shoff", 40, shoff, kShdrSize)) return *e;
+  }
+  return end;
+}
+
+std::string cuda_section_type_name(uint32_t t) {
+  switch (t) {
+    case 0x70000000:
+      return "CUDA_INFO";
+    case 0x70000001:
+      return "CUDA_CALLGRAPH";
+    case 0x70000002:
+      return "CUDA_PROTOTYPE";
+    case 0x70000003:
+      return "CUDA_RESOLVED_RELA";
+    case 0x70000004:
+      return "CUDA_METADATA";
+    case 0x70000006:
+      return "CUDA_CONSTANT";
+    case 0x70000007:
+      return "CUDA_GLOBAL";
+    case 0x70000008:
+      return "CUDA_GLOBAL_INIT";
+    case 0x70000009:
+      return "CUDA_LOCAL";
+    case 0x7000000a:
+      return "CUDA_SHARED";
+    case 0x7000000b:
+      return "CUDA_RELOCINFO";
+    case 0x7000000e:
+      return "CUDA_UFT";
+    case 0x70000010:
+      return "CUDA_UFT_INDEX";
+    case 0x70000011:
+      return "CUDA_UFT_ENTRY";
+    case 0x70000012:
+      return "CUDA_UDT";
+    case 0x70000014:
+      return "CUDA_UDT_ENTRY";
+    case 0x70000015:
+      return "CUDA_RESERVED_SHARED";
+    default:
+      if (t >= 0x70000064 && t <= 0x70000075)
+        return fmt::format("CUDA_CONSTANT_B{}", t - 0x70000064);
+      return elf::section_type_name(t);
+  }
+}
+
+Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
+  auto elf_or_err = elf::ElfImage::parse(image, diag);
+  if (!elf_or_err) return elf_or_err.error();
+  Cubin c{std::move(*elf_or_err), {}, {}, 0, {}};
+  const auto& h = c.elf.header();
+  if (h.e_machine != kEmCuda) {
+    return make_error(
+        "ELF header", "e_machine", image.base() + 18,
+        fmt::format("{} ({}), not EM_CUDA (190)", h.e_machine, elf::machine_name(h.e_machine)));
+  }
+  c.target = decode_e_flags(h.ei_abiversion, h.e_flags, h.e_version);
+  refine_target_from_notes(c.elf, c.target, diag);
+
+  // Functions.
+  std::map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
+  std::map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
+  if (const auto* symtab = c.elf.section_of_type(SHT_SYMTAB);
+      symtab != nullptr && symtab->in_file) {
+    auto syms = elf::read_symbols(c.elf, *symtab, diag);
+    if (!syms) {
+      if (diag != nullptr) diag->report(syms.error());
+    } else {
+      for (const auto& s : *syms) {
+        if (s.type() != STT_FUNC || !s.defined()) continue;
+        Kernel k;
+        k.symbol_index = s.index;
+        k.name = s.name;
+        k.shndx = s.st_shndx;
+        k.size = s.st_size;
+        k.entry = (s.st_other & kStoCudaEntry) != 0;
+        k.binding = s.binding();
+        if (const auto* sec = c.elf.section_at(s.st_shndx)) {
+          k.section = sec->name;
+          // SHI_REGISTERS: ptxas of CUDA <= 12 keeps the register count in the top byte of a
+          // text section's sh_info (the low bits index the function's symbol).
+          if (sec->is_exec() && (sec->sh_info >> 24) != 0) {
+            k.registers = sec->sh_info >> 24;
+            k.registers_source = "sh_info";
+          }
+        }
+        by_symbol[s.index] = c.kernels.size();
+        by_shndx.emplace(s.st_shndx, c.kernels.size());
+        c.kernels.push_back(k);
+      }
+    }
+  }
+  std::map<std::string_view, size_t> by_name;
+  for (size_t i = 0; i < c.kernels.size(); ++i) by_name.emplace(c.kernels[i].name, i);
+  for (auto& k : c.kernels) {
+    std::string shared = fmt::format(".nv.shared.{}", k.name);
+    std::string const0 = fmt::format(".nv.constant0.{}", k.name);
+    if (const auto* s = c.elf.section(shared)) k.shared_size = s->sh_size;
+    if (const auto* s = c.elf.section(const0)) k.constant0_size = s->sh_size;
+  }
+
+  // Attributes.
+  for (const auto& sh : c.elf.sections()) {
+    if (sh.sh_type != kShtCudaInfo || !sh.in_file) continue;
+    auto bytes = c.elf.section_bytes(sh);
+    if (!bytes) continue;
+    auto attrs = read_nv_info(*bytes, elf::describe(sh), diag);
+    c.nv_info_records += attrs.size();
+    // .nv.info.<name> belongs to one function: sh_info names its text section (CUDA 12/13);
+    // fall back to the name.
+    std::optional<size_t> owner;
+    if (sh.name.starts_with(".nv.info.")) {
+      if (auto it = by_shndx.find(sh.sh_info); it != by_shndx.end()) {
+        owner = it->second;
+      } else if (auto n = by_name.find(sh.name.substr(9)); n != by_name.end()) {
+        owner = n->second;
+      }
+    }
+    for (const auto& a : attrs) {
+      if (!owner && names_a_symbol(a.attr)) {
+        if (auto sv = sym_value(a)) {
+          if (auto it = by_symbol.find(sv->sym); it != by_symbol.end()) {
+            apply(c.kernels[it->second], a, false);
+            continue;
+          }
+        }
+        note_other(c.global_attributes, a.attr);
+        continue;
+      }
+      if (owner) {
+        Kernel& k = c.kernels[*owner];
+        if (!apply(k, a, true)) note_other(k.other_attributes, a.attr);
+      } else {
+        note_other(c.global_attributes, a.attr);
+      }
+    }
+  }
+  for (auto& k : c.kernels) {
+    std::stable_sort(
+        k.params.begin(), k.params.end(),
+        [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
+  }
+  return c;
+}
+
+}  // namespace cudatool::cuda
