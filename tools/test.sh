@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 tools/fetch-drivers.sh
+tools/fetch-cuda-tools.sh
 jobs=$(nproc)
 echo "== default build"
 cmake --preset default >/dev/null

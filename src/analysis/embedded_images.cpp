@@ -69,12 +69,12 @@ std::string_view image_kind_name(ImageKind k) {
 
 EmbeddedImages::EmbeddedImages(DriverImage& img) {
   scan(img.bytes(), &img.elf());
-  find_refs(img.elf());
+  find_refs(img.elf(), &img.dynamic_symbols());
 }
 
 EmbeddedImages::EmbeddedImages(ByteView bytes, const elf::ElfImage* elf) {
   scan(bytes, elf);
-  if (elf != nullptr) find_refs(*elf);
+  if (elf != nullptr) find_refs(*elf, nullptr);
 }
 
 uint64_t EmbeddedImages::damaged() const {
@@ -116,6 +116,22 @@ void EmbeddedImages::scan_fatbins(ByteView bytes, const elf::ElfImage* elf) {
     if (off < covered_until) continue;
     Region r = region_at(bytes, elf, off);
     auto header = cuda::read_fatbin_header(r.bytes);
+    if (!header && header.error().field == "fat_size") {
+      // Magic, version and header size are a container's; only its size is wrong (a lying or
+      // truncated container): an image that cannot be decoded, not a stray magic number.
+      EmbeddedImage c;
+      c.index = static_cast<uint32_t>(images_.size());
+      c.kind = ImageKind::kFatbin;
+      c.offset = off;
+      c.vaddr = offset_to_vaddr(elf, off);
+      c.size = cuda::kFatbinHeaderSize;
+      c.section = r.section;
+      c.fatbin_version = 1;
+      c.error = header.error();
+      images_.push_back(std::move(c));
+      covered_until = off + cuda::kFatbinHeaderSize;
+      continue;
+    }
     if (!header) {
       rejected_.push_back({off, r.section, "fatbin",
                            r.exec ? "instruction bytes" : "not a container",
@@ -226,7 +242,8 @@ void EmbeddedImages::scan_elves(ByteView bytes, const elf::ElfImage* elf) {
             {off, r.section, "elf", "host ELF",
              fmt::format("a whole {} {} ELF file of {} bytes (per its headers) embedded as data: "
                          "not device code",
-                         elf::machine_name(machine), elf::file_type_name(type), *ext)});
+                         elf::machine_name(machine), elf::file_type_name(type), *ext),
+             *ext});
         covered_until = off + *ext;
       } else {
         rejected_.push_back({off, r.section, "elf", std::string(not_image),
@@ -288,7 +305,7 @@ void EmbeddedImages::order() {
             [](const RejectedHit& a, const RejectedHit& b) { return a.offset < b.offset; });
 }
 
-void EmbeddedImages::find_refs(const elf::ElfImage& elf) {
+void EmbeddedImages::find_refs(const elf::ElfImage& elf, const std::vector<elf::Symbol>* dynsyms) {
   std::unordered_map<uint64_t, size_t> by_vaddr;
   for (size_t i = 0; i < images_.size(); ++i) {
     const auto& im = images_[i];
@@ -302,8 +319,18 @@ void EmbeddedImages::find_refs(const elf::ElfImage& elf) {
     if (!table) continue;
     for (uint64_t i = 0; i < table->size(); ++i) {
       elf::Rela r = table->at(i);
-      if (r.type != R_X86_64_RELATIVE) continue;
-      auto it = by_vaddr.find(static_cast<uint64_t>(r.r_addend));
+      // RELATIVE: base + addend (hidden symbols, what libcuda's tables use); 64: S + A against
+      // a dynamic symbol (an exported array).
+      uint64_t target = 0;
+      if (r.type == R_X86_64_RELATIVE) {
+        target = static_cast<uint64_t>(r.r_addend);
+      } else if (r.type == R_X86_64_64 && dynsyms != nullptr && sh.sh_link != 0 &&
+                 r.sym < dynsyms->size() && (*dynsyms)[r.sym].defined()) {
+        target = (*dynsyms)[r.sym].st_value + static_cast<uint64_t>(r.r_addend);
+      } else {
+        continue;
+      }
+      auto it = by_vaddr.find(target);
       if (it == by_vaddr.end()) continue;
       EmbeddedImage& im = images_[it->second];
       ImageRef ref;

@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "cuda/cubin.hpp"
 #include "cuda/fatbin.hpp"
+#include "elf/symbols.hpp"
 
 namespace cudatool {
 
@@ -74,6 +75,7 @@ struct RejectedHit {
   std::string_view magic;    // "elf" or "fatbin"
   std::string verdict;       // "library header", "host ELF", "not an image"
   std::string reason;
+  std::optional<uint64_t> size;  // host ELF files: their size per their own headers
 };
 
 class EmbeddedImages {
@@ -97,7 +99,7 @@ class EmbeddedImages {
   void scan_fatbins(ByteView bytes, const elf::ElfImage* elf);
   void scan_elves(ByteView bytes, const elf::ElfImage* elf);
   void order();
-  void find_refs(const elf::ElfImage& elf);
+  void find_refs(const elf::ElfImage& elf, const std::vector<elf::Symbol>* dynsyms);
   void decode_elf_content(EmbeddedImage& im);
 
   cuda::DecompressedStore store_;

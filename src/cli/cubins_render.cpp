@@ -47,6 +47,7 @@ void write_kernel(JsonWriter& w, const cuda::Kernel& k) {
   w.kv("binding", elf::symbol_binding_name(k.binding));
   opt(w, "registers", k.registers);
   opt_str(w, "registers_source", k.registers_source);
+  opt(w, "sh_info_registers", k.sh_info_registers);
   opt(w, "frame_size", k.frame_size);
   opt(w, "min_stack_size", k.min_stack_size);
   opt(w, "max_stack_size", k.max_stack_size);
@@ -266,6 +267,7 @@ std::string render_cubins_json(const CubinsView& v) {
     w.kv_hex("offset", r.offset);
     opt_str(w, "section", r.section);
     w.kv("magic", r.magic).kv("verdict", r.verdict).kv("reason", r.reason);
+    opt(w, "size", r.size);
     w.end_object();
   }
   w.end_array();

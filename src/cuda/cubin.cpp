@@ -267,7 +267,8 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
           // SHI_REGISTERS: ptxas of CUDA <= 12 keeps the register count in the top byte of a
           // text section's sh_info (the low bits index the function's symbol).
           if (sec->is_exec() && (sec->sh_info >> 24) != 0) {
-            k.registers = sec->sh_info >> 24;
+            k.sh_info_registers = sec->sh_info >> 24;
+            k.registers = k.sh_info_registers;
             k.registers_source = "sh_info";
           }
         }
@@ -295,12 +296,14 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
     c.nv_info_records += attrs.size();
     // .nv.info.<name> belongs to one function: sh_info names its text section (CUDA 12/13);
     // fall back to the name.
+    // The name decides first: a text section can hold more than one function (CUDA 13 puts a
+    // kernel's non-inlined callees, "$kernel$callee", into the kernel's own section).
     std::optional<size_t> owner;
     if (sh.name.starts_with(".nv.info.")) {
-      if (auto it = by_shndx.find(sh.sh_info); it != by_shndx.end()) {
-        owner = it->second;
-      } else if (auto n = by_name.find(sh.name.substr(9)); n != by_name.end()) {
+      if (auto n = by_name.find(sh.name.substr(9)); n != by_name.end()) {
         owner = n->second;
+      } else if (auto it = by_shndx.find(sh.sh_info); it != by_shndx.end()) {
+        owner = it->second;
       }
     }
     for (const auto& a : attrs) {

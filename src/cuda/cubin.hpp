@@ -32,8 +32,12 @@ struct Kernel {
   uint64_t size = 0;    // st_size: bytes of SASS
   bool entry = false;   // STO_CUDA_ENTRY: a kernel, not a device function
   uint8_t binding = 0;  // STB_*
+  // Register count: EIATTR_REGCOUNT when present, else the text section's SHI_REGISTERS. The
+  // two can differ (CUDA 12.4 images of libcuda 550 record 32 in .nv.info and 24 in sh_info
+  // for vfprintf; `cuobjdump --dump-resource-usage` prints the sh_info one), so both are kept.
   std::optional<uint32_t> registers;
-  std::string_view registers_source;  // "EIATTR_REGCOUNT" or "sh_info" (SHI_REGISTERS)
+  std::string_view registers_source;  // "EIATTR_REGCOUNT" or "sh_info"
+  std::optional<uint32_t> sh_info_registers;
   std::optional<uint32_t> frame_size;
   std::optional<uint32_t> min_stack_size;
   std::optional<uint32_t> max_stack_size;
