@@ -77,6 +77,11 @@ EmbeddedImages::EmbeddedImages(ByteView bytes, const elf::ElfImage* elf) {
   if (elf != nullptr) find_refs(*elf, nullptr);
 }
 
+void EmbeddedImages::reject(uint64_t offset, std::string_view section, std::string_view magic,
+                            std::string verdict, std::string reason, std::optional<uint64_t> size) {
+  rejected_.push_back({offset, section, magic, std::move(verdict), std::move(reason), size});
+}
+
 uint64_t EmbeddedImages::damaged() const {
   uint64_t n = 0;
   for (const auto& im : images_) n += (im.error || !im.problems.empty()) ? 1 : 0;
@@ -133,9 +138,8 @@ void EmbeddedImages::scan_fatbins(ByteView bytes, const elf::ElfImage* elf) {
       continue;
     }
     if (!header) {
-      rejected_.push_back({off, r.section, "fatbin",
-                           r.exec ? "instruction bytes" : "not a container",
-                           header.error().message()});
+      reject(off, r.section, "fatbin", r.exec ? "instruction bytes" : "not a container",
+             header.error().message());
       continue;
     }
     Diagnostics d;
@@ -213,24 +217,22 @@ void EmbeddedImages::scan_elves(ByteView bytes, const elf::ElfImage* elf) {
     if (off < covered_until || in_container(off)) continue;
     Region r = region_at(bytes, elf, off);
     if (off == 0 && elf != nullptr) {
-      rejected_.push_back(
-          {off, r.section, "elf", "library header", "offset 0: the library's own ELF header"});
+      reject(off, r.section, "elf", "library header", "offset 0: the library's own ELF header");
       continue;
     }
     const ByteView& b = r.bytes;
     std::string_view not_image = r.exec ? "instruction bytes" : "not an ELF header";
     if (b.size() < 20) {
-      rejected_.push_back({off, r.section, "elf", std::string(not_image),
-                           fmt::format("only {} bytes left in the region", b.size())});
+      reject(off, r.section, "elf", std::string(not_image),
+             fmt::format("only {} bytes left in the region", b.size()));
       continue;
     }
     uint8_t cls = b.data()[EI_CLASS], data = b.data()[EI_DATA];
     uint16_t machine = *b.read<uint16_t>(18);
     if (cls != ELFCLASS64 || data != ELFDATA2LSB) {
-      rejected_.push_back(
-          {off, r.section, "elf", std::string(not_image),
-           fmt::format("EI_CLASS {} / EI_DATA {} / e_machine {} is no ELF64 little-endian header",
-                       cls, data, machine)});
+      reject(off, r.section, "elf", std::string(not_image),
+             fmt::format("EI_CLASS {} / EI_DATA {} / e_machine {} is no ELF64 little-endian header",
+                         cls, data, machine));
       continue;
     }
     if (machine != cuda::kEmCuda) {
@@ -246,11 +248,11 @@ void EmbeddedImages::scan_elves(ByteView bytes, const elf::ElfImage* elf) {
              *ext});
         covered_until = off + *ext;
       } else {
-        rejected_.push_back({off, r.section, "elf", std::string(not_image),
-                             fmt::format("e_machine {} ({}), e_type {}, e_version {}: {}", machine,
-                                         elf::machine_name(machine), type, version,
-                                         ext ? "headers fit, but type/version are not an ELF file's"
-                                             : ext.error().message())});
+        reject(off, r.section, "elf", std::string(not_image),
+               fmt::format("e_machine {} ({}), e_type {}, e_version {}: {}", machine,
+                           elf::machine_name(machine), type, version,
+                           ext ? "headers fit, but type/version are not an ELF file's"
+                               : ext.error().message()));
       }
       continue;
     }

@@ -99,6 +99,8 @@ class EmbeddedImages {
   void scan_fatbins(ByteView bytes, const elf::ElfImage* elf);
   void scan_elves(ByteView bytes, const elf::ElfImage* elf);
   void order();
+  void reject(uint64_t offset, std::string_view section, std::string_view magic,
+              std::string verdict, std::string reason, std::optional<uint64_t> size = {});
   void find_refs(const elf::ElfImage& elf, const std::vector<elf::Symbol>* dynsyms);
   void decode_elf_content(EmbeddedImage& im);
 
