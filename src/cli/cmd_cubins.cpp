@@ -72,7 +72,14 @@ bool extract(CubinsView& v, const std::string& dir) {
   for (const auto* im : v.shown) {
     if (im->content.empty()) continue;  // could not be sized or decompressed
     std::string name = file_name(*im);
-    if (!write_file(dir + "/" + name, im->content)) {
+    ByteView bytes = im->content;
+    if (im->kind == ImageKind::kFatbinPtx) {
+      // PTX is text: drop the NUL padding the container stores after it.
+      uint64_t n = bytes.size();
+      while (n > 0 && bytes.data()[n - 1] == 0) --n;
+      bytes = bytes.clamp(0, n);
+    }
+    if (!write_file(dir + "/" + name, bytes)) {
       print_error(
           fmt::format("--extract: cannot write {}/{}: {}", dir, name, std::strerror(errno)));
       return false;
