@@ -128,6 +128,12 @@ void write_elf(JsonWriter& w, const cuda::Cubin& c) {
   w.key("global_attributes").begin_array();
   for (auto a : c.global_attributes) w.value(cuda::eiattr_name(a));
   w.end_array();
+  w.key("other_symbol_attributes").begin_array();
+  for (const auto& a : c.other_symbol_attributes) {
+    w.begin_object().kv("symbol", a.symbol).kv("attribute", cuda::eiattr_name(a.attr));
+    w.kv("value", a.value).end_object();
+  }
+  w.end_array();
   w.end_object();
 }
 

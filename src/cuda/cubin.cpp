@@ -234,7 +234,7 @@ std::string cuda_section_type_name(uint32_t t) {
 Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
   auto elf_or_err = elf::ElfImage::parse(image, diag);
   if (!elf_or_err) return elf_or_err.error();
-  Cubin c{std::move(*elf_or_err), {}, {}, 0, {}};
+  Cubin c{std::move(*elf_or_err), {}, {}, 0, {}, {}};
   const auto& h = c.elf.header();
   if (h.e_machine != kEmCuda) {
     return make_error(
@@ -247,13 +247,15 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
   // Functions.
   std::map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
   std::map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
+  std::vector<elf::Symbol> all_symbols;
   if (const auto* symtab = c.elf.section_of_type(SHT_SYMTAB);
       symtab != nullptr && symtab->in_file) {
     auto syms = elf::read_symbols(c.elf, *symtab, diag);
     if (!syms) {
       if (diag != nullptr) diag->report(syms.error());
     } else {
-      for (const auto& s : *syms) {
+      all_symbols = std::move(*syms);
+      for (const auto& s : all_symbols) {
         if (s.type() != STT_FUNC || !s.defined()) continue;
         Kernel k;
         k.symbol_index = s.index;
@@ -311,6 +313,12 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
         if (auto sv = sym_value(a)) {
           if (auto it = by_symbol.find(sv->sym); it != by_symbol.end()) {
             apply(c.kernels[it->second], a, false);
+            continue;
+          }
+          // A symbol that is not a function defined here (ptxas records frame sizes of the
+          // external callees of trap handlers, for instance).
+          if (sv->sym < all_symbols.size()) {
+            c.other_symbol_attributes.push_back({all_symbols[sv->sym].name, a.attr, sv->value});
             continue;
           }
         }

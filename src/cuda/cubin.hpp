@@ -61,6 +61,14 @@ struct Cubin {
   uint64_t nv_info_records = 0;
   // Attributes of .nv.info that name no function of the image (EIATTR numbers).
   std::vector<uint8_t> global_attributes;
+  // Attributes of .nv.info that name a symbol which is not a function defined in the image
+  // (an undefined callee): {symbol name, EIATTR number, value}.
+  struct SymbolAttribute {
+    std::string_view symbol;
+    uint8_t attr = 0;
+    uint32_t value = 0;
+  };
+  std::vector<SymbolAttribute> other_symbol_attributes;
 };
 
 // How many bytes the image that starts at byte 0 of `from_magic` spans according to its own

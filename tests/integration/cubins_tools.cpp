@@ -52,7 +52,8 @@ CuobjdumpElf cuobjdump_elf(const std::string& file) {
   std::istringstream in(r.out);
   std::string line, section, attr;
   std::smatch m;
-  static const std::regex header(R"(abi=(\d+), sm=(\d+), toolkit=\d+, flags = (0x[0-9a-f]+))");
+  static const std::regex header(
+      R"(abi=(\d+), sm=(\d+)([a-z]?), toolkit=\d+, flags = (0x[0-9a-f]+))");
   static const std::regex sec_row(
       R"(^\s*([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+(\S+)$)");
   static const std::regex fn_value(
@@ -65,7 +66,8 @@ CuobjdumpElf cuobjdump_elf(const std::string& file) {
     if (std::regex_search(line, m, header)) {
       out.abi = std::stoi(m[1]);
       out.sm = std::stoi(m[2]);
-      out.flags = hex_u64(m[3]);
+      out.sm_suffix = m[3];
+      out.flags = hex_u64(m[4]);
       out.ok = true;
       continue;
     }

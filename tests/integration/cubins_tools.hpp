@@ -23,6 +23,7 @@ struct CuobjdumpElf {
   bool ok = false;
   int abi = -1;
   int sm = -1;
+  std::string sm_suffix;  // "a" when cuobjdump prints sm=90a
   uint64_t flags = 0;
   std::vector<std::pair<std::string, uint64_t>> sections;      // name, size (index 1…)
   std::map<std::string, uint32_t> regcount;                    // EIATTR_REGCOUNT by function
