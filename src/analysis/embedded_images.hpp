@@ -96,8 +96,8 @@ class EmbeddedImages {
 
  private:
   void scan(ByteView bytes, const elf::ElfImage* elf);
-  void scan_fatbins(ByteView bytes, const elf::ElfImage* elf);
-  void scan_elves(ByteView bytes, const elf::ElfImage* elf);
+  void scan_fatbins(ByteView bytes, const elf::ElfImage* elf, const std::vector<uint64_t>& hits);
+  void scan_elves(ByteView bytes, const elf::ElfImage* elf, const std::vector<uint64_t>& hits);
   void order();
   void reject(uint64_t offset, std::string_view section, std::string_view magic,
               std::string verdict, std::string reason, std::optional<uint64_t> size = {});

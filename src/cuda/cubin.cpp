@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "elf/symbols.hpp"
 
@@ -245,8 +245,8 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
   refine_target_from_notes(c.elf, c.target, diag);
 
   // Functions.
-  std::map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
-  std::map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
+  std::unordered_map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
+  std::unordered_map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
   std::vector<elf::Symbol> all_symbols;
   if (const auto* symtab = c.elf.section_of_type(SHT_SYMTAB);
       symtab != nullptr && symtab->in_file) {
@@ -280,13 +280,18 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
       }
     }
   }
-  std::map<std::string_view, size_t> by_name;
+  std::unordered_map<std::string_view, size_t> by_name;
   for (size_t i = 0; i < c.kernels.size(); ++i) by_name.emplace(c.kernels[i].name, i);
-  for (auto& k : c.kernels) {
-    std::string shared = fmt::format(".nv.shared.{}", k.name);
-    std::string const0 = fmt::format(".nv.constant0.{}", k.name);
-    if (const auto* s = c.elf.section(shared)) k.shared_size = s->sh_size;
-    if (const auto* s = c.elf.section(const0)) k.constant0_size = s->sh_size;
+  // .nv.shared.<name> and .nv.constant0.<name>, found through one pass over the sections (an
+  // image can have hundreds of functions and sections).
+  for (const auto& sh : c.elf.sections()) {
+    constexpr std::string_view kShared = ".nv.shared.", kConst0 = ".nv.constant0.";
+    bool shared = sh.name.starts_with(kShared);
+    if (!shared && !sh.name.starts_with(kConst0)) continue;
+    auto it = by_name.find(sh.name.substr(shared ? kShared.size() : kConst0.size()));
+    if (it == by_name.end()) continue;
+    (shared ? c.kernels[it->second].shared_size : c.kernels[it->second].constant0_size) =
+        sh.sh_size;
   }
 
   // Attributes.
