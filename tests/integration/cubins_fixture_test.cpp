@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -396,6 +397,32 @@ TEST_F(CubinFixture, HumanOutputsRender) {
   RunResult h = run({cudatool_bin(), "cubins", "--help"});
   EXPECT_EQ(h.status, 0);
   EXPECT_NE(h.out.find("Examples:"), std::string::npos);
+}
+
+// The committed copies (used where there is no nvcc) are what generate.sh makes of the
+// committed source: when this build ran nvcc of the same version, the bytes must be equal.
+TEST_F(CubinFixture, PrebuiltCopiesAreCurrent) {
+  std::string prebuilt = source_dir() + "/tests/fixtures/cubins/prebuilt";
+  std::string built = read_file(blobs_dir() + "/manifest.txt");
+  std::string committed = read_file(prebuilt + "/manifest.txt");
+  ASSERT_FALSE(committed.empty());
+  auto rows = [](const std::string& m) {
+    std::string out;
+    std::istringstream in(m);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') out += line + "\n";
+    return out;
+  };
+  EXPECT_EQ(rows(built), rows(committed)) << "regenerate prebuilt/ (see its README.md)";
+  if (built != committed) {
+    std::cout << "[ cubins   ] nvcc differs from the one that made prebuilt/; bytes not compared\n";
+    return;
+  }
+  for (const auto& row : manifest()) {
+    EXPECT_EQ(read_file(blobs_dir() + "/" + row.file), read_file(prebuilt + "/" + row.file))
+        << row.file << ": regenerate prebuilt/ (tests/fixtures/cubins/prebuilt/README.md)";
+  }
 }
 
 // Damaged images: one error per image, the rest decoded, exit status 2, never a crash.
