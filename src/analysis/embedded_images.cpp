@@ -305,7 +305,8 @@ void EmbeddedImages::scan_elves(ByteView bytes, const elf::ElfImage* elf,
     ++elf_hits_;
     if (off < covered_until || in_container(off)) continue;
     Region r = region_at(bytes, elf, off);
-    if (off == 0 && elf != nullptr) {
+    // The file's own header, unless the file is itself a CUDA ELF image (a .cubin).
+    if (off == 0 && elf != nullptr && elf->header().e_machine != cuda::kEmCuda) {
       reject(off, r.section, "elf", "library header", "offset 0: the library's own ELF header");
       continue;
     }

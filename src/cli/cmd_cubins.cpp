@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "analysis/embedded_images.hpp"
+#include "base/mapped_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/cubins_render.hpp"
@@ -96,15 +98,37 @@ bool extract(CubinsView& v, const std::string& dir) {
 }
 
 int run_cubins(const CubinsOptions& o) {
-  auto img = open_library(o.lib);
-  if (!img) return kExitBadInput;
-  const auto& scan = img->facet<EmbeddedImages>();
+  // A library (or a .cubin) is read through DriverImage; any other file — a .fatbin, a memory
+  // dump — is scanned as raw bytes, without sections or relocations.
+  std::unique_ptr<DriverImage> img;
+  std::optional<MappedFile> raw;
+  std::optional<EmbeddedImages> raw_scan;
+  if (!o.lib.empty()) {
+    auto f = MappedFile::open(o.lib);
+    if (!f) {
+      print_error(f.error());
+      return kExitBadInput;
+    }
+    if (f->size() < 4 || std::memcmp(f->bytes().data(),
+                                     "\x7f"
+                                     "ELF",
+                                     4) != 0) {
+      raw = std::move(*f);
+      raw_scan.emplace(raw->bytes(), nullptr);
+    }
+  }
+  if (!raw) {
+    img = open_library(o.lib);
+    if (!img) return kExitBadInput;
+  }
+  const auto& scan = raw ? *raw_scan : img->facet<EmbeddedImages>();
+  Diagnostics none;
   CubinsView v;
-  v.path = img->path();
-  v.file_size = img->file().size();
+  v.path = raw ? o.lib : img->path();
+  v.file_size = raw ? raw->size() : img->file().size();
   v.scan = &scan;
   v.arch_filter = o.arch;
-  v.diag = &img->diagnostics();
+  v.diag = raw ? &none : &img->diagnostics();
   for (const auto& im : scan.images()) {
     if (arch_matches(im, o.arch)) {
       v.shown.push_back(&im);
@@ -138,7 +162,7 @@ int run_cubins(const CubinsOptions& o) {
                  p.message());
     }
   }
-  int rc = report_diagnostics(img->diagnostics());
+  int rc = report_diagnostics(*v.diag);
   return scan.damaged() > 0 ? kExitBadInput : rc;
 }
 
@@ -150,7 +174,7 @@ void register_cubins(CLI::App& app, int* exit_code) {
       "cubins", "GPU programs embedded in the library: CUDA ELF images (cubins) and fatbins");
   cmd->add_option("LIB", o->lib,
                   "library to scan (default: the system's libcuda.so.1, found as the dynamic "
-                  "loader would)");
+                  "loader would); a .cubin, a .fatbin or any other file is scanned too");
   cmd->add_flag("--json", o->json,
                 "print JSON (schema cudatool.cubins/1; with --summary cudatool.cubins-summary/1)");
   cmd->add_flag("--summary", o->summary, "count images and bytes per architecture and kind");

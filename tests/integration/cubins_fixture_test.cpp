@@ -399,6 +399,30 @@ TEST_F(CubinFixture, HumanOutputsRender) {
   EXPECT_NE(h.out.find("Examples:"), std::string::npos);
 }
 
+// A .cubin or a .fatbin given directly (not embedded in a library) is decoded the same way.
+TEST_F(CubinFixture, StandaloneFiles) {
+  for (const auto& row : manifest()) {
+    if (row.kind == "ptx") continue;
+    SCOPED_TRACE(row.file);
+    std::string file = blobs_dir() + "/" + row.file;
+    json doc = scan_json(file);
+    const json* im = top_image_at(doc, 0);
+    ASSERT_NE(im, nullptr);
+    EXPECT_EQ((*im)["size"].get<uint64_t>(), read_file(file).size());
+    EXPECT_TRUE(doc["rejected"].empty()) << doc["rejected"].dump();
+    if (row.kind == "cubin") {
+      EXPECT_EQ((*im)["arch"], row.target);
+    } else {
+      std::multiset<std::string> ours, theirs;
+      for (const json* e : entries_of(doc, *im)) ours.insert((*e)["arch"].get<std::string>());
+      for (const auto& [kind, arch] : cuobjdump_list(file)) {
+        theirs.insert(kind == "PTX" ? "compute_" + arch.substr(arch.find('_') + 1) : arch);
+      }
+      EXPECT_EQ(ours, theirs);
+    }
+  }
+}
+
 // The committed copies (used where there is no nvcc) are what generate.sh makes of the
 // committed source: when this build ran nvcc of the same version, the bytes must be equal.
 TEST_F(CubinFixture, PrebuiltCopiesAreCurrent) {
