@@ -95,13 +95,19 @@ TEST_P(RealCubins, EveryImageAgreesWithCuobjdump) {
   RunResult x = run({cudatool_bin(), "cubins", lib(), "--extract", dir, "--summary"}, 300);
   ASSERT_EQ(x.status, 0) << x.err;
   json doc = json::parse(read_file(dir + "/index.json"));
+  std::vector<std::string> files;
+  for (const auto& im : doc["images"]) {
+    ASSERT_FALSE(im["file"].is_null());
+    files.push_back(dir + "/" + im["file"].get<std::string>());
+  }
+  auto elfs = cuobjdump_elf_each(files);
+  auto resources = cuobjdump_resource_regs_each(files);
   uint64_t images = 0, functions = 0, regs_checked = 0, params_checked = 0;
   for (const auto& im : doc["images"]) {
     SCOPED_TRACE(im["offset"].get<std::string>());
-    ASSERT_FALSE(im["file"].is_null());
     std::string file = dir + "/" + im["file"].get<std::string>();
     const json& elf = im["elf"];
-    CuobjdumpElf c = cuobjdump_elf(file);
+    const CuobjdumpElf& c = elfs[file];
     ASSERT_TRUE(c.ok) << c.raw.substr(0, 300);
     ++images;
     EXPECT_EQ(c.abi, elf["abi_version"].get<int>());
@@ -145,7 +151,7 @@ TEST_P(RealCubins, EveryImageAgreesWithCuobjdump) {
     }
     // --dump-resource-usage prints the text section's SHI_REGISTERS (our sh_info_registers);
     // REGCOUNT is compared above with cuobjdump's .nv.info dump.
-    for (const auto& [fn, regs] : cuobjdump_resource_regs(file)) {
+    for (const auto& [fn, regs] : resources[file]) {
       ASSERT_EQ(by_name.count(fn), 1u) << fn;
       const json& k = *by_name[fn];
       if (k["sh_info_registers"].is_null()) continue;

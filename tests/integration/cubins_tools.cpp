@@ -44,12 +44,71 @@ std::string cuobjdump_missing() {
          "/usr/local/cuda, or set CUDATOOL_CUOBJDUMP";
 }
 
+namespace {
+
+// Runs `cuobjdump ARGS FILE` for every file from one shell (a fork of an ASan-instrumented test
+// process costs far more than the tool itself) and splits the output per file; a file whose
+// run failed maps to "".
+std::map<std::string, std::string> cuobjdump_each(const std::string& args,
+                                                  const std::vector<std::string>& files) {
+  std::map<std::string, std::string> out;
+  if (files.empty()) return out;
+  std::string list = temp_dir() + "/cuobjdump-files.txt";
+  std::string names;
+  for (const auto& f : files) names += f + "\n";
+  write_temp("cuobjdump-files.txt", names);
+  const std::string mark = "=== cudatool-test-file ";
+  RunResult r =
+      sh("while IFS= read -r f; do echo \"" + mark + "$f\"; \"" + cuobjdump_path() + "\" " + args +
+             " \"$f\" 2>/dev/null || echo \"" + mark + "FAILED\"; done < " + list,
+         600);
+  std::string current;
+  size_t pos = 0;
+  while (pos < r.out.size()) {
+    size_t eol = r.out.find('\n', pos);
+    if (eol == std::string::npos) eol = r.out.size();
+    std::string_view line(r.out.data() + pos, eol - pos);
+    if (line.substr(0, mark.size()) == mark) {
+      std::string name(line.substr(mark.size()));
+      if (name == "FAILED") {
+        out[current].clear();
+      } else {
+        current = name;
+        out[current];
+      }
+    } else if (!current.empty()) {
+      out[current].append(line).push_back('\n');
+    }
+    pos = eol + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 CuobjdumpElf cuobjdump_elf(const std::string& file) {
+  return parse_cuobjdump_elf(cuobjdump_each("-elf", {file})[file]);
+}
+
+std::map<std::string, CuobjdumpElf> cuobjdump_elf_each(const std::vector<std::string>& files) {
+  std::map<std::string, CuobjdumpElf> out;
+  for (auto& [f, text] : cuobjdump_each("-elf", files)) out[f] = parse_cuobjdump_elf(text);
+  return out;
+}
+
+std::map<std::string, std::map<std::string, uint32_t>> cuobjdump_resource_regs_each(
+    const std::vector<std::string>& files) {
+  std::map<std::string, std::map<std::string, uint32_t>> out;
+  for (auto& [f, text] : cuobjdump_each("--dump-resource-usage", files)) {
+    out[f] = parse_resource_regs(text);
+  }
+  return out;
+}
+
+CuobjdumpElf parse_cuobjdump_elf(const std::string& text) {
   CuobjdumpElf out;
-  RunResult r = run({cuobjdump_path(), "-elf", file});
-  out.raw = r.out;
-  if (r.status != 0) return out;
-  std::istringstream in(r.out);
+  out.raw = text;
+  std::istringstream in(text);
   std::string line, section, attr;
   std::smatch m;
   static const std::regex header(
@@ -116,10 +175,13 @@ CuobjdumpElf cuobjdump_elf(const std::string& file) {
 }
 
 std::map<std::string, uint32_t> cuobjdump_resource_regs(const std::string& file) {
+  return parse_resource_regs(cuobjdump_each("--dump-resource-usage", {file})[file]);
+}
+
+std::map<std::string, uint32_t> parse_resource_regs(const std::string& text) {
   std::map<std::string, uint32_t> out;
-  RunResult r = run({cuobjdump_path(), "--dump-resource-usage", file});
   static const std::regex fn(R"(Function (\S+):\s*\n\s*REG:(\d+))");
-  for (std::sregex_iterator it(r.out.begin(), r.out.end(), fn), end; it != end; ++it) {
+  for (std::sregex_iterator it(text.begin(), text.end(), fn), end; it != end; ++it) {
     out[(*it)[1]] = static_cast<uint32_t>(std::stoul((*it)[2]));
   }
   return out;

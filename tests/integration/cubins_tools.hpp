@@ -34,8 +34,15 @@ struct CuobjdumpElf {
   std::string raw;
 };
 CuobjdumpElf cuobjdump_elf(const std::string& file);
+CuobjdumpElf parse_cuobjdump_elf(const std::string& text);
 // `cuobjdump --dump-resource-usage FILE`: REG by function.
 std::map<std::string, uint32_t> cuobjdump_resource_regs(const std::string& file);
+std::map<std::string, uint32_t> parse_resource_regs(const std::string& text);
+// The same for many files, from one shell loop (hundreds of forks of an ASan test process are
+// slow): file -> result.
+std::map<std::string, CuobjdumpElf> cuobjdump_elf_each(const std::vector<std::string>& files);
+std::map<std::string, std::map<std::string, uint32_t>> cuobjdump_resource_regs_each(
+    const std::vector<std::string>& files);
 // `cuobjdump -lelf -lptx FATBIN`: ("ELF"|"PTX", "sm_80") per entry, in order.
 std::vector<std::pair<std::string, std::string>> cuobjdump_list(const std::string& file);
 
