@@ -314,14 +314,19 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> symbol_file_offsets(const s
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> readelf_relative_relocs(const std::string& lib) {
+  // "<offset> <info> R_X86_64_RELATIVE <addend>": split by hand (tens of thousands of lines;
+  // std::regex is slow under the sanitizers).
   std::vector<std::pair<uint64_t, uint64_t>> out;
   RunResult r = run({"readelf", "-r", "-W", lib}, 300);
   std::istringstream in(r.out);
   std::string line;
-  std::smatch m;
-  static const std::regex row(R"(^([0-9a-f]+)\s+[0-9a-f]+\s+R_X86_64_RELATIVE\s+([0-9a-f]+)\s*$)");
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, row)) out.emplace_back(hex_u64(m[1]), hex_u64(m[2]));
+    if (line.find(" R_X86_64_RELATIVE ") == std::string::npos) continue;
+    std::istringstream ls(line);
+    std::string offset, info, type, addend;
+    ls >> offset >> info >> type >> addend;
+    if (type != "R_X86_64_RELATIVE" || addend.empty()) continue;
+    out.emplace_back(hex_u64(offset), hex_u64(addend));
   }
   return out;
 }
