@@ -158,12 +158,17 @@ std::string_view image_kind_name(ImageKind k) {
   return "?";
 }
 
-EmbeddedImages::EmbeddedImages(DriverImage& img) {
+EmbeddedImages::EmbeddedImages(DriverImage& img) : EmbeddedImages(img, cuda::DecompressLimits{}) {}
+
+EmbeddedImages::EmbeddedImages(DriverImage& img, const cuda::DecompressLimits& limits)
+    : limits_(limits) {
   scan(img.bytes(), &img.elf());
   find_refs(img.elf(), &img.dynamic_symbols());
 }
 
-EmbeddedImages::EmbeddedImages(ByteView bytes, const elf::ElfImage* elf) {
+EmbeddedImages::EmbeddedImages(ByteView bytes, const elf::ElfImage* elf,
+                               const cuda::DecompressLimits& limits)
+    : limits_(limits) {
   scan(bytes, elf);
   if (elf != nullptr) find_refs(*elf, nullptr);
 }

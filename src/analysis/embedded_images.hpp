@@ -81,8 +81,11 @@ struct RejectedHit {
 class EmbeddedImages {
  public:
   explicit EmbeddedImages(DriverImage& img);
+  // With other bounds on decompression (a command-line option).
+  EmbeddedImages(DriverImage& img, const cuda::DecompressLimits& limits);
   // Also for bytes that are not a library (a fuzzer input): scans without sections.
-  EmbeddedImages(ByteView bytes, const elf::ElfImage* elf);
+  EmbeddedImages(ByteView bytes, const elf::ElfImage* elf,
+                 const cuda::DecompressLimits& limits = {});
 
   [[nodiscard]] const std::vector<EmbeddedImage>& images() const { return images_; }
   [[nodiscard]] const std::vector<RejectedHit>& rejected() const { return rejected_; }

@@ -26,7 +26,27 @@ struct CubinsOptions {
   bool rejected = false;
   std::string arch;
   std::string extract;
+  std::string max_decompressed = "512M";
 };
+
+// "512M", "2G", "1048576": a byte count.
+std::optional<uint64_t> parse_size(std::string_view s) {
+  uint64_t mult = 1;
+  if (!s.empty()) {
+    char c = s.back();
+    if (c == 'K' || c == 'k') mult = 1ull << 10;
+    if (c == 'M' || c == 'm') mult = 1ull << 20;
+    if (c == 'G' || c == 'g') mult = 1ull << 30;
+    if (mult != 1) s.remove_suffix(1);
+  }
+  if (s.empty() || s.size() > 12) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v * mult;
+}
 
 // "sm_90" matches sm_90 and sm_90a/f (the same SM number); "sm_90a" only itself; "compute_80"
 // the PTX entries and the ELF images whose virtual architecture it is.
@@ -98,6 +118,14 @@ bool extract(CubinsView& v, const std::string& dir) {
 }
 
 int run_cubins(const CubinsOptions& o) {
+  auto total = parse_size(o.max_decompressed);
+  if (!total) {
+    print_error(
+        fmt::format("--max-decompressed {}: not a size (e.g. 512M, 2G)", o.max_decompressed));
+    return kExitBadInput;
+  }
+  cuda::DecompressLimits limits;
+  limits.max_total_bytes = *total;
   // A library (or a .cubin) is read through DriverImage; any other file — a .fatbin, a memory
   // dump — is scanned as raw bytes, without sections or relocations.
   std::unique_ptr<DriverImage> img;
@@ -114,14 +142,15 @@ int run_cubins(const CubinsOptions& o) {
                                      "ELF",
                                      4) != 0) {
       raw = std::move(*f);
-      raw_scan.emplace(raw->bytes(), nullptr);
+      raw_scan.emplace(raw->bytes(), nullptr, limits);
     }
   }
   if (!raw) {
     img = open_library(o.lib);
     if (!img) return kExitBadInput;
   }
-  const auto& scan = raw ? *raw_scan : img->facet<EmbeddedImages>();
+  if (!raw) raw_scan.emplace(*img, limits);
+  const auto& scan = *raw_scan;
   Diagnostics none;
   CubinsView v;
   v.path = raw ? o.lib : img->path();
@@ -162,6 +191,17 @@ int run_cubins(const CubinsOptions& o) {
                  p.message());
     }
   }
+  bool over_total = false;
+  for (const auto& im : scan.images()) {
+    over_total |=
+        im.error && im.error->reason.find("limit on all decompressed") != std::string::npos;
+  }
+  if (over_total) {
+    fmt::print(stderr,
+               "cudatool: hint: more decompressed entries than --max-decompressed {} "
+               "allows; raise it (e.g. --max-decompressed 4G)\n",
+               o.max_decompressed);
+  }
   int rc = report_diagnostics(*v.diag);
   return scan.damaged() > 0 ? kExitBadInput : rc;
 }
@@ -188,6 +228,10 @@ void register_cubins(CLI::App& app, int* exit_code) {
   cmd->add_option("--extract", o->extract,
                   "write each image to DIR/<offset>_<arch>.cubin (fatbin entries decompressed, "
                   "PTX as .ptx) and DIR/index.json (the --json document with file names)");
+  cmd->add_option("--max-decompressed", o->max_decompressed,
+                  "refuse to decompress fatbin entries beyond this many bytes in all "
+                  "(default 512M; one entry is also refused above 64M or 1024x its compressed "
+                  "size, as a likely decompression bomb)");
   cmd->footer(
       "Examples:\n"
       "  cudatool cubins ~/.cache/cudatool/drivers/libcuda.so.550.163.01\n"

@@ -328,7 +328,8 @@ std::string render_summary_text(const CubinsView& v) {
     t.add({r.arch, r.kind, fmt::format("{}", r.images), fmt::format("{}", r.bytes),
            fmt::format("{}", r.kernels)});
     n += r.images;
-    b += r.bytes;
+    // Entries lie inside their containers: count the bytes of the file once.
+    if (r.kind == "cuda-elf" || r.kind == "fatbin") b += r.bytes;
     k += r.kernels;
   }
   t.add({"total", "", fmt::format("{}", n), fmt::format("{}", b), fmt::format("{}", k)});

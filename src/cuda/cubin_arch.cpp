@@ -105,8 +105,14 @@ std::optional<ArchOption> arch_from_options(std::string_view options) {
     size_t i = pos + 5;
     pos = i;
     while (i < options.size() && (options[i] == ' ' || options[i] == '=')) ++i;
-    if (options.substr(i, 3) != "sm_") continue;
-    i += 3;
+    // ptxas: "-arch sm_90a"; the assembler behind some CUDA 13 libraries: "-arch SM80".
+    if (options.substr(i, 3) == "sm_" || options.substr(i, 3) == "SM_") {
+      i += 3;
+    } else if (options.substr(i, 2) == "SM") {
+      i += 2;
+    } else {
+      continue;
+    }
     uint32_t sm = 0;
     size_t digits = 0;
     while (i < options.size() && options[i] >= '0' && options[i] <= '9' && digits < 4) {
@@ -117,7 +123,11 @@ std::optional<ArchOption> arch_from_options(std::string_view options) {
     if (digits == 0) continue;
     ArchOption a;
     a.sm = sm;
-    if (i < options.size() && options[i] >= 'a' && options[i] <= 'z') a.suffix = options[i];
+    if (i < options.size() && options[i] >= 'a' && options[i] <= 'z') {
+      a.suffix = options[i];
+    } else if (i < options.size() && options[i] >= 'A' && options[i] <= 'Z') {
+      a.suffix = static_cast<char>(options[i] - 'A' + 'a');
+    }
     return a;
   }
   return std::nullopt;
@@ -132,18 +142,20 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
     for (const auto& n : *notes) {
       if (n.name != kNvidiaOwner) continue;
       if (n.type == kNoteTypeCuInfo) {
-        if (n.desc.size() < 8) {
+        // ptxas writes 8 bytes, other CUDA 13 tools 6 (no padding): the toolkit version is a
+        // u16 either way (130 = 13.0).
+        if (n.desc.size() < 6) {
           if (diag != nullptr) {
             diag->report(make_error(
                 elf::describe(sh), "descsz", n.offset,
-                fmt::format("cuinfo descriptor of {} bytes (expected 8)", n.desc.size())));
+                fmt::format("cuinfo descriptor of {} bytes (expected 6 or 8)", n.desc.size())));
           }
           continue;
         }
         CudaInfoNote c;
         c.version = *n.desc.read<uint16_t>(0);
         c.virtual_sm = *n.desc.read<uint16_t>(2);
-        c.toolkit_version = *n.desc.read<uint32_t>(4);
+        c.toolkit_version = *n.desc.read<uint16_t>(4);
         c.offset = n.offset;
         t.cuinfo = c;
       } else if (n.type == kNoteTypeTkInfo) {

@@ -45,8 +45,8 @@ struct ToolkitNote {
   uint64_t offset = 0;  // file offset of the note
 };
 
-// .note.nv.cuinfo (note type 1000): {u16 version, u16 virtual SM, u32 toolkit version (130 for
-// CUDA 13.0)}.
+// .note.nv.cuinfo (note type 1000): {u16 version, u16 virtual SM, u16 toolkit version (130 for
+// CUDA 13.0)}, padded to 8 bytes by ptxas.
 struct CudaInfoNote {
   uint16_t version = 0;
   uint16_t virtual_sm = 0;

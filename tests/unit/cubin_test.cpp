@@ -82,6 +82,10 @@ TEST(CubinArch, PtxasOptions) {
   a = cuda::arch_from_options("-arch compute_90 -arch sm_75");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->sm, 75u);
+  a = cuda::arch_from_options("-typ elf64 -arch SM80 -novliw");  // CUDA 13 library images
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->sm, 80u);
+  EXPECT_EQ(a->suffix, "");
   EXPECT_FALSE(cuda::arch_from_options("-m 64").has_value());
   EXPECT_FALSE(cuda::arch_from_options("-arch sm_").has_value());
   EXPECT_FALSE(cuda::arch_from_options("-arch").has_value());
