@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "elf/symbols.hpp"
-
 namespace cudatool::cuda {
 namespace {
 
 constexpr uint64_t kEhdrSize = 64;
 constexpr uint64_t kPhdrSize = 56;
 constexpr uint64_t kShdrSize = 64;
+constexpr uint64_t kSymSize = 24;
 constexpr uint32_t kShtCudaInfo = 0x70000000;
 
 // One attribute value that names a function: {u32 symbol index, u32 value}.
@@ -244,42 +243,76 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
   c.target = decode_e_flags(h.ei_abiversion, h.e_flags, h.e_version);
   refine_target_from_notes(c.elf, c.target, diag);
 
-  // Functions.
+  // Functions. The symbol table is read in place: only FUNC symbols become records (a large
+  // image has thousands of section symbols and labels, and building them all was a tenth of a
+  // whole libcuda scan); other names are looked up when an attribute needs one.
   std::unordered_map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
   std::unordered_map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
-  std::vector<elf::Symbol> all_symbols;
+  ByteView symbols, names;
   if (const auto* symtab = c.elf.section_of_type(SHT_SYMTAB);
       symtab != nullptr && symtab->in_file) {
-    auto syms = elf::read_symbols(c.elf, *symtab, diag);
-    if (!syms) {
-      if (diag != nullptr) diag->report(syms.error());
-    } else {
-      all_symbols = std::move(*syms);
-      for (const auto& s : all_symbols) {
-        if (s.type() != STT_FUNC || !s.defined()) continue;
-        Kernel k;
-        k.symbol_index = s.index;
-        k.name = s.name;
-        k.shndx = s.st_shndx;
-        k.size = s.st_size;
-        k.entry = (s.st_other & kStoCudaEntry) != 0;
-        k.binding = s.binding();
-        if (const auto* sec = c.elf.section_at(s.st_shndx)) {
-          k.section = sec->name;
-          // SHI_REGISTERS: ptxas of CUDA <= 12 keeps the register count in the top byte of a
-          // text section's sh_info (the low bits index the function's symbol).
-          if (sec->is_exec() && (sec->sh_info >> 24) != 0) {
-            k.sh_info_registers = sec->sh_info >> 24;
-            k.registers = k.sh_info_registers;
-            k.registers_source = "sh_info";
-          }
-        }
-        by_symbol[s.index] = c.kernels.size();
-        by_shndx.emplace(s.st_shndx, c.kernels.size());
-        c.kernels.push_back(k);
+    const auto* strtab = c.elf.section_at(symtab->sh_link);
+    if (strtab == nullptr || strtab->sh_type != SHT_STRTAB || !strtab->in_file) {
+      if (diag != nullptr) {
+        diag->report(make_error(elf::describe(*symtab), "sh_link", std::nullopt,
+                                fmt::format("{} does not name a string table", symtab->sh_link)));
       }
+    } else if (symtab->sh_entsize != 0 && symtab->sh_entsize != kSymSize) {
+      if (diag != nullptr) {
+        diag->report(
+            make_error(elf::describe(*symtab), "sh_entsize", std::nullopt,
+                       fmt::format("{} (ELF64 symbols are 24 bytes)", symtab->sh_entsize)));
+      }
+    } else {
+      symbols = *c.elf.section_bytes(*symtab);
+      names = *c.elf.section_bytes(*strtab);
     }
   }
+  const uint64_t nsyms = symbols.size() / kSymSize;
+  auto is_function = [&](const uint8_t* p) {
+    return (p[4] & 0xf) == STT_FUNC && load_le<uint16_t>(p + 6) != SHN_UNDEF;
+  };
+  uint64_t nfuncs = 0;
+  for (uint64_t i = 0; i < nsyms; ++i) nfuncs += is_function(symbols.data() + i * kSymSize) ? 1 : 0;
+  c.kernels.reserve(nfuncs);
+  for (uint64_t i = 0; i < nsyms; ++i) {
+    const uint8_t* p = symbols.data() + i * kSymSize;
+    if (!is_function(p)) continue;
+    Kernel k;
+    k.symbol_index = static_cast<uint32_t>(i);
+    uint32_t st_name = load_le<uint32_t>(p);
+    if (auto n = names.cstring(st_name)) {
+      k.name = *n;
+    } else if (diag != nullptr) {
+      diag->report(make_error(fmt::format(".symtab symbol [{}]", i), "st_name",
+                              symbols.base() + i * kSymSize,
+                              fmt::format("name offset {:#x} is outside the string table (size "
+                                          "{:#x}) or unterminated",
+                                          st_name, names.size())));
+    }
+    k.shndx = load_le<uint16_t>(p + 6);
+    k.size = load_le<uint64_t>(p + 16);
+    k.entry = (p[5] & kStoCudaEntry) != 0;
+    k.binding = p[4] >> 4;
+    if (const auto* sec = c.elf.section_at(k.shndx)) {
+      k.section = sec->name;
+      // SHI_REGISTERS: ptxas of CUDA <= 12 keeps the register count in the top byte of a text
+      // section's sh_info (the low bits index the function's symbol).
+      if (sec->is_exec() && (sec->sh_info >> 24) != 0) {
+        k.sh_info_registers = sec->sh_info >> 24;
+        k.registers = k.sh_info_registers;
+        k.registers_source = "sh_info";
+      }
+    }
+    by_symbol[k.symbol_index] = c.kernels.size();
+    by_shndx.emplace(k.shndx, c.kernels.size());
+    c.kernels.push_back(std::move(k));
+  }
+  auto symbol_name = [&](uint32_t index) -> std::string_view {
+    if (index >= nsyms) return {};
+    auto n = names.cstring(load_le<uint32_t>(symbols.data() + uint64_t{index} * kSymSize));
+    return n ? *n : std::string_view();
+  };
   std::unordered_map<std::string_view, size_t> by_name;
   for (size_t i = 0; i < c.kernels.size(); ++i) by_name.emplace(c.kernels[i].name, i);
   // .nv.shared.<name> and .nv.constant0.<name>, found through one pass over the sections (an
@@ -322,8 +355,8 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
           }
           // A symbol that is not a function defined here (ptxas records frame sizes of the
           // external callees of trap handlers, for instance).
-          if (sv->sym < all_symbols.size()) {
-            c.other_symbol_attributes.push_back({all_symbols[sv->sym].name, a.attr, sv->value});
+          if (sv->sym < nsyms) {
+            c.other_symbol_attributes.push_back({symbol_name(sv->sym), a.attr, sv->value});
             continue;
           }
         }

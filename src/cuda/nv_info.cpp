@@ -127,6 +127,7 @@ std::string eifmt_name(uint8_t format) {
 
 std::vector<NvInfoAttr> read_nv_info(ByteView section, std::string_view where, Diagnostics* diag) {
   std::vector<NvInfoAttr> out;
+  out.reserve(section.size() / 12);  // typical record: 4-byte header + 8-byte payload
   Cursor c(section);
   while (!c.at_end()) {
     uint64_t at = c.pos();
