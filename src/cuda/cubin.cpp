@@ -264,8 +264,15 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
                        fmt::format("{} (ELF64 symbols are 24 bytes)", symtab->sh_entsize)));
       }
     } else {
-      symbols = *c.elf.section_bytes(*symtab);
-      names = *c.elf.section_bytes(*strtab);
+      // (An empty section may still name an offset past the end: section_bytes says so.)
+      auto sb = c.elf.section_bytes(*symtab);
+      auto nb = c.elf.section_bytes(*strtab);
+      if (sb && nb) {
+        symbols = *sb;
+        names = *nb;
+      } else if (diag != nullptr) {
+        diag->report(sb ? nb.error() : sb.error());
+      }
     }
   }
   const uint64_t nsyms = symbols.size() / kSymSize;
