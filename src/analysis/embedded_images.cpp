@@ -78,6 +78,20 @@ MagicHits find_magics(ByteView b, uint64_t begin, uint64_t end) {
 #ifdef __SSE2__
   const __m128i k7f = _mm_set1_epi8(0x7f);
   const __m128i ked = _mm_set1_epi8(static_cast<char>(0xed));
+  auto hits16 = [&](uint64_t at) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+    return static_cast<uint64_t>(static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, k7f), _mm_cmpeq_epi8(v, ked)))));
+  };
+  // 64 bytes a step: one branch for four compares (a candidate byte every ~500 bytes).
+  for (; end - i >= 64; i += 64) {
+    uint64_t mask =
+        hits16(i) | (hits16(i + 16) << 16) | (hits16(i + 32) << 32) | (hits16(i + 48) << 48);
+    while (mask != 0) {
+      check(i + static_cast<uint64_t>(__builtin_ctzll(mask)));
+      mask &= mask - 1;
+    }
+  }
   for (; end - i >= 16; i += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     auto mask = static_cast<uint32_t>(
