@@ -339,7 +339,9 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
     if (sh.sh_type != kShtCudaInfo || !sh.in_file) continue;
     auto bytes = c.elf.section_bytes(sh);
     if (!bytes) continue;
-    auto attrs = read_nv_info(*bytes, elf::describe(sh), diag);
+    // The section name, not describe(sh): formatting a string for each of thousands of sections
+    // cost more than reading them.
+    auto attrs = read_nv_info(*bytes, sh.name, diag);
     c.nv_info_records += attrs.size();
     // .nv.info.<name> belongs to one function: sh_info names its text section (CUDA 12/13);
     // fall back to the name.
