@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Fetch NVIDIA's cuobjdump and nvdisasm from Debian's nvidia-cuda-toolkit package (non-free) and
-# cache them, for the tests that compare `cudatool cubins` with an independent decoder.
+# Fetch NVIDIA's cuobjdump from Debian's nvidia-cuda-toolkit package (non-free) and cache it, for
+# the tests that compare `cudatool cubins` with an independent decoder.
 #
 #   tools/fetch-cuda-tools.sh [DEST]   (DEST default: ${CUDATOOL_CUDA_TOOLS:-~/.cache/cudatool/cuda-tools})
 #
 # When /usr/local/cuda/bin/cuobjdump exists the tests use that one and nothing is downloaded.
 # Otherwise the package named in CUDA_TOOLS_PACKAGE below is downloaded with apt-get through
 # the same private apt configuration as tools/fetch-drivers.sh (no root needed, the system's
-# sources untouched), and only the two programs are kept. Nothing NVIDIA ships is committed.
+# sources untouched), and only that program is kept. Nothing NVIDIA ships is committed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkg=nvidia-cuda-toolkit
@@ -19,8 +19,8 @@ if [[ -x /usr/local/cuda/bin/cuobjdump ]]; then
 fi
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
-if [[ -x "$dest/cuobjdump" && -x "$dest/nvdisasm" ]]; then
-  echo "fetch-cuda-tools: cuobjdump and nvdisasm cached in $dest"
+if [[ -x "$dest/cuobjdump" ]]; then
+  echo "fetch-cuda-tools: cuobjdump cached in $dest"
   exit 0
 fi
 for tool in apt-get dpkg-deb; do
@@ -51,7 +51,7 @@ if ! (cd "$state/deb" && apt-get "${apt_opts[@]}" -qq download "$pkg=$ver"); the
 fi
 x="$state/x"
 dpkg-deb -x "$state"/deb/*.deb "$x"
-for t in cuobjdump nvdisasm; do
+for t in cuobjdump; do
   [[ -x "$x/usr/bin/$t" ]] || { echo "fetch-cuda-tools: $pkg holds no usr/bin/$t" >&2; exit 1; }
   cp "$x/usr/bin/$t" "$dest/$t.tmp" && mv "$dest/$t.tmp" "$dest/$t"
 done
