@@ -16,6 +16,7 @@ tools/fetch-kernel-source.sh
 if [[ -z "${CUDATOOL_CUDA_HOME:-}" && ! -e /usr/local/cuda/include/cuda.h ]]; then
   tools/fetch-drivers.sh --cuda-toolkit
 fi
+tools/fetch-cuda-tools.sh
 jobs=$(nproc)
 echo "== default build"
 cmake --preset default >/dev/null

@@ -27,6 +27,7 @@ constexpr CommandEntry kCommands[] = {
     {"symbolize", cudatool::cli::register_symbolize},
     {"trace", cudatool::cli::register_trace},
     {"import", cudatool::cli::register_import},
+    {"cubins", cudatool::cli::register_cubins},
 };
 // clang-format on
 
