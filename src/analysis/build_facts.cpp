@@ -4,6 +4,10 @@
 #include <charconv>
 
 #include "analysis/driver_tables.hpp"
+#include "analysis/embedded_images.hpp"
+#include "analysis/function_map.hpp"
+#include "analysis/function_names.hpp"
+#include "analysis/x86_length.hpp"
 
 namespace cudatool {
 namespace {
@@ -77,6 +81,52 @@ void collect_tables(DriverImage& img, BuildFacts& f) {
   f.tables = std::move(out);
 }
 
+void collect_functions(DriverImage& img, BuildFacts& f, bool table_names) {
+  FunctionMap& map = img.facet<FunctionMap>();
+  if (table_names) add_driver_table_names(img, map);
+  FunctionFacts out;
+  out.count = map.functions().size();
+  out.functions.reserve(map.functions().size());
+  for (const auto& fn : map.functions()) {
+    FunctionFact x;
+    x.start = fn.start;
+    x.size = fn.size;
+    auto names = map.names(fn);
+    if (!names.empty()) x.name = std::string(names.front().name);
+    // Code that is not in the file (NOBITS, damaged) hashes as empty: it matches nothing
+    // meaningful, which is what it is.
+    if (auto bytes = img.elf().bytes_at_vaddr(fn.start, fn.size)) {
+      x.fingerprint = x86::masked_fingerprint(*bytes);
+    }
+    out.functions.push_back(std::move(x));
+  }
+  f.functions = std::move(out);
+}
+
+// Images are grouped into families by their kernels: the same program built for several
+// architectures is one family, named after its alphabetically first kernel.
+void collect_cubins(DriverImage& img, BuildFacts& f) {
+  auto& emb = img.facet<EmbeddedImages>();
+  CubinFacts out;
+  out.bytes = emb.total_bytes();
+  for (const auto& im : emb.images()) {
+    if (im.kind == ImageKind::kFatbin) continue;  // containers: their entries are counted
+    ++out.images;
+    std::string arch = im.arch.empty() ? std::string("unknown") : im.arch;
+    ++out.images_per_arch[arch];
+    out.bytes_per_arch[arch] += im.size;
+    std::set<std::string> kernels;
+    if (im.cubin) {
+      for (const auto& k : im.cubin->kernels) {
+        if (k.entry) kernels.insert(std::string(k.name));
+      }
+    }
+    std::string family = kernels.empty() ? std::string("(no kernels)") : *kernels.begin();
+    out.kernels_per_family[family].insert(kernels.begin(), kernels.end());
+  }
+  f.cubins = std::move(out);
+}
+
 }  // namespace
 
 bool version_less(const std::string& a, const std::string& b) {
@@ -99,6 +149,8 @@ BuildFacts collect_facts(DriverImage& img, const FactOptions& opts) {
   collect_note(img, f);
   collect_exports_imports(img, f);
   if (opts.tables) collect_tables(img, f);
+  if (opts.functions) collect_functions(img, f, opts.tables);
+  if (opts.cubins) collect_cubins(img, f);
   for (const auto& e : img.diagnostics().items()) f.diagnostics.push_back(e.message());
   return f;
 }

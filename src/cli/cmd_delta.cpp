@@ -118,12 +118,15 @@ std::string render_doc(const Delta& d, bool md, bool all) {
                            f.old_count, f.new_count, f.unchanged, f.changed, f.added, f.removed));
   }
   if (d.cubins) {
-    doc.bullet(
-        fmt::format("device code: architectures +{} / -{}, image counts changed for {} "
-                    "architectures, kernel families +{} / -{}",
-                    d.cubins->archs_added.size(), d.cubins->archs_removed.size(),
-                    d.cubins->images_per_arch.size(), d.cubins->families_added.size(),
-                    d.cubins->families_removed.size()));
+    size_t k_added = 0, k_removed = 0;
+    for (const auto& [fam, ks] : d.cubins->kernels_added) k_added += ks.size();
+    for (const auto& [fam, ks] : d.cubins->kernels_removed) k_removed += ks.size();
+    doc.bullet(fmt::format(
+        "device code: architectures +{} / -{}, image counts changed for {} architectures, kernel "
+        "families +{} / -{}, kernels +{} / -{} in existing families",
+        d.cubins->archs_added.size(), d.cubins->archs_removed.size(),
+        d.cubins->images_per_arch.size(), d.cubins->families_added.size(),
+        d.cubins->families_removed.size(), k_added, k_removed));
   }
   if (d.tables) {
     const auto& t = *d.tables;

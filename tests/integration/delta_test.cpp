@@ -146,6 +146,63 @@ TEST(Delta, TableChangesAgreeWithTablesCommand) {
   }
 }
 
+TEST(Delta, FunctionAndDeviceCodeFactsAgreeWithTheirCommands) {
+  auto builds = driver_builds();
+  const std::string a = builds[2].lib_path, b = builds[3].lib_path;
+  json d = run_json({"delta", "--json", a, b}, {0, 1});
+  json fa = run_json({"functions", "--json", a}), fb = run_json({"functions", "--json", b});
+  ASSERT_FALSE(d["functions"].is_null());
+  EXPECT_EQ(d["functions"]["old"], fa["count"]);
+  EXPECT_EQ(d["functions"]["new"], fb["count"]);
+  // Every function is accounted for exactly once on each side.
+  const json& f = d["functions"];
+  EXPECT_EQ(
+      f["unchanged"].get<uint64_t>() + f["changed"].get<uint64_t>() + f["removed"].get<uint64_t>(),
+      f["old"].get<uint64_t>());
+  EXPECT_EQ(
+      f["unchanged"].get<uint64_t>() + f["changed"].get<uint64_t>() + f["added"].get<uint64_t>(),
+      f["new"].get<uint64_t>());
+  // Changed named functions carry names the functions command shows on both sides.
+  auto names = [](const json& fj) {
+    std::set<std::string> s;
+    for (const auto& fn : fj["functions"]) {
+      for (const auto& n : fn["names"]) s.insert(n["name"].get<std::string>());
+    }
+    return s;
+  };
+  auto na = names(fa), nb = names(fb);
+  for (const auto& m : f["largest_movers"]) {
+    EXPECT_TRUE(na.count(m["name"].get<std::string>()) && nb.count(m["name"].get<std::string>()))
+        << m;
+  }
+  // Image counts per architecture: the cubins command on each file.
+  auto per_arch = [](const json& c) {
+    std::map<std::string, uint64_t> m;
+    for (const auto& im : c["images"]) {
+      if (im["kind"] == "fatbin") continue;
+      ++m[im["arch"].get<std::string>()];
+    }
+    return m;
+  };
+  auto ca = per_arch(run_json({"cubins", "--json", a})),
+       cb = per_arch(run_json({"cubins", "--json", b}));
+  std::map<std::string, std::pair<uint64_t, uint64_t>> changed;
+  for (const auto& [arch, n] : ca) {
+    uint64_t nb2 = cb.count(arch) ? cb[arch] : 0;
+    if (nb2 != n) changed[arch] = {n, nb2};
+  }
+  for (const auto& [arch, n] : cb) {
+    if (!ca.count(arch) && n != 0) changed[arch] = {0, n};
+  }
+  EXPECT_EQ(d["cubins"]["images_per_arch"].size(), changed.size());
+  for (const auto& e : d["cubins"]["images_per_arch"]) {
+    auto it = changed.find(e["arch"].get<std::string>());
+    ASSERT_NE(it, changed.end());
+    EXPECT_EQ(e["old"], it->second.first);
+    EXPECT_EQ(e["new"], it->second.second);
+  }
+}
+
 TEST(Delta, SameFileHasNoChange) {
   const std::string lib = driver_builds().at(2).lib_path;
   json d = run_json({"delta", "--json", lib, lib});
