@@ -23,32 +23,12 @@ if [[ -x "$dest/cuobjdump" ]]; then
   echo "fetch-cuda-tools: cuobjdump cached in $dest"
   exit 0
 fi
-for tool in apt-get dpkg-deb; do
-  command -v "$tool" >/dev/null || { echo "fetch-cuda-tools: $tool is required (Debian/Ubuntu)" >&2; exit 2; }
-done
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/etc/sources.list.d" "$state/deb"
-cp "$here/apt/cudatool-debian-nonfree.sources" "$state/etc/sources.list.d/"
-: > "$state/etc/sources.list"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$state/etc/sources.list"
-  -o "Dir::Etc::SourceParts=$state/etc/sources.list.d"
-  -o "Dir::State::Lists=$state/lists"
-  -o "Dir::Cache=$state/cache"
-  -o "Dir::State::Status=/dev/null"
-  -o "Debug::NoLocking=1"
-  -o "APT::Sandbox::User=$(id -un)"
-  -o "Acquire::Retries=3"
-)
-echo "fetch-cuda-tools: updating a private package index (Debian non-free)…"
-apt-get "${apt_opts[@]}" -qq update
+source "$here/lib/private-apt.sh"
+private_apt_init fetch-cuda-tools
+state=$_apt_state
+mkdir -p "$state/deb"
 echo "fetch-cuda-tools: download $pkg=$ver (about 90 MB, once)"
-if ! (cd "$state/deb" && apt-get "${apt_opts[@]}" -qq download "$pkg=$ver"); then
-  echo "fetch-cuda-tools: could not download $pkg=$ver; is deb.debian.org reachable, and is this" \
-       "version still in the archive? (edit this script)" >&2
-  exit 1
-fi
+private_apt_download "$pkg=$ver" "$state/deb" || exit 1
 x="$state/x"
 dpkg-deb -x "$state"/deb/*.deb "$x"
 for t in cuobjdump; do

@@ -52,27 +52,8 @@ if [[ $need_download == 0 ]]; then
   exit 0
 fi
 
-for tool in apt-get dpkg-deb; do
-  command -v "$tool" >/dev/null || { echo "fetch-drivers: $tool is required (Debian/Ubuntu)" >&2; exit 2; }
-done
-
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/etc/sources.list.d"
-cp "$here/apt/cudatool-debian-nonfree.sources" "$state/etc/sources.list.d/"
-: > "$state/etc/sources.list"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$state/etc/sources.list"
-  -o "Dir::Etc::SourceParts=$state/etc/sources.list.d"
-  -o "Dir::State::Lists=$state/lists"
-  -o "Dir::Cache=$state/cache"
-  -o "Dir::State::Status=/dev/null"
-  -o "Debug::NoLocking=1"
-  -o "APT::Sandbox::User=$(id -un)"
-  -o "Acquire::Retries=3"
-)
-echo "fetch-drivers: updating a private package index (Debian non-free)…"
-apt-get "${apt_opts[@]}" -qq update
+source "$here/lib/private-apt.sh"
+private_apt_init fetch-drivers
 
 status=0
 if [[ $toolkit == 1 ]]; then
@@ -81,9 +62,7 @@ if [[ $toolkit == 1 ]]; then
     [[ -f "$dest/.done-$pkg-$ver" ]] && { echo "fetch-drivers: cached   $pkg=$ver"; continue; }
     echo "fetch-drivers: download $pkg=$ver ($suite; only ${paths} are kept)"
     dl=$(mktemp -d "$dest/.dl-XXXXXX")
-    if ! (cd "$dl" && apt-get "${apt_opts[@]}" -qq download "$pkg=$ver"); then
-      echo "fetch-drivers: could not download $pkg=$ver; is deb.debian.org reachable, and is" \
-           "this version still in the archive? (edit tools/cuda-toolkit.list)" >&2
+    if ! private_apt_download "$pkg=$ver" "$dl"; then
       rm -rf "$dl"
       status=1
       continue
@@ -111,9 +90,7 @@ while read -r pkg ver suite; do
     continue
   fi
   echo "fetch-drivers: download $pkg=$ver ($suite)"
-  if ! (cd "$dest" && apt-get "${apt_opts[@]}" -qq download "$pkg=$ver"); then
-    echo "fetch-drivers: could not download $pkg=$ver; is deb.debian.org reachable, and is" \
-         "this version still in the archive? (edit tools/drivers.list)" >&2
+  if ! private_apt_download "$pkg=$ver" "$dest"; then
     status=1
     continue
   fi

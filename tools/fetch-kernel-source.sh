@@ -24,27 +24,13 @@ if [[ $need == 0 ]]; then
   echo "fetch-kernel-source: all headers cached in $dest"
   exit 0
 fi
-for tool in apt-get dpkg-deb tar xz; do
+for tool in tar xz; do
   command -v "$tool" >/dev/null || { echo "fetch-kernel-source: $tool is required" >&2; exit 2; }
 done
-
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/etc/sources.list.d" "$state/dl"
-cp "$here/apt/cudatool-debian-nonfree.sources" "$state/etc/sources.list.d/"
-: > "$state/etc/sources.list"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$state/etc/sources.list"
-  -o "Dir::Etc::SourceParts=$state/etc/sources.list.d"
-  -o "Dir::State::Lists=$state/lists"
-  -o "Dir::Cache=$state/cache"
-  -o "Dir::State::Status=/dev/null"
-  -o "Debug::NoLocking=1"
-  -o "APT::Sandbox::User=$(id -un)"
-  -o "Acquire::Retries=3"
-)
-echo "fetch-kernel-source: updating a private package index (Debian contrib)…"
-apt-get "${apt_opts[@]}" -qq update
+source "$here/lib/private-apt.sh"
+private_apt_init fetch-kernel-source
+state=$_apt_state
+mkdir -p "$state/dl"
 
 status=0
 while read -r pkg ver suite; do
@@ -56,9 +42,7 @@ while read -r pkg ver suite; do
     continue
   fi
   echo "fetch-kernel-source: download $pkg=$ver ($suite)"
-  if ! (cd "$state/dl" && apt-get "${apt_opts[@]}" -qq download "$pkg=$ver"); then
-    echo "fetch-kernel-source: could not download $pkg=$ver; is deb.debian.org reachable, and is" \
-         "this version still in the archive? (edit tools/kernel-sources.list)" >&2
+  if ! private_apt_download "$pkg=$ver" "$state/dl"; then
     status=1
     continue
   fi
