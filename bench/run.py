@@ -70,6 +70,8 @@ def run_case(case, runs):
             "--warmup", str(case.get("warmup", 3))]
     if not case.get("shell"):
         argv.append("-N")
+    else:
+        argv += ["--shell", "bash"]  # cases may use bash's <(…)
     names = []
     for label, cmd in cmds:
         argv += ["--command-name", label]

@@ -53,6 +53,10 @@ void groups(Doc& doc, bool md, const std::string& title, const std::vector<ApiGr
       doc.bullet(fmt::format("… and {} more (--all lists every one)", g.size() - limit));
       break;
     }
+    if (x.names.size() == 1 && x.names[0] == x.base) {
+      doc.bullet(code(md, x.base));
+      continue;
+    }
     std::vector<std::string> names;
     for (const auto& n : x.names) names.push_back(code(md, n));
     doc.bullet(fmt::format("{}: {}", code(md, x.base), join(names, 12)));
