@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job, on a fresh Debian bookworm machine: install what is missing, build, and analyse
 # a real libcuda — the system's libcuda.so.1 when there is one, otherwise a Debian libcuda1
-# package downloaded from the non-free archive.
+# package downloaded from the non-free archive: what the build is (info), its API surface
+# (exports --summary), the GPU programs it carries (cubins --summary) and the start of its
+# function map (functions).
 #
 #   tools/quickstart.sh [LIB]
 set -euo pipefail
@@ -23,3 +25,5 @@ fi
 set -x
 build/cudatool info ${lib:+"$lib"}
 build/cudatool exports --summary ${lib:+"$lib"}
+build/cudatool cubins --summary ${lib:+"$lib"}
+build/cudatool functions ${lib:+"$lib"} | sed -n 1,12p
