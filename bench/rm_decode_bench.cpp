@@ -7,7 +7,6 @@
 //   rm_decode_bench --decode-capture FILE.jsonl.xz   whole pipeline (xz, JSON lines, decode,
 //                                                    text) for bench/cases/rm_decode.py
 #include <benchmark/benchmark.h>
-#include <lzma.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "base/decompress.hpp"
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
+#include "base/mapped_file.hpp"
 #include "rm/decode.hpp"
 
 namespace {
@@ -27,23 +28,10 @@ namespace {
 using namespace cudatool;
 
 std::string xz_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  lzma_stream s = LZMA_STREAM_INIT;
-  if (data.empty() || lzma_stream_decoder(&s, UINT64_MAX, 0) != LZMA_OK) return {};
-  std::string out;
-  s.next_in = reinterpret_cast<const uint8_t*>(data.data());
-  s.avail_in = data.size();
-  char buf[1 << 16];
-  lzma_ret r = LZMA_OK;
-  while (r == LZMA_OK) {
-    s.next_out = reinterpret_cast<uint8_t*>(buf);
-    s.avail_out = sizeof buf;
-    r = lzma_code(&s, LZMA_FINISH);
-    out.append(buf, sizeof buf - s.avail_out);
-  }
-  lzma_end(&s);
-  return r == LZMA_STREAM_END ? out : std::string();
+  auto f = MappedFile::open(path);
+  if (!f) return {};
+  auto out = decompress(f->bytes(), Compression::kXz, 1ULL << 30, path);
+  return out ? std::string(out->begin(), out->end()) : std::string();
 }
 
 std::vector<uint8_t> hex_field(const nlohmann::json& j, const char* k) {

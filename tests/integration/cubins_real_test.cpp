@@ -40,13 +40,6 @@ class RealCubins : public ::testing::TestWithParam<DriverBuild> {
   }
 };
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 TEST_P(RealCubins, SameImagesAsAnIndependentScan) {
   json doc = scan();
   std::string bytes = read_file(lib());
@@ -226,7 +219,8 @@ TEST_P(RealCubins, EveryMagicHitIsExplained) {
   EXPECT_EQ(doc["fatbin_magic_hits"].get<uint64_t>(), containers + rejected_fatbin);
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, RealCubins, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, RealCubins, ::testing::ValuesIn(driver_builds()),
+                         driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

@@ -13,13 +13,6 @@ using nlohmann::json;
 
 class DebInput : public ::testing::TestWithParam<DriverBuild> {};
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 TEST_P(DebInput, SameFactsAsExtractedLibrary) {
   const DriverBuild& b = GetParam();
   ASSERT_EQ(access(b.deb_path.c_str(), R_OK), 0)
@@ -53,7 +46,7 @@ TEST_P(DebInput, SameFactsAsExtractedLibrary) {
   EXPECT_NE(j["file"]["resolved_path"].get<std::string>().find(".deb:usr/lib/"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, DebInput, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, DebInput, ::testing::ValuesIn(driver_builds()), driver_test_name);
 
 TEST(DebInputErrors, DamagedPackages) {
   std::string deb = read_file(driver_builds().at(0).deb_path);

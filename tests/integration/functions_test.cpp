@@ -27,13 +27,6 @@ class Functions : public ::testing::TestWithParam<DriverBuild> {
   std::string lib() const { return GetParam().lib_path; }
 };
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 bool is_plt(const std::string& section) {
   return section.rfind(".plt", 0) == 0 || section.rfind(".iplt", 0) == 0;
 }
@@ -357,7 +350,7 @@ TEST_P(Functions, HumanOutputsRender) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, Functions, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, Functions, ::testing::ValuesIn(driver_builds()), driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

@@ -108,6 +108,34 @@ std::vector<DriverBuild> driver_builds() {
   return out;
 }
 
+std::string captures_dir() {
+  if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
+  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
+                        std::string("/work/shared/data")}) {
+    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
+  }
+  return source_dir() + "/../shared/data";
+}
+
+std::string read_capture(const std::string& name) {
+  std::string path = captures_dir() + "/" + name;
+  RunResult r = run({"xz", "-dc", path});
+  if (r.status != 0) {
+    ADD_FAILURE() << path << " cannot be read (" << r.err
+                  << "): the real captures live in ../shared/data (or set CUDATOOL_CAPTURES)";
+    return {};
+  }
+  return r.out;
+}
+
+std::string driver_test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
+  std::string s = info.param.version;
+  for (char& c : s) {
+    if (c == '.') c = '_';
+  }
+  return "v" + s;
+}
+
 std::string temp_dir() {
   static std::string dir = [] {
     std::string tmpl =

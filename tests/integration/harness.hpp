@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace cudatool::test {
 
 struct RunResult {
@@ -44,6 +46,15 @@ inline void PrintTo(const DriverBuild& b, std::ostream* os) {
 // Every build in tools/drivers.list, located in $CUDATOOL_DRIVERS or the configured cache dir.
 std::vector<DriverBuild> driver_builds();
 std::string drivers_dir();
+
+// The directory of the real captures of ../shared/data: $CUDATOOL_CAPTURES, else ../shared/data
+// beside the project (or beside a worktree one level deeper), else /work/shared/data.
+std::string captures_dir();
+// A capture's text, decompressed (`xz -dc`, the independent tool).
+std::string read_capture(const std::string& name);
+
+// Names a test instance after the driver version: "v550_163_01".
+std::string driver_test_name(const ::testing::TestParamInfo<DriverBuild>& info);
 
 // Writes bytes to a fresh file under a per-test temporary directory; returns its path.
 std::string write_temp(const std::string& name, const std::string& bytes);

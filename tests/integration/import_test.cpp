@@ -18,17 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// ../shared/data beside the project (a worktree sits one level deeper; /work/shared/data on the
-// project's machines), or $CUDATOOL_CAPTURES.
-std::string captures_dir() {
-  if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
-                        std::string("/work/shared/data")}) {
-    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
-  }
-  return source_dir() + "/../shared/data";
-}
-
 uint64_t num(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());

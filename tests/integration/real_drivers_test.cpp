@@ -33,13 +33,6 @@ class RealDriver : public ::testing::TestWithParam<DriverBuild> {
   std::string lib() const { return GetParam().lib_path; }
 };
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 // readelf --dyn-syms -W rows.
 struct ReadelfSym {
   uint64_t value = 0, size = 0;
@@ -245,7 +238,8 @@ TEST_P(RealDriver, HumanOutputsRender) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, RealDriver, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, RealDriver, ::testing::ValuesIn(driver_builds()),
+                         driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

@@ -11,7 +11,6 @@
 // The capture is read here with liblzma and nlohmann::json, independently of cudatool's trace
 // reader; the driver version comes from the capture's README.
 #include <gtest/gtest.h>
-#include <lzma.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,33 +30,6 @@ namespace cudatool::test {
 namespace {
 
 using nlohmann::json;
-
-std::string captures_dir() {
-  if (const char* env = getenv("CUDATOOL_CAPTURES")) return env;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data"}) {
-    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
-  }
-  return source_dir() + "/../shared/data";
-}
-
-std::string xz_decompress(const std::string& data) {
-  lzma_stream s = LZMA_STREAM_INIT;
-  EXPECT_EQ(lzma_stream_decoder(&s, UINT64_MAX, 0), LZMA_OK);
-  std::string out;
-  s.next_in = reinterpret_cast<const uint8_t*>(data.data());
-  s.avail_in = data.size();
-  char buf[1 << 16];
-  lzma_ret r = LZMA_OK;
-  while (r == LZMA_OK) {
-    s.next_out = reinterpret_cast<uint8_t*>(buf);
-    s.avail_out = sizeof buf;
-    r = lzma_code(&s, LZMA_FINISH);
-    out.append(buf, sizeof buf - s.avail_out);
-  }
-  lzma_end(&s);
-  EXPECT_EQ(r, LZMA_STREAM_END) << "xz stream damaged";
-  return out;
-}
 
 std::vector<uint8_t> bytes_of(const json& j, const char* key) {
   if (!j.contains(key)) return {};
@@ -119,14 +91,7 @@ Capture load(const std::string& name) {
   if (std::regex_search(readme, m, std::regex(R"(kernel driver ([0-9]+\.[0-9]+(\.[0-9]+)?))"))) {
     c.driver_version = m[1];
   }
-  std::string xz = read_file(dir + "/" + name);
-  if (xz.empty()) {
-    ADD_FAILURE() << dir << "/" << name
-                  << " is missing or empty: the real captures live in ../shared/data "
-                     "(or set CUDATOOL_CAPTURES)";
-    return c;
-  }
-  std::istringstream in(xz_decompress(xz));
+  std::istringstream in(read_capture(name));
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty()) c.events.push_back(event_of(json::parse(line)));

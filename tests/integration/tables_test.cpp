@@ -262,13 +262,6 @@ class TablesReal : public ::testing::TestWithParam<DriverBuild> {
   std::string lib() const { return GetParam().lib_path; }
 };
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 TEST_P(TablesReal, MatchReadelfAndGdb) {
   json j = tables_json(lib());
   EXPECT_TRUE(j["diagnostics"].empty()) << j["diagnostics"];
@@ -344,7 +337,8 @@ TEST_P(TablesReal, FunctionNamesForTheSymbolizer) {
                              [](const auto& a, const auto& b) { return a.address < b.address; }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, TablesReal, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, TablesReal, ::testing::ValuesIn(driver_builds()),
+                         driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

@@ -36,13 +36,6 @@ class TablesToolkit : public ::testing::TestWithParam<DriverBuild> {
   }
 };
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 uint32_t header_cuda_version(const std::string& cuda_h) {
   std::smatch m;
   std::string text = read_file(cuda_h);
@@ -176,7 +169,8 @@ TEST_P(TablesToolkit, CudartExportTableUuids) {
   std::cout << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, TablesToolkit, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, TablesToolkit, ::testing::ValuesIn(driver_builds()),
+                         driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

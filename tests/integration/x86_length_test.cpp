@@ -14,13 +14,6 @@ namespace {
 
 class X86Length : public ::testing::TestWithParam<DriverBuild> {};
 
-std::string test_name(const ::testing::TestParamInfo<DriverBuild>& info) {
-  std::string s = info.param.version;
-  for (char& c : s)
-    if (c == '.') c = '_';
-  return "v" + s;
-}
-
 TEST_P(X86Length, AgreesWithCapstoneOnWholeText) {
   ASSERT_EQ(access(GetParam().lib_path.c_str(), R_OK), 0) << "run tools/fetch-drivers.sh";
   auto f = MappedFile::open(GetParam().lib_path);
@@ -88,7 +81,7 @@ TEST_P(X86Length, AgreesWithCapstoneOnWholeText) {
             << " address fields, " << cs_invalid << " bytes Capstone could not decode\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Debian, X86Length, ::testing::ValuesIn(driver_builds()), test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, X86Length, ::testing::ValuesIn(driver_builds()), driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test
