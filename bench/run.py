@@ -98,7 +98,16 @@ def main():
     ap.add_argument("--cases", default="*", help="glob over bench/cases/*.py names")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--cpu", default="last",
+                    help="pin hyperfine and the commands to one CPU: a number, 'last' (default) or "
+                         "'none'. On these VMs a wake-up across vCPUs costs more than the fast "
+                         "commands themselves and makes medians jump to the 4 ms scheduler tick")
     a = ap.parse_args()
+    if a.cpu != "none":
+        cpus = sorted(os.sched_getaffinity(0))
+        cpu = cpus[-1] if a.cpu == "last" else int(a.cpu)
+        os.sched_setaffinity(0, {cpu})
+        print("bench: pinned to CPU %d" % cpu, file=sys.stderr)
     if not shutil.which("hyperfine"):
         sys.exit("bench: hyperfine is required (tools/install-deps.sh installs it)")
     ctx = Ctx()
