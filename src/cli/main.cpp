@@ -27,6 +27,9 @@ constexpr CommandEntry kCommands[] = {
     {"symbolize", cudatool::cli::register_symbolize},
     {"trace", cudatool::cli::register_trace},
     {"import", cudatool::cli::register_import},
+    {"decode", cudatool::cli::register_decode},
+    {"stats", cudatool::cli::register_stats},
+    {"export", cudatool::cli::register_export},
 };
 // clang-format on
 

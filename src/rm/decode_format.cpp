@@ -206,6 +206,11 @@ std::string format_value(const Field& f) {
 
 std::string format_line(const Decoded& d) {
   std::string out;
+  append_line(out, d);
+  return out;
+}
+
+void append_line(std::string& out, const Decoded& d) {
   if (!d.call.empty()) {
     out += d.call;
   } else {
@@ -230,11 +235,15 @@ std::string format_line(const Decoded& d) {
     out += " hex=";
     out += d.hex;
   }
-  return out;
 }
 
 void write_json(JsonWriter& w, const Decoded& d) {
   w.begin_object();
+  write_json_members(w, d);
+  w.end_object();
+}
+
+void write_json_members(JsonWriter& w, const Decoded& d) {
   w.key("call");
   if (d.call.empty()) {
     w.null();
@@ -290,7 +299,6 @@ void write_json(JsonWriter& w, const Decoded& d) {
   w.begin_array();
   for (const std::string& n : d.partial) w.value(n);
   w.end_array();
-  w.end_object();
 }
 
 }  // namespace cudatool::rm
