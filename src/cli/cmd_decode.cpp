@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cstring>
 
 #include "base/json_writer.hpp"
@@ -26,17 +27,46 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-// "   161     0.012345        -     540 nvidiactl  NV_ESC_RM_CONTROL hClient=… [note: …]"
+// Right-aligned in `width` columns.
+void append_padded(std::string& out, std::string_view s, size_t width) {
+  if (s.size() < width) out.append(width - s.size(), ' ');
+  out += s;
+}
+void append_uint(std::string& out, uint64_t v, size_t width, size_t zero_pad = 0) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view digits(buf, static_cast<size_t>(r.ptr - buf));
+  if (digits.size() < zero_pad) {
+    if (width > zero_pad) out.append(width - zero_pad, ' ');
+    out.append(zero_pad - digits.size(), '0');
+    out += digits;
+    return;
+  }
+  append_padded(out, digits, width);
+}
+
+// "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
+// (written without a format library: this is the command's inner loop).
 void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d) {
-  fmt::format_to(std::back_inserter(out), "{:>7} {:>6}.{:06} ", ev.seq, ev.t_ns / 1000000000,
-                 ev.t_ns / 1000 % 1000000);
+  append_uint(out, ev.seq, 7);
+  out += ' ';
+  append_uint(out, ev.t_ns / 1000000000, 6);
+  out += '.';
+  append_uint(out, ev.t_ns / 1000 % 1000000, 6, 6);
+  out += ' ';
   if (ev.has_duration) {
-    fmt::format_to(std::back_inserter(out), "{:>9.1f}us ", static_cast<double>(ev.dur_ns) / 1e3);
+    append_uint(out, ev.dur_ns / 1000, 7);
+    out += '.';
+    append_uint(out, ev.dur_ns / 100 % 10, 1);
+    out += "us ";
   } else {
     out += "        -   ";
   }
-  fmt::format_to(std::back_inserter(out), "{:>7} {:<11} ", ev.tid,
-                 ev.path.empty() ? std::string_view("-") : base_name(ev.path));
+  append_uint(out, static_cast<uint32_t>(ev.tid), 7);
+  out += ' ';
+  std::string_view dev = ev.path.empty() ? std::string_view("-") : base_name(ev.path);
+  out += dev;
+  out.append(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
   rm::append_line(out, d);
   if (ev.err != 0) {
     const char* name = strerrorname_np(ev.err);
@@ -45,15 +75,22 @@ void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d)
   } else if (ev.sys == trace::Sys::kIoctl && ev.ret != 0) {
     fmt::format_to(std::back_inserter(out), " = {}", ev.ret);
   }
-  for (const std::string& n : d.notes) fmt::format_to(std::back_inserter(out), " [note: {}]", n);
+  for (const std::string& n : d.notes) {
+    out += " [note: ";
+    out += n;
+    out += ']';
+  }
   for (const std::string& n : d.partial) {
-    fmt::format_to(std::back_inserter(out), " [partial: {}]", n);
+    out += " [partial: ";
+    out += n;
+    out += ']';
   }
   out += '\n';
 }
 
-void append_json(std::string& out, const trace::Event& ev, const rm::Decoded& d) {
-  JsonWriter w(out, false);
+// `w` writes into the output buffer and is reused across events (a writer per event would
+// allocate its container stack each time).
+void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d) {
   w.begin_object();
   w.kv("seq", ev.seq).kv("t", ev.t_ns);
   w.key("dur");
@@ -120,6 +157,7 @@ int run_decode(const DecodeOptions& o) {
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
   rm::Decoded d;
+  JsonWriter event_writer(out.str(), false);
   uint64_t events = 0, shown = 0;
   while (r.next(ev)) {
     ++events;
@@ -127,7 +165,7 @@ int run_decode(const DecodeOptions& o) {
     if (!filter->matches(ev, d)) continue;
     ++shown;
     if (o.json) {
-      append_json(out.str(), ev, d);
+      append_json(event_writer, ev, d);
     } else {
       append_text(out.str(), ev, d);
     }

@@ -55,6 +55,10 @@ enum class ValueKind : uint8_t {
 };
 
 struct Field {
+  // User-provided, so that value-initialisation (emplace_back()) runs the member initialisers
+  // instead of first zeroing the whole object (a `rep stos` that cost 7% of `decode`).
+  Field() noexcept {}  // NOLINT(modernize-use-equals-default)
+
   std::string_view name;  // member name; "" for list elements
   ValueKind kind = ValueKind::kHex;
   uint64_t value = 0;

@@ -1,4 +1,5 @@
 // Text and JSON renderings of a Decoded call (no printing: the caller writes the strings).
+#include <charconv>
 #include <cstdio>
 
 #include "base/json_writer.hpp"
@@ -7,10 +8,26 @@
 namespace cudatool::rm {
 namespace {
 
+// "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper.
 void append_hex(std::string& out, uint64_t v, bool pad8 = false) {
+  char buf[20];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  auto n = static_cast<size_t>(r.ptr - buf);
+  out += "0x";
+  if (pad8 && n < 8) out.append(8 - n, '0');
+  out.append(buf, n);
+}
+
+void append_dec(std::string& out, uint64_t v) {
   char buf[24];
-  snprintf(buf, sizeof buf, pad8 ? "0x%08llx" : "0x%llx", static_cast<unsigned long long>(v));
-  out += buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_signed(std::string& out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void append_value(std::string& out, const Field& f);
@@ -50,10 +67,10 @@ void append_value(std::string& out, const Field& f) {
       append_hex(out, f.value);
       break;
     case ValueKind::kDec:
-      out += std::to_string(f.value);
+      append_dec(out, f.value);
       break;
     case ValueKind::kSigned:
-      out += std::to_string(static_cast<int64_t>(f.value));
+      append_signed(out, static_cast<int64_t>(f.value));
       break;
     case ValueKind::kHandle:
       append_hex(out, f.value, true);

@@ -93,7 +93,8 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
   out += ",\"dur\":";
   append_us(out, ev.has_duration ? ev.dur_ns : 0);
   fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"args\":", ev.pid, ev.tid);
-  JsonWriter w(out, false);
+  args_.clear();
+  JsonWriter& w = args_writer_;
   w.begin_object().kv("seq", ev.seq);
   if (!ev.path.empty()) w.kv("path", ev.path);
   if (ev.sys == trace::Sys::kIoctl) w.kv_hex("request", ev.request);
@@ -119,6 +120,7 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
     w.end_array();
   }
   w.end_object();
+  out += args_;
   out += '}';
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/json_writer.hpp"
 #include "rm/decode.hpp"
 #include "trace/event.hpp"
 
@@ -41,6 +42,8 @@ class PerfettoWriter {
   std::set<int32_t> pids_;
   std::set<std::pair<int32_t, int32_t>> threads_;
   std::string scratch_;
+  std::string args_;  // one slice's args object, written by args_writer_ (reused: no allocation)
+  JsonWriter args_writer_{args_, false};
   bool first_ = true;
 };
 
