@@ -8,21 +8,17 @@
 // interfaces in which no release defines any command (NV2081_BINAPI). Those are listed, must have
 // a named interface, and are left out of the 98% naming requirement; the raw ratio is printed.
 //
-// The capture is read here with liblzma and nlohmann::json, independently of cudatool's trace
-// reader; the driver version comes from the capture's README.
+// The capture is read here with liblzma and nlohmann::json (capture_data.cpp), independently of
+// cudatool's trace reader; the driver version comes from the capture's README.
 #include <gtest/gtest.h>
-#include <lzma.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
-#include <sstream>
 
 #include "base/hex.hpp"
+#include "capture_data.hpp"
 #include "harness.hpp"
 #include "rm/decode.hpp"
 #include "rm/tables.hpp"
@@ -31,33 +27,6 @@ namespace cudatool::test {
 namespace {
 
 using nlohmann::json;
-
-std::string captures_dir() {
-  if (const char* env = getenv("CUDATOOL_CAPTURES")) return env;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data"}) {
-    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
-  }
-  return source_dir() + "/../shared/data";
-}
-
-std::string xz_decompress(const std::string& data) {
-  lzma_stream s = LZMA_STREAM_INIT;
-  EXPECT_EQ(lzma_stream_decoder(&s, UINT64_MAX, 0), LZMA_OK);
-  std::string out;
-  s.next_in = reinterpret_cast<const uint8_t*>(data.data());
-  s.avail_in = data.size();
-  char buf[1 << 16];
-  lzma_ret r = LZMA_OK;
-  while (r == LZMA_OK) {
-    s.next_out = reinterpret_cast<uint8_t*>(buf);
-    s.avail_out = sizeof buf;
-    r = lzma_code(&s, LZMA_FINISH);
-    out.append(buf, sizeof buf - s.avail_out);
-  }
-  lzma_end(&s);
-  EXPECT_EQ(r, LZMA_STREAM_END) << "xz stream damaged";
-  return out;
-}
 
 std::vector<uint8_t> bytes_of(const json& j, const char* key) {
   if (!j.contains(key)) return {};
@@ -113,24 +82,8 @@ struct Capture {
 
 Capture load(const std::string& name) {
   Capture c;
-  std::string dir = captures_dir();
-  std::string readme = read_file(dir + "/README.md");
-  std::smatch m;
-  if (std::regex_search(readme, m, std::regex(R"(kernel driver ([0-9]+\.[0-9]+(\.[0-9]+)?))"))) {
-    c.driver_version = m[1];
-  }
-  std::string xz = read_file(dir + "/" + name);
-  if (xz.empty()) {
-    ADD_FAILURE() << dir << "/" << name
-                  << " is missing or empty: the real captures live in ../shared/data "
-                     "(or set CUDATOOL_CAPTURES)";
-    return c;
-  }
-  std::istringstream in(xz_decompress(xz));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) c.events.push_back(event_of(json::parse(line)));
-  }
+  c.driver_version = capture_driver_version();
+  for (const json& j : capture_lines(name)) c.events.push_back(event_of(j));
   return c;
 }
 
@@ -176,12 +129,12 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
   EXPECT_GT(ioctls, 0u);
 
   // Control commands: named, or unpublished (GSS legacy, or an interface without any published
-  // command in any release).
-  constexpr uint32_t kGssLegacyMask = 0x8000;  // RM_GSS_LEGACY_MASK, rmapi_deprecated.h
+  // command in any release): capture_data.hpp says the rule.
   size_t named = 0, unpublished = 0;
   std::string unnamed;
   for (const auto& [cmd, n] : controls) {
-    if (t.find_control(cmd) != nullptr) {
+    ControlNaming naming = control_naming(t, cmd);
+    if (naming == ControlNaming::kNamed) {
       ++named;
       continue;
     }
@@ -191,11 +144,7 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
              cat ? std::string(cat->name).c_str() : "unknown interface", n, n == 1 ? "" : "s");
     unnamed += buf;
     EXPECT_NE(cat, nullptr) << "control 0x" << std::hex << cmd << ": interface unknown";
-    bool interface_published = false;
-    for (const rm::Tables& b : rm::all_branches()) {
-      for (const rm::CtrlEntry& e : b.controls()) interface_published |= (e.id >> 8) == (cmd >> 8);
-    }
-    if ((cmd & kGssLegacyMask) != 0 || !interface_published) {
+    if (naming == ControlNaming::kUnpublished) {
       ++unpublished;
     } else {
       ADD_FAILURE() << "control 0x" << std::hex << cmd
