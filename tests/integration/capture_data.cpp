@@ -13,7 +13,8 @@ namespace cudatool::test {
 
 std::string captures_dir() {
   if (const char* env = getenv("CUDATOOL_CAPTURES")) return env;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data"}) {
+  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
+                        std::string("/work/shared/data")}) {
     if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
   }
   return source_dir() + "/../shared/data";
