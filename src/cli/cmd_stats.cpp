@@ -71,7 +71,9 @@ void rows_table(std::string& out, std::string_view title, const std::vector<rm::
       row.push_back(fmt::format("{:.3f}", static_cast<double>(r.dur_total_ns) / 1e6));
       row.push_back(micros(r.dur_max_ns));
     }
-    if (!key_header.empty()) row.push_back(fmt::format("{:#x}", r.key));
+    if (!key_header.empty()) {
+      row.push_back(key_header == "errno" ? std::to_string(r.key) : fmt::format("{:#x}", r.key));
+    }
     row.push_back(r.name);
     t.add(std::move(row));
   }
