@@ -218,7 +218,7 @@ void register_decode(CLI::App& app, int* exit_code) {
       "  cudatool decode a.jsonl --filter 'failed'\n"
       "  cudatool decode a.jsonl --filter 'ctrl=NV2080_CTRL_CMD_GPU_* or class=*CHANNEL*'\n"
       "  cudatool decode a.jsonl --filter 'call=NV_ESC_RM_ALLOC,NV_ESC_RM_FREE and tid=540'\n"
-      "  cudatool decode a.jsonl --json --filter 'device=uvm' | jq -r .call | sort | uniq -c\n"
+      "  cudatool decode a.jsonl --json --filter 'device=uvm' | jq -r 'select(.seq) | .call' | sort\n"
       "\n"
       "Each line: seq, time since the start (s), duration (-: not recorded), tid, device, then\n"
       "the call: escape or UVM ioctl, its argument members (handles, class, control command and\n"
