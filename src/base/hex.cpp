@@ -3,15 +3,37 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace cudatool {
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+struct HexTable {
+  int8_t v[256];
+  constexpr HexTable() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = -1;
+    for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<int8_t>(i);
+    for (int i = 0; i < 6; ++i) {
+      v['a' + i] = static_cast<int8_t>(10 + i);
+      v['A' + i] = static_cast<int8_t>(10 + i);
+    }
+  }
+};
+constexpr HexTable kHexValue;
+
+bool decode_hex_scalar(const unsigned char* p, size_t n, uint8_t* out) {
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int hi = kHexValue.v[p[2 * i]];
+    int lo = kHexValue.v[p[2 * i + 1]];
+    bad |= hi | lo;  // any -1 sets the sign bit
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return bad >= 0;
 }
 
 }  // namespace
@@ -19,13 +41,41 @@ int hex_digit(char c) {
 std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
   std::vector<uint8_t> out(hex.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int hi = hex_digit(hex[2 * i]);
-    int lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
+  if (!decode_hex_into(hex, out.data())) return std::nullopt;
   return out;
+}
+
+bool decode_hex_into(std::string_view hex, uint8_t* out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(hex.data());
+  size_t n = hex.size() / 2;
+  size_t i = 0;
+#if defined(__x86_64__)
+  // 16 digits -> 8 bytes. Lower-case by setting bit 5 (digits already have it), classify with
+  // signed byte compares (bytes >= 0x80 are negative: never in range), take the nibble values
+  // of the digits and letters, and pack pairs: (even << 4) | odd.
+  const __m128i k20 = _mm_set1_epi8(0x20);
+  const __m128i k0m1 = _mm_set1_epi8('0' - 1), k9p1 = _mm_set1_epi8('9' + 1);
+  const __m128i kam1 = _mm_set1_epi8('a' - 1), kfp1 = _mm_set1_epi8('f' + 1);
+  const __m128i k0 = _mm_set1_epi8('0'), ka10 = _mm_set1_epi8('a' - 10);
+  const __m128i klow = _mm_set1_epi16(0x00ff);
+  for (; i + 8 <= n; i += 8) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+    __m128i lv = _mm_or_si128(v, k20);
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(lv, k0m1), _mm_cmpgt_epi8(k9p1, lv));
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lv, kam1), _mm_cmpgt_epi8(kfp1, lv));
+    // A digit must not come from a byte that only looks like one after the case bit was set
+    // (0x10..0x19 | 0x20): compare the original byte for digits.
+    digit = _mm_and_si128(digit, _mm_cmpeq_epi8(v, lv));
+    if (_mm_movemask_epi8(_mm_or_si128(digit, alpha)) != 0xffff) return false;
+    __m128i nib = _mm_or_si128(_mm_and_si128(digit, _mm_sub_epi8(lv, k0)),
+                               _mm_and_si128(alpha, _mm_sub_epi8(lv, ka10)));
+    __m128i hi = _mm_and_si128(_mm_slli_epi16(nib, 4), klow);
+    __m128i lo = _mm_srli_epi16(nib, 8);
+    __m128i packed = _mm_packus_epi16(_mm_or_si128(hi, lo), _mm_setzero_si128());
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), packed);
+  }
+#endif
+  return decode_hex_scalar(p + 2 * i, n - i, out + i);
 }
 
 void append_hex(std::string& out, ByteView bytes) {

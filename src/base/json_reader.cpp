@@ -1,7 +1,13 @@
 #include "base/json_reader.hpp"
 
+#include "base/hex.hpp"
+
 #include <charconv>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace cudatool {
 namespace {
@@ -65,16 +71,8 @@ bool JsonReader::fail_at(const char* at, const char* reason) {
   return false;
 }
 
-void JsonReader::skip_ws() {
+void JsonReader::skip_ws_slow() {
   while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-}
-
-bool JsonReader::before_value() {
-  if (error_ != nullptr) return false;
-  value_pending_ = false;
-  skip_ws();
-  if (p_ == end_) return fail("unexpected end of input, expected a value");
-  return true;
 }
 
 JsonReader::Kind JsonReader::peek() {
@@ -187,8 +185,26 @@ bool JsonReader::parse_string(std::string_view& out) {
   // *p_ == '"'
   const char* start = p_ + 1;
   const char* s = start;
-  // Fast scan, 8 bytes at a time, to the first byte that is '"', '\\' or a control byte.
-  while (end_ - s >= 8) {
+  // Fast scan, 16 (SSE2) or 8 bytes at a time, to the first byte that is '"', '\\' or a control
+  // byte. Trace lines are mostly long hex strings: this loop is the reader's inner loop.
+  bool stopped = false;
+#if defined(__x86_64__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i k1f = _mm_set1_epi8(0x1f);
+  while (end_ - s >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                               _mm_cmpeq_epi8(_mm_min_epu8(v, k1f), v));  // v <= 0x1f
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) {
+      s += __builtin_ctz(static_cast<unsigned>(mask));
+      stopped = true;
+      break;
+    }
+    s += 16;
+  }
+#endif
+  while (!stopped && end_ - s >= 8) {
     uint64_t v;
     std::memcpy(&v, s, 8);
     if ((has_zero(v ^ (kOnes * '"')) | has_zero(v ^ (kOnes * '\\')) | has_less(v, 0x20)) != 0) {
@@ -287,6 +303,35 @@ bool JsonReader::string(std::string_view& out) {
   if (!before_value()) return false;
   if (*p_ != '"') return fail("expected a string");
   return parse_string(out);
+}
+
+bool JsonReader::hex_string(std::vector<uint8_t>& out, bool& not_hex) {
+  not_hex = false;
+  if (!before_value()) return false;
+  if (*p_ != '"') return fail("expected a string");
+  const char* start = p_ + 1;
+  const auto* quote =
+      static_cast<const char*>(std::memchr(start, '"', static_cast<size_t>(end_ - start)));
+  if (quote != nullptr) {
+    auto n = static_cast<size_t>(quote - start);
+    // Hex digits hold no backslash or control byte: a string that decodes is complete and valid.
+    if (n % 2 == 0) {
+      out.resize(n / 2);
+      if (decode_hex_into(std::string_view(start, n), out.data())) {
+        p_ = quote + 1;
+        return true;
+      }
+    }
+  }
+  std::string_view s;
+  if (!parse_string(s)) return false;
+  if (s.size() % 2 != 0) {
+    not_hex = true;
+    return true;
+  }
+  out.resize(s.size() / 2);
+  not_hex = !decode_hex_into(s, out.data());
+  return true;
 }
 
 bool JsonReader::string(std::string& out) {

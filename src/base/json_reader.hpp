@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cudatool {
 
@@ -59,6 +60,11 @@ class JsonReader {
   // an internal buffer, valid until the next call.
   bool string(std::string_view& out);
   bool string(std::string& out);
+  // A string of hex digits in pairs, decoded to bytes (trace buffers). Found by memchr for the
+  // closing quote and decoded in one pass when it holds only hex digits; otherwise read as any
+  // string (escapes decoded) and decoded from that. `not_hex` is set (and true returned) when the
+  // string is valid JSON but not hex digits in pairs.
+  bool hex_string(std::vector<uint8_t>& out, bool& not_hex);
   bool boolean(bool& out);
   bool null();
   // Integers in plain integer syntax (no fraction or exponent), range-checked.
@@ -85,8 +91,20 @@ class JsonReader {
  private:
   bool fail(const char* reason);
   bool fail_at(const char* at, const char* reason);
-  void skip_ws();
-  bool before_value();  // handles a pending value left unread by the caller
+  // Compact JSON (traces) has no whitespace: one comparison, inline.
+  void skip_ws() {
+    if (p_ != end_ && static_cast<unsigned char>(*p_) > ' ') return;
+    skip_ws_slow();
+  }
+  void skip_ws_slow();
+  // Starts reading a value (inline: called for every value); false at the end or after an error.
+  bool before_value() {
+    if (error_ != nullptr) return false;
+    value_pending_ = false;
+    skip_ws();
+    if (p_ == end_) return fail("unexpected end of input, expected a value");
+    return true;
+  }
   bool scan_number(const char*& start, const char*& stop, bool& integer);
   bool parse_string(std::string_view& out);
   bool skip_string();

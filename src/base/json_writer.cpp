@@ -1,5 +1,9 @@
 #include "base/json_writer.hpp"
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -24,6 +28,23 @@ void json_escape_to(std::string& out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
   // Fast path: most strings (names, keys) need no escaping and are copied in one piece.
   size_t first = 0;
+#if defined(__x86_64__)
+  // 16 bytes at a time to the first byte that needs escaping: < 0x20, '"', '\\', >= 0x7f.
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i k1f = _mm_set1_epi8(0x1f), k7f = _mm_set1_epi8(0x7f);
+  while (s.size() - first >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + first));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                               _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, k1f), v),    // v <= 0x1f
+                                            _mm_cmpeq_epi8(_mm_max_epu8(v, k7f), v)));  // v >= 0x7f
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) {
+      first += static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+      break;
+    }
+    first += 16;
+  }
+#endif
   while (first < s.size() && !kNeedsEscape[static_cast<unsigned char>(s[first])]) ++first;
   out.push_back('"');
   if (first == s.size()) {
@@ -38,11 +59,21 @@ void json_escape_to(std::string& out, std::string_view s) {
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         // Written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
         out += "\\u00";

@@ -21,5 +21,8 @@ void register_symbolize(CLI::App& app, int* exit_code);
 void register_trace(CLI::App& app, int* exit_code);
 void register_import(CLI::App& app, int* exit_code);
 void register_cubins(CLI::App& app, int* exit_code);
+void register_decode(CLI::App& app, int* exit_code);
+void register_stats(CLI::App& app, int* exit_code);
+void register_export(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

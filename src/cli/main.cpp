@@ -28,6 +28,9 @@ constexpr CommandEntry kCommands[] = {
     {"trace", cudatool::cli::register_trace},
     {"import", cudatool::cli::register_import},
     {"cubins", cudatool::cli::register_cubins},
+    {"decode", cudatool::cli::register_decode},
+    {"stats", cudatool::cli::register_stats},
+    {"export", cudatool::cli::register_export},
 };
 // clang-format on
 

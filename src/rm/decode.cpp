@@ -379,15 +379,20 @@ void decode_other(const trace::Event& ev, Decoded& d) {
 
 }  // namespace
 
+// By the last component of the path, as the recorders classify device paths
+// (trace/nv_ioctl_abi.h): a trace recorded with --devices on nodes outside /dev (a container's
+// mount, the test fixtures' fake nodes) decodes alike.
 Device classify_device(std::string_view path) {
-  constexpr std::string_view kDev = "/dev/nvidia";
-  if (path.substr(0, kDev.size()) != kDev) return Device::kUnknown;
-  std::string_view rest = path.substr(kDev.size());
+  if (path.find("/nvidia-caps") != std::string_view::npos) return Device::kCaps;
+  size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  constexpr std::string_view kNv = "nvidia";
+  if (base.substr(0, kNv.size()) != kNv) return Device::kUnknown;
+  std::string_view rest = base.substr(kNv.size());
   if (rest == "ctl") return Device::kControl;
   if (rest == "-uvm") return Device::kUvm;
   if (rest == "-uvm-tools") return Device::kUvmTools;
   if (rest == "-modeset") return Device::kModeset;
-  if (rest.substr(0, 5) == "-caps") return Device::kCaps;
   if (!rest.empty() &&
       std::all_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
     return Device::kGpu;

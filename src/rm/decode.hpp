@@ -55,6 +55,10 @@ enum class ValueKind : uint8_t {
 };
 
 struct Field {
+  // User-provided, so that value-initialisation (emplace_back()) runs the member initialisers
+  // instead of first zeroing the whole object (a `rep stos` that cost 7% of `decode`).
+  Field() noexcept {}  // NOLINT(modernize-use-equals-default)
+
   std::string_view name;  // member name; "" for list elements
   ValueKind kind = ValueKind::kHex;
   uint64_t value = 0;
@@ -106,8 +110,13 @@ Decoded decode_event(const Tables& tables, const trace::Event& ev);
 // line for the whole call ("NV_ESC_RM_CONTROL hClient=0xc1d00033 … status=NV_OK").
 std::string format_value(const Field& f);
 std::string format_line(const Decoded& d);
+// format_line appended to `out` (no allocation when `out` has room).
+void append_line(std::string& out, const Decoded& d);
 // The JSON twin: an object {"call", "known", "device", "nr", "arg_struct", "args": [...],
 // "params_struct", "params": [...], "status", "status_name", "h_client", …, "notes"}.
 void write_json(JsonWriter& w, const Decoded& d);
+// The same members without the enclosing braces, for a caller that adds its own (`decode --json`
+// puts seq, t, pid, tid and path first).
+void write_json_members(JsonWriter& w, const Decoded& d);
 
 }  // namespace cudatool::rm

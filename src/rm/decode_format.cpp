@@ -1,4 +1,5 @@
 // Text and JSON renderings of a Decoded call (no printing: the caller writes the strings).
+#include <charconv>
 #include <cstdio>
 
 #include "base/json_writer.hpp"
@@ -7,10 +8,26 @@
 namespace cudatool::rm {
 namespace {
 
+// "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper.
 void append_hex(std::string& out, uint64_t v, bool pad8 = false) {
+  char buf[20];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  auto n = static_cast<size_t>(r.ptr - buf);
+  out += "0x";
+  if (pad8 && n < 8) out.append(8 - n, '0');
+  out.append(buf, n);
+}
+
+void append_dec(std::string& out, uint64_t v) {
   char buf[24];
-  snprintf(buf, sizeof buf, pad8 ? "0x%08llx" : "0x%llx", static_cast<unsigned long long>(v));
-  out += buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_signed(std::string& out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void append_value(std::string& out, const Field& f);
@@ -50,10 +67,10 @@ void append_value(std::string& out, const Field& f) {
       append_hex(out, f.value);
       break;
     case ValueKind::kDec:
-      out += std::to_string(f.value);
+      append_dec(out, f.value);
       break;
     case ValueKind::kSigned:
-      out += std::to_string(static_cast<int64_t>(f.value));
+      append_signed(out, static_cast<int64_t>(f.value));
       break;
     case ValueKind::kHandle:
       append_hex(out, f.value, true);
@@ -118,73 +135,95 @@ void append_value(std::string& out, const Field& f) {
   }
 }
 
-void write_field_value(JsonWriter& w, const Field& f);
+// The JSON of decoded members is written straight into a string (not through JsonWriter, whose
+// per-value bookkeeping was most of `decode --json`'s time) and inserted with JsonWriter::raw.
+void json_hex(std::string& out, uint64_t v) {
+  char buf[24] = {'"', '0', 'x'};
+  auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
+  *r.ptr = '"';
+  out.append(buf, r.ptr + 1);
+}
 
-void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
-  w.begin_array();
+void json_field_value(std::string& out, const Field& f);
+
+void json_fields(std::string& out, const std::vector<Field>& fields) {
+  out += '[';
+  bool first = true;
   for (const Field& f : fields) {
-    w.begin_object();
-    w.kv("name", f.name);
-    w.key("value");
-    write_field_value(w, f);
+    if (!first) out += ',';
+    first = false;
+    out += "{\"name\":";
+    json_escape_to(out, f.name);
+    out += ",\"value\":";
+    json_field_value(out, f);
     if (f.kind == ValueKind::kClass || f.kind == ValueKind::kControl ||
         f.kind == ValueKind::kStatus) {
-      w.key("symbol");
+      out += ",\"symbol\":";
       if (f.symbol.empty()) {
-        w.null();
+        out += "null";
       } else {
-        w.value(f.symbol);
+        json_escape_to(out, f.symbol);
       }
       if (f.kind == ValueKind::kControl && f.symbol.empty() && !f.category.empty()) {
-        w.kv("category", f.category);
+        out += ",\"category\":";
+        json_escape_to(out, f.category);
       }
     }
-    w.end_object();
+    out += '}';
   }
-  w.end_array();
+  out += ']';
 }
 
 // Numbers that people read as numbers are JSON numbers; handles, addresses, flags and ids are
 // "0x…" strings (docs/json.md); lists and structures nest.
-void write_field_value(JsonWriter& w, const Field& f) {
+void json_field_value(std::string& out, const Field& f) {
   switch (f.kind) {
     case ValueKind::kDec:
-      w.value(static_cast<unsigned long>(f.value));
+    case ValueKind::kChar:
+      append_dec(out, f.value);
       break;
     case ValueKind::kSigned:
-      w.value(static_cast<long>(static_cast<int64_t>(f.value)));
+      append_signed(out, static_cast<int64_t>(f.value));
       break;
     case ValueKind::kString:
     case ValueKind::kBytes:
-      w.value(f.text);
+      json_escape_to(out, f.text);
       break;
-    case ValueKind::kList:
-      w.begin_array();
+    case ValueKind::kList: {
+      out += '[';
+      bool first = true;
       for (const Field& e : f.items) {
+        if (!first) out += ',';
+        first = false;
         if (e.kind == ValueKind::kStruct) {
-          write_fields(w, e.items);
+          json_fields(out, e.items);
         } else if (e.kind == ValueKind::kClass || e.kind == ValueKind::kStatus) {
           if (e.symbol.empty()) {
-            w.hex(e.value);
+            json_hex(out, e.value);
           } else {
-            w.value(e.symbol);
+            json_escape_to(out, e.symbol);
           }
         } else {
-          write_field_value(w, e);
+          json_field_value(out, e);
         }
       }
-      w.end_array();
+      out += ']';
       break;
+    }
     case ValueKind::kStruct:
-      write_fields(w, f.items);
-      break;
-    case ValueKind::kChar:
-      w.value(static_cast<unsigned long>(f.value));
+      json_fields(out, f.items);
       break;
     default:
-      w.hex(f.value);
+      json_hex(out, f.value);
       break;
   }
+}
+
+void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
+  thread_local std::string text;
+  text.clear();
+  json_fields(text, fields);
+  w.raw(text);
 }
 
 void kv_opt_hex(JsonWriter& w, std::string_view k, const std::optional<uint32_t>& v) {
@@ -206,6 +245,11 @@ std::string format_value(const Field& f) {
 
 std::string format_line(const Decoded& d) {
   std::string out;
+  append_line(out, d);
+  return out;
+}
+
+void append_line(std::string& out, const Decoded& d) {
   if (!d.call.empty()) {
     out += d.call;
   } else {
@@ -230,11 +274,15 @@ std::string format_line(const Decoded& d) {
     out += " hex=";
     out += d.hex;
   }
-  return out;
 }
 
 void write_json(JsonWriter& w, const Decoded& d) {
   w.begin_object();
+  write_json_members(w, d);
+  w.end_object();
+}
+
+void write_json_members(JsonWriter& w, const Decoded& d) {
   w.key("call");
   if (d.call.empty()) {
     w.null();
@@ -290,7 +338,6 @@ void write_json(JsonWriter& w, const Decoded& d) {
   w.begin_array();
   for (const std::string& n : d.partial) w.value(n);
   w.end_array();
-  w.end_object();
 }
 
 }  // namespace cudatool::rm

@@ -114,12 +114,46 @@ const FieldEntry* count_sibling(std::span<const FieldEntry> members, std::string
   return nullptr;
 }
 
-Field scalar(std::string_view name, ValueKind kind, uint64_t value) {
-  Field f;
+// The display kind of a member (of each element for arrays): the override, else by its name and
+// type.
+ValueKind member_kind_uncached(const StructEntry& s, const FieldEntry& m) {
+  const Override* ov = find_override(s.name, m.name);
+  return ov ? ov->kind : scalar_kind(m.name, m.type, m.elem_size);
+}
+
+// Kinds of every member of every generated branch, computed once: choosing a kind (string tests
+// on names and types) cost more than reading the member.
+struct KindCache {
+  std::vector<std::vector<ValueKind>> by_branch;
+  KindCache() {
+    for (const Tables& t : all_branches()) {
+      std::vector<ValueKind> kinds(t.all_fields().size(), ValueKind::kHex);
+      for (const StructEntry& s : t.structs()) {
+        for (const FieldEntry& m : t.fields(s)) {
+          kinds[static_cast<size_t>(&m - t.all_fields().data())] = member_kind_uncached(s, m);
+        }
+      }
+      by_branch.push_back(std::move(kinds));
+    }
+  }
+};
+
+ValueKind member_kind(const Tables& t, const StructEntry& s, const FieldEntry& m) {
+  static const KindCache cache;
+  auto branches = all_branches();
+  auto b = static_cast<size_t>(&t - branches.data());
+  if (&t >= branches.data() && b < cache.by_branch.size()) {
+    auto i = static_cast<size_t>(&m - t.all_fields().data());
+    if (&m >= t.all_fields().data() && i < cache.by_branch[b].size()) return cache.by_branch[b][i];
+  }
+  return member_kind_uncached(s, m);  // tables built elsewhere (tests)
+}
+
+void add_scalar(std::vector<Field>& out, std::string_view name, ValueKind kind, uint64_t value) {
+  Field& f = out.emplace_back();
   f.name = name;
   f.kind = kind;
   f.value = value;
-  return f;
 }
 
 void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, ByteView bytes,
@@ -151,8 +185,7 @@ void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, By
     count = std::min<uint64_t>(read_uint(bytes, c->offset, c->size), capacity);
     counted = true;
   }
-  const Override* ov = find_override(s.name, m.name);
-  ValueKind kind = ov ? ov->kind : scalar_kind(m.name, m.type, m.elem_size);
+  ValueKind kind = member_kind(t, s, m);
   if (!counted && elem_struct == nullptr) {
     // No count: drop the unused tail (zeros, or all-ones "invalid id" fillers).
     uint64_t ones = m.elem_size >= 8 ? ~0ULL : (1ULL << (8 * m.elem_size)) - 1;
@@ -175,7 +208,7 @@ void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, By
                     depth + 1);
       f.items.push_back(std::move(e));
     } else {
-      f.items.push_back(scalar({}, kind, read_uint(body, off, m.elem_size)));
+      add_scalar(f.items, {}, kind, read_uint(body, off, m.elem_size));
     }
   }
   out.push_back(std::move(f));
@@ -183,25 +216,12 @@ void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, By
 
 }  // namespace
 
-uint64_t read_uint(ByteView bytes, uint64_t off, uint32_t size) {
-  switch (size) {
-    case 1:
-      return bytes.read<uint8_t>(off).value_or(0);
-    case 2:
-      return bytes.read<uint16_t>(off).value_or(0);
-    case 4:
-      return bytes.read<uint32_t>(off).value_or(0);
-    case 8:
-      return bytes.read<uint64_t>(off).value_or(0);
-    default:
-      return 0;
-  }
-}
-
 void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::vector<Field>& out,
                    std::vector<std::string>& partial, std::string_view what, int depth) {
   size_t missing = 0;
-  for (const FieldEntry& m : t.fields(s)) {
+  std::span<const FieldEntry> members = t.fields(s);
+  out.reserve(out.size() + members.size());  // one allocation for a nested structure's members
+  for (const FieldEntry& m : members) {
     if (!bytes.contains(m.offset, m.size)) {
       ++missing;
       continue;
@@ -211,8 +231,7 @@ void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::v
       continue;
     }
     if (m.size == 1 || m.size == 2 || m.size == 4 || m.size == 8) {
-      const Override* ov = find_override(s.name, m.name);
-      ValueKind kind = ov ? ov->kind : scalar_kind(m.name, m.type, m.size);
+      ValueKind kind = member_kind(t, s, m);
       uint64_t v = read_uint(bytes, m.offset, m.size);
       if (kind == ValueKind::kSigned) {
         v = static_cast<uint64_t>(m.size == 8   ? static_cast<int64_t>(v)
@@ -220,7 +239,7 @@ void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::v
                                   : m.size == 2 ? static_cast<int16_t>(v)
                                                 : static_cast<int8_t>(v));
       }
-      out.push_back(scalar(m.name, kind, v));
+      add_scalar(out, m.name, kind, v);
       continue;
     }
     Field f;

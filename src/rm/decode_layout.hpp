@@ -18,7 +18,21 @@ namespace cudatool::rm::detail {
 void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::vector<Field>& out,
                    std::vector<std::string>& partial, std::string_view what, int depth = 0);
 
-// Reads an unsigned little-endian value of 1, 2, 4 or 8 bytes; other sizes read as 0.
-uint64_t read_uint(ByteView bytes, uint64_t off, uint32_t size);
+// Reads an unsigned little-endian value of 1, 2, 4 or 8 bytes; other sizes (and bytes out of
+// range) read as 0.
+inline uint64_t read_uint(ByteView bytes, uint64_t off, uint32_t size) {
+  switch (size) {
+    case 1:
+      return bytes.read<uint8_t>(off).value_or(0);
+    case 2:
+      return bytes.read<uint16_t>(off).value_or(0);
+    case 4:
+      return bytes.read<uint32_t>(off).value_or(0);
+    case 8:
+      return bytes.read<uint64_t>(off).value_or(0);
+    default:
+      return 0;
+  }
+}
 
 }  // namespace cudatool::rm::detail

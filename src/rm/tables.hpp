@@ -136,6 +136,8 @@ class Tables {
   [[nodiscard]] std::span<const ClassEntry> classes() const { return d_.classes; }
   [[nodiscard]] std::span<const UvmEntry> uvm_ioctls() const { return d_.uvm; }
   [[nodiscard]] std::span<const StructEntry> structs() const { return d_.structs; }
+  // Every member of every structure (StructEntry::first_field indexes it).
+  [[nodiscard]] std::span<const FieldEntry> all_fields() const { return d_.fields; }
 
  private:
   Data d_;

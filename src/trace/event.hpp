@@ -45,9 +45,9 @@ struct Buffer {
                      // pAllocParms), "xfer" (nv_ioctl_xfer_t target), … for nested ones
   uint64_t addr = 0;
   uint64_t size = 0;  // bytes the recorder meant to read
-  // `size` is an upper bound, not the parameter size (no size is known for the request: UVM
-  // ioctls until the size table is wired in): `before`/`after` hold what was readable of it,
-  // clipped at the end of the mapping, with no error unless nothing was readable.
+  // `size` is an upper bound, not the parameter size (no size is known for the request: a UVM
+  // ioctl the size table of nv_ioctl_abi.h does not know): `before`/`after` hold what was
+  // readable of it, clipped at the end of the mapping, with no error unless nothing was readable.
   bool bounded = false;
   // Contents; empty with the matching `*_error` set when the memory could not be read (bad
   // pointer, unmapped, size over the recorder's cap). Both may be present with fewer bytes than

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <charconv>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <regex>
@@ -19,8 +20,11 @@ Header make_header(const std::vector<std::string>& argv, const std::string& mode
   h.mode = mode;
   h.devices = devices;
   h.recorder = "cudatool " CUDATOOL_VERSION;
-  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (…)"
-  std::ifstream v("/proc/driver/nvidia/version");
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (…)".
+  // $CUDATOOL_DRIVER_VERSION_FILE names another copy of that file (a container without
+  // /proc/driver/nvidia, a test); the recorders also take their UVM sizes by this version.
+  const char* file = std::getenv("CUDATOOL_DRIVER_VERSION_FILE");
+  std::ifstream v(file != nullptr && *file != '\0' ? file : "/proc/driver/nvidia/version");
   std::string line;
   if (v && std::getline(v, line)) {
     h.driver_version_line = line;

@@ -36,6 +36,7 @@ struct cudatool_preload_ctl {
   uint64_t lost;          /* device calls seen but not recorded (atomic) */
   uint64_t processes;     /* shim instances started (one per program image) (atomic) */
   uint64_t written;       /* event lines written (atomic) */
+  uint64_t uvm_major;     /* driver major whose UVM parameter sizes the shims use (0: newest) */
 };
 
 #endif /* CUDATOOL_TRACE_PRELOAD_CTL_H */

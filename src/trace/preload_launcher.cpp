@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "trace/nv_ioctl_abi.h"
 #include "trace/preload_ctl.h"
 #include "trace/recorder.hpp"
 #include "trace/signals.hpp"
@@ -56,7 +57,7 @@ class ControlBlock {
     if (ctl_ != nullptr) munmap(ctl_, 4096);
     if (!path_.empty()) unlink(path_.c_str());
   }
-  Status create(uint64_t t0, uint64_t max_buffer, uint64_t start_off) {
+  Status create(uint64_t t0, uint64_t max_buffer, uint64_t start_off, int uvm_major) {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl =
         std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudatool-preload-XXXXXX";
@@ -75,6 +76,7 @@ class ControlBlock {
     ctl_ = static_cast<cudatool_preload_ctl*>(p);
     ctl_->t0_ns = t0;
     ctl_->max_buffer = max_buffer;
+    ctl_->uvm_major = static_cast<uint64_t>(uvm_major);
     ctl_->write_off = start_off;
     ctl_->extended_to = start_off;
     __atomic_store_n(&ctl_->magic, CUDATOOL_PRELOAD_MAGIC, __ATOMIC_RELEASE);
@@ -101,10 +103,12 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   // The shims write plain lines; a .zst trace is compressed from this spool at the end.
   std::string events_path = absolute(zst ? out_path + ".spool" : out_path);
   RecordSummary sum;
+  int uvm_major = 0;  // the driver's major: the shims read UVM arguments by its branch's sizes
   {
     auto w = TraceWriter::create(events_path, TraceWriter::Compression::kNone);
     if (!w) return w.error();
     Header h = make_header(o.argv, "preload", o.devices);
+    if (h.driver_version) uvm_major = nvtr_driver_major(h.driver_version->c_str());
     if (Status st = (*w)->write_header(h); !st.ok()) return st.error();
     if (Status st = (*w)->close(); !st.ok()) return st.error();
   }
@@ -112,7 +116,8 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   if (stat(events_path.c_str(), &st) != 0) return err(events_path + ": " + std::strerror(errno));
   uint64_t t0 = monotonic_ns();
   ControlBlock ctl;
-  if (Status s = ctl.create(t0, o.max_buffer, static_cast<uint64_t>(st.st_size)); !s.ok()) {
+  if (Status s = ctl.create(t0, o.max_buffer, static_cast<uint64_t>(st.st_size), uvm_major);
+      !s.ok()) {
     return s.error();
   }
 

@@ -128,7 +128,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
   Event& ev = c.ev;
   if (!after) {
     int kind = path_kind_[static_cast<size_t>(c.path_id)];
-    c.arg_plan = nvtr_plan_arg(kind, static_cast<uint32_t>(ev.request), c.args[2]);
+    c.arg_plan = nvtr_plan_arg(kind, static_cast<uint32_t>(ev.request), c.args[2], uvm_);
     if (!ev.arg) ev.arg.emplace();  // reused: its vectors keep their capacity
     Buffer* arg = &*ev.arg;
     // The argument, and (one read for both) where the last nested buffer of this thread was.

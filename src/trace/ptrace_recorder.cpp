@@ -488,6 +488,8 @@ Result<RecordSummary> PtraceRecorder::run() {
   sum_.placement = cpu >= 0 ? fmt::format("same-cpu {}", cpu) : "any";
   Header h = make_header(opt_.argv, "ptrace", devices_.spec());
   h.placement = sum_.placement;
+  uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
+                                                    : 0);
   if (opt_.attach_pid != 0) {
     std::ifstream f(fmt::format("/proc/{}/cmdline", opt_.attach_pid), std::ios::binary);
     std::string arg;

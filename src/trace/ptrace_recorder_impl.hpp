@@ -112,6 +112,8 @@ class PtraceRecorder {
   DeviceMatcher devices_;
   PathTable paths_;
   std::vector<int> path_kind_;  // nvtr_dev_kind per path id
+  // UVM parameter sizes of the driver branch (nv_ioctl_abi.h), chosen from the header's version.
+  const nvtr_uvm_branch* uvm_ = nullptr;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, std::shared_ptr<Process>> procs_;
   bool attach_mode_ = false;

@@ -307,6 +307,13 @@ bool TraceReader::next(Event& ev) {
       return false;
     }
     ++line_no_;
+    // The common case first: a whole event line that parses. A line holding NUL bytes never
+    // parses (JSON has no place for them), so the scan for them below is needed only when this
+    // fails; it then starts over on the slow path, which reports what is wrong.
+    if (complete && !trailer_ && classify_line(line) == LineKind::kEvent &&
+        parse_event_line(line, off, ev).ok()) {
+      return true;
+    }
     if (line.find('\0') != std::string_view::npos) {
       rest_ = line;
       rest_offset_ = off;

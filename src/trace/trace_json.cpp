@@ -114,33 +114,6 @@ void write_buffer(Line& l, const Buffer& b) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-struct HexTable {
-  int8_t v[256];
-  constexpr HexTable() : v() {
-    for (int i = 0; i < 256; ++i) v[i] = -1;
-    for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<int8_t>(i);
-    for (int i = 0; i < 6; ++i) {
-      v['a' + i] = static_cast<int8_t>(10 + i);
-      v['A' + i] = static_cast<int8_t>(10 + i);
-    }
-  }
-};
-constexpr HexTable kHex;
-
-bool decode_hex(std::string_view s, std::vector<uint8_t>& out) {
-  if (s.size() % 2 != 0) return false;
-  out.resize(s.size() / 2);
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  int bad = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    int hi = kHex.v[p[2 * i]];
-    int lo = kHex.v[p[2 * i + 1]];
-    bad |= hi | lo;  // any -1 sets the sign bit
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  return bad >= 0;
-}
-
 // The parse state of one line: the pull reader plus the first field-level error.
 class LineParser {
  public:
@@ -185,9 +158,9 @@ class LineParser {
     return r_.string(v);
   }
   bool hex(std::vector<uint8_t>& v) {
-    std::string_view s;
-    if (!r_.string(s)) return false;
-    if (!decode_hex(s, v)) return bad("expected hex digits in pairs");
+    bool not_hex = false;
+    if (!r_.hex_string(v, not_hex)) return false;
+    if (not_hex) return bad("expected hex digits in pairs");
     return true;
   }
   bool extra(std::vector<ExtraField>& out, std::string_view key) {

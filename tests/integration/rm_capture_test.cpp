@@ -8,20 +8,17 @@
 // interfaces in which no release defines any command (NV2081_BINAPI). Those are listed, must have
 // a named interface, and are left out of the 98% naming requirement; the raw ratio is printed.
 //
-// The capture is read here with liblzma and nlohmann::json, independently of cudatool's trace
-// reader; the driver version comes from the capture's README.
+// The capture is read here with xz and nlohmann::json (capture_data.cpp), independently of
+// cudatool's trace reader; the driver version comes from the capture's README.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
-#include <sstream>
 
 #include "base/hex.hpp"
+#include "capture_data.hpp"
 #include "harness.hpp"
 #include "rm/decode.hpp"
 #include "rm/tables.hpp"
@@ -85,17 +82,8 @@ struct Capture {
 
 Capture load(const std::string& name) {
   Capture c;
-  std::string dir = captures_dir();
-  std::string readme = read_file(dir + "/README.md");
-  std::smatch m;
-  if (std::regex_search(readme, m, std::regex(R"(kernel driver ([0-9]+\.[0-9]+(\.[0-9]+)?))"))) {
-    c.driver_version = m[1];
-  }
-  std::istringstream in(read_capture(name));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) c.events.push_back(event_of(json::parse(line)));
-  }
+  c.driver_version = capture_driver_version();
+  for (const json& j : capture_lines(name)) c.events.push_back(event_of(j));
   return c;
 }
 
@@ -141,12 +129,12 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
   EXPECT_GT(ioctls, 0u);
 
   // Control commands: named, or unpublished (GSS legacy, or an interface without any published
-  // command in any release).
-  constexpr uint32_t kGssLegacyMask = 0x8000;  // RM_GSS_LEGACY_MASK, rmapi_deprecated.h
+  // command in any release): capture_data.hpp says the rule.
   size_t named = 0, unpublished = 0;
   std::string unnamed;
   for (const auto& [cmd, n] : controls) {
-    if (t.find_control(cmd) != nullptr) {
+    ControlNaming naming = control_naming(t, cmd);
+    if (naming == ControlNaming::kNamed) {
       ++named;
       continue;
     }
@@ -156,11 +144,7 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
              cat ? std::string(cat->name).c_str() : "unknown interface", n, n == 1 ? "" : "s");
     unnamed += buf;
     EXPECT_NE(cat, nullptr) << "control 0x" << std::hex << cmd << ": interface unknown";
-    bool interface_published = false;
-    for (const rm::Tables& b : rm::all_branches()) {
-      for (const rm::CtrlEntry& e : b.controls()) interface_published |= (e.id >> 8) == (cmd >> 8);
-    }
-    if ((cmd & kGssLegacyMask) != 0 || !interface_published) {
+    if (naming == ControlNaming::kUnpublished) {
       ++unpublished;
     } else {
       ADD_FAILURE() << "control 0x" << std::hex << cmd

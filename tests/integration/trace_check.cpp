@@ -174,6 +174,23 @@ std::vector<std::string> match_exactly(const std::vector<json>& printed,
   return problems;
 }
 
+size_t resolve_uvm_table_sizes(std::vector<json>& printed,
+                               const std::map<uint64_t, uint64_t>& uvm_sizes) {
+  size_t n = 0;
+  for (json& e : printed) {
+    if (e["sys"] != "ioctl" || !e.contains("arg") || e["arg"]["size"] != "uvm_table") continue;
+    auto it = uvm_sizes.find(hexnum(e["req"]));
+    if (it == uvm_sizes.end()) continue;
+    json& a = e["arg"];
+    a["size"] = it->second;
+    for (const char* side : {"pre", "post"}) {
+      if (a.contains(side)) a[side] = a[side].get<std::string>().substr(0, 2 * it->second);
+    }
+    ++n;
+  }
+  return n;
+}
+
 std::string make_fake_devices(const std::string& name) {
   std::string dir = temp_dir() + "/" + name;
   mkdir(dir.c_str(), 0755);

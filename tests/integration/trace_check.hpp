@@ -2,6 +2,7 @@
 // with nlohmann/json, independently of cudatool's own reader.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ std::string mismatch(const nlohmann::json& e, const nlohmann::json& r);
 // message per call left without a partner (empty: the trace holds exactly the calls made).
 std::vector<std::string> match_exactly(const std::vector<nlohmann::json>& printed,
                                        const std::vector<nlohmann::json>& recorded);
+
+// nv_client prints "size":"uvm_table" for UVM arguments whose size depends on the driver branch
+// (it cannot know it): sets it to the parameter size in `uvm_sizes` (request -> size, from the
+// decoder's table of the branch the recording used) and cuts the printed bytes to it. Returns how
+// many buffers it resolved; a request missing from `uvm_sizes` is left as it is (and then fails
+// to match).
+size_t resolve_uvm_table_sizes(std::vector<nlohmann::json>& printed,
+                               const std::map<uint64_t, uint64_t>& uvm_sizes);
 
 // The fake device directory: nvidiactl and nvidia0 (8 KiB files), nvidia-uvm (a FIFO).
 std::string make_fake_devices(const std::string& name);

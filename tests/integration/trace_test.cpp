@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "rm/tables.hpp"
 #include "trace/trace_file.hpp"
 #include "trace_check.hpp"
 
@@ -131,6 +132,20 @@ void expect_reader_accepts(const std::string& path, bool want_trailer, bool padd
   }
 }
 
+// The UVM parameter sizes the recording used, from the decoder's tables: the branch of the
+// header's driver version by the decoder's rule (the recorders must have chosen the same).
+const rm::Tables& branch_of(const json& header) {
+  const json& v = header["driver_version"];
+  return rm::tables_for_driver(v.is_string() ? v.get<std::string>() : std::string());
+}
+std::map<uint64_t, uint64_t> uvm_sizes(const rm::Tables& t) {
+  std::map<uint64_t, uint64_t> m;
+  for (const rm::UvmEntry& u : t.uvm_ioctls()) {
+    if (u.params_size >= 0) m[u.nr] = static_cast<uint64_t>(u.params_size);
+  }
+  return m;
+}
+
 class Trace : public ::testing::TestWithParam<std::string> {
  protected:
   std::string mode() const { return GetParam(); }
@@ -155,6 +170,7 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
   EXPECT_EQ(t.header["cudatool_trace"], 1);
   EXPECT_EQ(t.header["mode"], mode());
   EXPECT_EQ(t.header["argv"][0], client());
+  EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes(branch_of(t.header))), 2u);
   for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << p;
   // The comparison can fail: one nested byte changed, one call dropped, one call invented.
   for (int change = 0; change < 3; ++change) {
@@ -207,6 +223,71 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
     EXPECT_EQ(t.trailer.value("lost", 0), 0);
   }
   expect_reader_accepts(out, true);
+}
+
+// UVM requests carry no size: each recorder reads the argument by the UVM size table of the
+// driver branch it picked from the version file at the start (here a copy named by
+// $CUDATOOL_DRIVER_VERSION_FILE), the decoder's rule; requests the table does not know are read
+// with a bound. Recorded sizes are compared with the decoder's table of that branch.
+TEST_P(Trace, UvmArgumentSizesFollowTheDriverBranch) {
+  std::string dev = make_fake_devices(name("uvm"));
+  struct Case {
+    std::string line;     // the version file's first line ("": no file)
+    std::string version;  // the driver version the header must say
+  };
+  std::vector<Case> cases{
+      {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.261.03  Wed Jul 16 2025", "535.261.03"},
+      {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+       "(dvs-builder@U16-I1-N07-12-3)  Thu Jan  1 00:00:00 UTC 2026",
+       "580.159.04"},
+      {"", ""}};
+  std::map<std::string, uint64_t> map_external;  // recorded size of UVM_MAP_EXTERNAL_ALLOCATION
+  for (const Case& c : cases) {
+    std::string vf = temp_dir() + "/" + name("version-" + c.version);
+    if (!c.line.empty()) write_temp(name("version-" + c.version), c.line + "\n");
+    std::string out = temp_dir() + "/" + name("uvm-" + c.version + ".jsonl");
+    std::vector<std::string> argv{
+        "/usr/bin/env",
+        "CUDATOOL_DRIVER_VERSION_FILE=" + (c.line.empty() ? temp_dir() + "/no-such-file" : vf)};
+    auto tail = cudatool_trace(out, dev);
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    argv.insert(argv.end(), {client(), dev, "uvm"});
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    TraceFile t = load_trace(out);
+    if (c.version.empty()) {
+      EXPECT_TRUE(t.header["driver_version"].is_null());
+    } else {
+      EXPECT_EQ(t.header["driver_version"], c.version);
+    }
+    const rm::Tables& branch = branch_of(t.header);
+    if (c.version.empty()) {
+      EXPECT_EQ(&branch, &rm::all_branches().back());  // the newest
+    }
+    size_t checked = 0, bounded = 0;
+    for (const json& e : t.events) {
+      if (e["sys"] != "ioctl") continue;
+      uint64_t req = std::stoull(e["req"].get<std::string>(), nullptr, 16);
+      const json& a = e["arg"];
+      if (const rm::UvmEntry* u = branch.find_uvm(static_cast<uint32_t>(req))) {
+        EXPECT_EQ(a["size"], u->params_size) << branch.info().id << " " << u->name;
+        EXPECT_FALSE(a.value("bounded", false)) << u->name;
+        if (u->name == "UVM_MAP_EXTERNAL_ALLOCATION") map_external[c.version] = a["size"];
+        ++checked;
+      } else {
+        EXPECT_EQ(a["size"], 4096) << "request " << req << " is not in the table: bounded read";
+        EXPECT_TRUE(a.value("bounded", false));
+        ++bounded;
+      }
+    }
+    EXPECT_EQ(checked, 3u);
+    EXPECT_EQ(bounded, 1u);
+    auto printed = load_printed(r.out);
+    EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes(branch)), 2u);
+    for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << c.version << ": " << p;
+  }
+  // The branch mattered: UVM_MAP_EXTERNAL_ALLOCATION_PARAMS is not the same size in 535 and 580.
+  EXPECT_NE(map_external["535.261.03"], map_external["580.159.04"]);
 }
 
 TEST_P(Trace, TraceeSegfaultLeavesAValidTrace) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <nlohmann/json.hpp>
 
 #include "base/bytes.hpp"
@@ -104,6 +106,61 @@ TEST(Hex, RoundTripAndParse) {
   EXPECT_EQ(parse_u64("10", false), 16u);
   EXPECT_FALSE(parse_u64("0x"));
   EXPECT_FALSE(parse_u64("0x1ffffffffffffffff"));
+}
+
+// The SSE2 decoder against a plain one, on every length up to 80 digits, with one bad character
+// (each kind that could pass a careless range check) planted at every position.
+TEST(Hex, FastDecoderAgreesWithPlainOne) {
+  auto plain = [](std::string_view s, std::vector<uint8_t>& out) {
+    out.resize(s.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int v[2];
+      for (int k = 0; k < 2; ++k) {
+        char c = s[2 * i + k];
+        v[k] = c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+        if (v[k] < 0) return false;
+      }
+      out[i] = static_cast<uint8_t>(v[0] << 4 | v[1]);
+    }
+    return true;
+  };
+  std::mt19937 rng(7);
+  const char digits[] = "0123456789abcdefABCDEF";
+  const char bad[] = {'"',
+                      '/',
+                      ':',
+                      '@',
+                      'G',
+                      '`',
+                      'g',
+                      0x10,
+                      0x19,
+                      0x1a,
+                      0x00,
+                      static_cast<char>(0x80),
+                      static_cast<char>(0xb0),
+                      static_cast<char>(0xe1),
+                      'x'};
+  for (size_t len = 0; len <= 80; len += 2) {
+    std::string s(len, '0');
+    for (char& c : s) c = digits[rng() % 22];
+    std::vector<uint8_t> got(len / 2 + 1), want;
+    ASSERT_TRUE(decode_hex_into(s, got.data()));
+    ASSERT_TRUE(plain(s, want));
+    got.resize(len / 2);
+    EXPECT_EQ(got, want) << s;
+    for (size_t at = 0; at < len; ++at) {
+      for (char b : bad) {
+        std::string t = s;
+        t[at] = b;
+        std::vector<uint8_t> o(len / 2 + 1);
+        EXPECT_FALSE(decode_hex_into(t, o.data())) << len << " " << at << " " << int(b);
+      }
+    }
+  }
 }
 
 TEST(Sha256, KnownVectors) {

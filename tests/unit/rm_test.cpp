@@ -441,6 +441,13 @@ TEST(RmDecode, OtherSyscalls) {
   EXPECT_EQ(classify_device("/dev/nvidia-caps/nvidia-cap1"), Device::kCaps);
   EXPECT_EQ(classify_device("/dev/nvidia-nvswitchctl"), Device::kOtherNvidia);
   EXPECT_EQ(classify_device("/dev/null"), Device::kUnknown);
+  // By the last component, as the recorders decide (--devices may select nodes elsewhere).
+  EXPECT_EQ(classify_device("/tmp/fake/nvidiactl"), Device::kControl);
+  EXPECT_EQ(classify_device("/tmp/fake/nvidia-uvm"), Device::kUvm);
+  EXPECT_EQ(classify_device("/tmp/fake/nvidia7"), Device::kGpu);
+  EXPECT_EQ(classify_device("/dev/nvidia-caps-imex-channels/channel0"), Device::kCaps);
+  EXPECT_EQ(classify_device("/tmp/nvidia/other"), Device::kUnknown);
+  EXPECT_EQ(classify_device(""), Device::kUnknown);
 }
 
 }  // namespace

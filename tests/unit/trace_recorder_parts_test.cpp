@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 
+#include "rm/tables.hpp"
 #include "trace/devices.hpp"
 #include "trace/glob_match.h"
 #include "trace/nv_ioctl_abi.h"
@@ -93,11 +94,77 @@ TEST(NvIoctlAbi, PlansNestedBuffers) {
   EXPECT_EQ(out[0].size, sizeof c);
   ASSERT_EQ(nvtr_plan_xfer_inner(reinterpret_cast<const uint8_t*>(&x), bytes, sizeof c, out), 1);
   EXPECT_EQ(out[0].addr, 0x7ffd1000u);
-  // UVM: no size in the request, a bounded read.
-  nvtr_buf_plan p = nvtr_plan_arg(NVTR_DEV_UVM, 0x30000001, 0x1234);
+  // UVM: no size in the request; the table of the branch gives it, else a bounded read.
+  const nvtr_uvm_branch* uvm = nvtr_uvm_branch_for_major(580);
+  const rm::UvmEntry* init = rm::tables_for_driver("580.1").find_uvm(0x30000001);
+  ASSERT_NE(init, nullptr);
+  nvtr_buf_plan p = nvtr_plan_arg(NVTR_DEV_UVM, 0x30000001, 0x1234, uvm);
+  EXPECT_EQ(p.bounded, 0);
+  EXPECT_EQ(p.size, static_cast<uint64_t>(init->params_size));
+  p = nvtr_plan_arg(NVTR_DEV_UVM, 0x541b, 0x1234, uvm);  // FIONREAD: not a UVM request
   EXPECT_EQ(p.bounded, 1);
   EXPECT_EQ(p.size, NVTR_UVM_BOUNDED_READ);
-  EXPECT_EQ(nvtr_plan_arg(NVTR_DEV_RM, 0x5401, 0).size, 0u);  // no size in the request
+  p = nvtr_plan_arg(NVTR_DEV_UVM, 0x30000001, 0x1234, nullptr);  // no table
+  EXPECT_EQ(p.bounded, 1);
+  EXPECT_EQ(nvtr_plan_arg(NVTR_DEV_RM, 0x5401, 0, uvm).size, 0u);  // no size in the request
+}
+
+// The recorders' C table (src/rm/generated/uvm_sizes.h) against the decoder's compiled tables:
+// every measured UVM size of every branch, and nothing else.
+TEST(NvIoctlAbi, UvmSizesAreTheDecodersTables) {
+  auto branches = rm::all_branches();
+  ASSERT_EQ(static_cast<size_t>(NVTR_UVM_BRANCH_COUNT), branches.size());
+  for (size_t b = 0; b < branches.size(); ++b) {
+    const rm::Tables& t = branches[b];
+    const nvtr_uvm_branch& c = nvtr_uvm_branches[b];
+    EXPECT_EQ(c.major, t.major());
+    EXPECT_EQ(std::string_view(c.release), t.info().version);
+    size_t measured = 0;
+    for (const rm::UvmEntry& u : t.uvm_ioctls()) {
+      int64_t got = nvtr_uvm_param_size(&c, u.nr);
+      if (u.params_size < 0) {
+        EXPECT_EQ(got, -1) << u.name;
+        continue;
+      }
+      ++measured;
+      EXPECT_EQ(got, u.params_size) << t.info().id << " " << u.name;
+    }
+    EXPECT_EQ(c.count, measured) << t.info().id;
+    for (uint32_t r : {0u, 0xffffffffu, 0x541bu}) {
+      if (t.find_uvm(r) == nullptr) {
+        EXPECT_EQ(nvtr_uvm_param_size(&c, r), -1);
+      }
+    }
+  }
+  // The sizes really differ between branches: the choice matters.
+  const rm::UvmEntry* a = rm::tables_for_driver("535.1").find_uvm(0x21);
+  const rm::UvmEntry* z = rm::tables_for_driver("580.1").find_uvm(0x21);
+  ASSERT_TRUE(a && z);
+  EXPECT_NE(a->params_size, z->params_size) << "UVM_MAP_EXTERNAL_ALLOCATION";
+}
+
+// The recorders choose the branch as the decoder does (rm::choose_branch), for every major and
+// for the texts a version file holds.
+TEST(NvIoctlAbi, BranchChoiceIsTheDecoders) {
+  for (int major = 1; major < 1200; ++major) {
+    std::string v = std::to_string(major) + ".12.3";
+    int parsed = nvtr_driver_major(v.c_str());
+    rm::BranchChoice c = rm::choose_branch(v);
+    EXPECT_EQ(parsed, c.driver_major) << v;
+    EXPECT_EQ(nvtr_uvm_branch_for_major(parsed)->major, c.tables->major()) << v;
+  }
+  for (const char* text :
+       {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+        "(dvs-builder@U16-I1-N07-12-3)  Thu Jan  1 00:00:00 UTC 2026",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.261.03  Wed Jul 16 2025", "",
+        "no version here", "12.3 4.5", "x86_64 1.2.3", "555.58", "v550.1", "9999999999999.1",
+        "2147483647.1", "2147483648.1"}) {
+    int parsed = nvtr_driver_major(text);
+    rm::BranchChoice c = rm::choose_branch(text);
+    EXPECT_EQ(parsed, c.driver_major) << text;
+    EXPECT_EQ(nvtr_uvm_branch_for_major(parsed)->major, c.tables->major()) << text;
+  }
+  EXPECT_EQ(nvtr_uvm_branch_for_major(0), &nvtr_uvm_branches[NVTR_UVM_BRANCH_COUNT - 1]);
 }
 
 TEST(NvIoctlAbi, DeviceKinds) {

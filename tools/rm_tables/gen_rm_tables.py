@@ -413,8 +413,14 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary directory and compare with --out")
     ap.add_argument("--dump-json", help="write the intermediate lists (FILE may hold {branch})")
+    ap.add_argument("--index-only", action="store_true",
+                    help="only rewrite the files made from the branch directories already in --out "
+                         "(branches.inc, uvm_sizes.h): needs no NVIDIA sources")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
+    if args.index_only:
+        rmemit.emit_index(os.path.abspath(args.out), None)
+        return 0
     if not args.tree and not (args.git_dir and args.rev):
         ap.error("give --git-dir with --rev, or --tree with --version")
     if args.tree and not args.version:

@@ -504,6 +504,26 @@ class EndToEnd(unittest.TestCase):
             index = f.read()
         self.assertIn('#include "rm/generated/r999/ctrl.inc"', index)
         self.assertIn("  X(r999) \\", index)
+        self.check_uvm_sizes_header(ctypes.sizeof(Init), ctypes.sizeof(Free))
+
+    def check_uvm_sizes_header(self, init_size, free_size):
+        """uvm_sizes.h compiles as C and holds the measured sizes, for the recorders."""
+        src = os.path.join(self.out, "probe.c")
+        with open(src, "w") as f:
+            f.write('#include <stdio.h>\n#include "uvm_sizes.h"\nint main(void) {\n'
+                    '  for (int b = 0; b < NVTR_UVM_BRANCH_COUNT; ++b) {\n'
+                    '    const struct nvtr_uvm_branch* x = &nvtr_uvm_branches[b];\n'
+                    '    for (unsigned i = 0; i < x->count; ++i)\n'
+                    '      printf("%d %s %x %u\\n", x->major, x->release, x->sizes[i].request,\n'
+                    '             x->sizes[i].size);\n'
+                    '  }\n  return 0;\n}\n')
+        exe = os.path.join(self.out, "probe")
+        import subprocess
+        subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", self.out, src,
+                        "-o", exe], check=True)
+        lines = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(lines.splitlines(), ["999 999.1 22 %d" % free_size,
+                                              "999 999.1 30000001 %d" % init_size])
 
 
 if __name__ == "__main__":

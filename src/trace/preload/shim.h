@@ -105,6 +105,7 @@ SHIM_HIDDEN void shim_scratch_trim(void);
 SHIM_HIDDEN void shim_emit(struct shim_event* ev); /* assigns seq, formats, writes */
 SHIM_HIDDEN void shim_count(uint64_t* counter);
 SHIM_HIDDEN uint64_t shim_max_buffer(void);
+SHIM_HIDDEN const struct nvtr_uvm_branch* shim_uvm_branch(void); /* UVM sizes of the recording */
 
 /* ---- formatting (shim_json.c) ---- */
 SHIM_HIDDEN size_t shim_event_bound(const struct shim_event* ev);

@@ -123,7 +123,7 @@ static long do_ioctl(struct call* c, int fd, unsigned long req, uint64_t arg, in
   int kind = shim_path_kind(idx);
   size_t used = 0;
   int ok = 1;
-  ev.bufs[0].plan = nvtr_plan_arg(kind, (uint32_t)req, arg);
+  ev.bufs[0].plan = nvtr_plan_arg(kind, (uint32_t)req, arg, shim_uvm_branch());
   ev.nbufs = 1;
   ok = read_pre(&ev.bufs[0], &used) == 0;
   if (ok) {

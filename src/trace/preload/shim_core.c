@@ -28,6 +28,7 @@ static char trace_path[PATH_MAX];
 static char devices[2048];
 static uint64_t t0_ns;
 static uint64_t max_buffer = NVTR_MAX_BUFFER;
+static const struct nvtr_uvm_branch* uvm_branch;
 static pthread_key_t scratch_key;
 
 /* fd -> device path index + 1 (0: not a device). fds above the table are not followed. */
@@ -563,6 +564,7 @@ void shim_init(void) {
   }
   t0_ns = shim_ctl->t0_ns;
   if (shim_ctl->max_buffer != 0) max_buffer = shim_ctl->max_buffer;
+  uvm_branch = nvtr_uvm_branch_for_major((int)shim_ctl->uvm_major);
   shim_pid = (int)SHIM_SYS(SYS_getpid, 0, 0, 0);
   pthread_key_create(&scratch_key, scratch_free);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -585,6 +587,10 @@ void shim_init(void) {
 
 uint64_t shim_max_buffer(void) {
   return max_buffer;
+}
+
+const struct nvtr_uvm_branch* shim_uvm_branch(void) {
+  return uvm_branch;
 }
 
 __attribute__((constructor)) static void shim_constructor(void) {

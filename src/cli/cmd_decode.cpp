@@ -1,0 +1,240 @@
+// cudatool decode: one line per event of a trace, the kernel calls by name (docs/decode.md).
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstring>
+
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/trace_input.hpp"
+#include "rm/decode.hpp"
+#include "rm/event_filter.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct DecodeOptions {
+  std::string trace;
+  std::string filter;
+  std::string branch;
+  bool json = false;
+};
+
+std::string_view base_name(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Right-aligned in `width` columns.
+void append_padded(std::string& out, std::string_view s, size_t width) {
+  if (s.size() < width) out.append(width - s.size(), ' ');
+  out += s;
+}
+void append_uint(std::string& out, uint64_t v, size_t width, size_t zero_pad = 0) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view digits(buf, static_cast<size_t>(r.ptr - buf));
+  if (digits.size() < zero_pad) {
+    if (width > zero_pad) out.append(width - zero_pad, ' ');
+    out.append(zero_pad - digits.size(), '0');
+    out += digits;
+    return;
+  }
+  append_padded(out, digits, width);
+}
+
+// "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
+// (written without a format library: this is the command's inner loop).
+void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d) {
+  append_uint(out, ev.seq, 7);
+  out += ' ';
+  append_uint(out, ev.t_ns / 1000000000, 6);
+  out += '.';
+  append_uint(out, ev.t_ns / 1000 % 1000000, 6, 6);
+  out += ' ';
+  if (ev.has_duration) {
+    append_uint(out, ev.dur_ns / 1000, 7);
+    out += '.';
+    append_uint(out, ev.dur_ns / 100 % 10, 1);
+    out += "us ";
+  } else {
+    out += "        -   ";
+  }
+  append_uint(out, static_cast<uint32_t>(ev.tid), 7);
+  out += ' ';
+  std::string_view dev = ev.path.empty() ? std::string_view("-") : base_name(ev.path);
+  out += dev;
+  out.append(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
+  rm::append_line(out, d);
+  if (ev.err != 0) {
+    const char* name = strerrorname_np(ev.err);
+    fmt::format_to(std::back_inserter(out), " = {} {}", ev.ret,
+                   name != nullptr ? name : fmt::format("errno {}", ev.err));
+  } else if (ev.sys == trace::Sys::kIoctl && ev.ret != 0) {
+    fmt::format_to(std::back_inserter(out), " = {}", ev.ret);
+  }
+  for (const std::string& n : d.notes) {
+    out += " [note: ";
+    out += n;
+    out += ']';
+  }
+  for (const std::string& n : d.partial) {
+    out += " [partial: ";
+    out += n;
+    out += ']';
+  }
+  out += '\n';
+}
+
+// `w` writes into the output buffer and is reused across events (a writer per event would
+// allocate its container stack each time).
+void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d) {
+  w.begin_object();
+  w.kv("seq", ev.seq).kv("t", ev.t_ns);
+  w.key("dur");
+  if (ev.has_duration) {
+    w.value(ev.dur_ns);
+  } else {
+    w.null();
+  }
+  w.kv("pid", ev.pid).kv("tid", ev.tid);
+  w.kv("sys",
+       ev.sys == trace::Sys::kUnknown ? std::string_view(ev.sys_raw) : trace::sys_name(ev.sys));
+  w.key("path");
+  if (ev.path.empty()) {
+    w.null();
+  } else {
+    w.value(ev.path);
+  }
+  w.key("fd");
+  if (ev.fd >= 0) {
+    w.value(ev.fd);
+  } else {
+    w.null();
+  }
+  w.kv("ret", ev.ret);
+  w.key("errno");
+  if (ev.err != 0) {
+    const char* name = strerrorname_np(ev.err);
+    w.value(name != nullptr ? std::string_view(name) : std::string_view("?"));
+  } else {
+    w.null();
+  }
+  rm::write_json_members(w, d);
+  w.end_object();
+  w.finish();
+}
+
+int run_decode(const DecodeOptions& o) {
+  auto in = open_trace_input(o.trace, o.branch);
+  if (!in) return kExitBadInput;
+  auto filter = rm::EventFilter::parse(o.filter, *in->tables);
+  if (!filter) {
+    print_error(filter.error());
+    return kExitBadInput;
+  }
+  OutBuffer out;
+  if (o.json) {
+    JsonWriter w(out.str(), false);
+    w.begin_object();
+    w.kv("schema", "cudatool.decode/1").kv("trace", o.trace);
+    write_branch_json(w, *in);
+    w.key("filter");
+    if (o.filter.empty()) {
+      w.null();
+    } else {
+      w.value(o.filter);
+    }
+    w.end_object();
+    w.finish();
+  } else {
+    fmt::format_to(std::back_inserter(out.str()), "# {}: decoding with branch {}\n", o.trace,
+                   in->branch_text);
+  }
+  DiagnosticStream diag;
+  trace::TraceReader& r = *in->reader;
+  trace::Event ev;
+  rm::Decoded d;
+  JsonWriter event_writer(out.str(), false);
+  uint64_t events = 0, shown = 0;
+  while (r.next(ev)) {
+    ++events;
+    rm::decode_event(*in->tables, ev, d);
+    if (!filter->matches(ev, d)) continue;
+    ++shown;
+    if (o.json) {
+      append_json(event_writer, ev, d);
+    } else {
+      append_text(out.str(), ev, d);
+    }
+    out.maybe_flush();
+    if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
+  }
+  diag.flush(r.diagnostics());
+  uint64_t bad = r.diagnostics().count();
+  if (o.json) {
+    JsonWriter w(out.str(), false);
+    w.begin_object().key("summary").begin_object();
+    w.kv("events", events).kv("shown", shown).kv("bad_lines", bad);
+    w.kv("trailer", r.trailer().has_value()).kv("truncated", r.truncated());
+    w.key("diagnostics").begin_array();
+    for (const Error& e : r.diagnostics().items()) w.value(e.message());
+    w.end_array();
+    w.end_object().end_object();
+    w.finish();
+  } else {
+    fmt::format_to(std::back_inserter(out.str()), "# {} events{}{}{}\n", events,
+                   o.filter.empty() ? "" : fmt::format(", {} shown (--filter {})", shown, o.filter),
+                   bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
+                   r.trailer() ? "" : ", no trailer (the recording did not finish)");
+  }
+  out.flush();
+  return bad == 0 ? kExitOk : kExitBadInput;
+}
+
+}  // namespace
+
+void register_decode(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<DecodeOptions>();
+  auto* cmd =
+      app.add_subcommand("decode",
+                         "Print every event of a trace with the kernel calls by name (escapes, RM "
+                         "controls, classes, statuses, UVM)");
+  cmd->add_option("TRACE", o->trace, "trace file (cudatool trace or import; plain or .zst)")
+      ->required();
+  cmd->add_option("--filter", o->filter,
+                  "keep only the events an expression selects (docs/decode.md), e.g. "
+                  "'status!=NV_OK' or 'failed and device=uvm'");
+  cmd->add_option("--branch", o->branch, branch_option_help());
+  cmd->add_flag("--json", o->json,
+                "JSON lines: a header object (schema cudatool.decode/1), one object per event, "
+                "a summary object");
+  cmd->footer(
+      "Examples:\n"
+      "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04\n"
+      "  cudatool decode a.jsonl\n"
+      "  cudatool decode a.jsonl --filter 'failed'\n"
+      "  cudatool decode a.jsonl --filter 'ctrl=NV2080_CTRL_CMD_GPU_* or class=*CHANNEL*'\n"
+      "  cudatool decode a.jsonl --filter 'call=NV_ESC_RM_ALLOC,NV_ESC_RM_FREE and tid=540'\n"
+      "  cudatool decode a.jsonl --json --filter 'device=uvm' | jq -r 'select(.seq) | .call' | sort\n"
+      "\n"
+      "Each line: seq, time since the start (s), duration (-: not recorded), tid, device, then\n"
+      "the call: escape or UVM ioctl, its argument members (handles, class, control command and\n"
+      "status by name) and the nested parameters. Unknown values print as hex with '?'.\n"
+      "The branch of decoder tables is chosen by the trace's driver version (the same major,\n"
+      "else the nearest); the first line says which.\n"
+      "\n"
+      "Filter: FIELD=VALUE, FIELD!=VALUE (values: names, globs with * ? [..], numbers; a comma\n"
+      "list is any of them), FIELD<N (<, <=, >, >= for numbers and times), the flags failed,\n"
+      "unknown, notes, partial; joined with and, or, not, parentheses. Fields: sys, call, ctrl,\n"
+      "class, status, errno, device, path, tid, pid, seq, fd, t, dur, client, parent, object,\n"
+      "handle, request, ret. See docs/decode.md.\n"
+      "\n"
+      "Exit status: 0 ok; 2 the trace cannot be read, a bad --filter or --branch, or lines of\n"
+      "the trace that are not valid events (each reported on stderr; the rest are decoded).");
+  cmd->callback([o, exit_code] { *exit_code = run_decode(*o); });
+}
+
+}  // namespace cudatool::cli

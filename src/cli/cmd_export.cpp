@@ -1,0 +1,137 @@
+// cudatool export: a trace in another tool's format (Chrome/Perfetto trace-event JSON).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/trace_input.hpp"
+#include "rm/decode.hpp"
+#include "rm/event_filter.hpp"
+#include "rm/perfetto.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct ExportOptions {
+  std::string trace;
+  std::string format = "perfetto";
+  std::string output;
+  std::string filter;
+  std::string branch;
+  bool json = false;
+};
+
+int run_export(const ExportOptions& o) {
+  if (o.format != "perfetto") {
+    print_error(fmt::format("--format '{}': the formats are: perfetto", o.format));
+    return kExitBadInput;
+  }
+  auto in = open_trace_input(o.trace, o.branch);
+  if (!in) return kExitBadInput;
+  auto filter = rm::EventFilter::parse(o.filter, *in->tables);
+  if (!filter) {
+    print_error(filter.error());
+    return kExitBadInput;
+  }
+  int fd = STDOUT_FILENO;
+  if (o.output != "-") {
+    fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      print_error(fmt::format("{}: cannot create: {}", o.output, strerror(errno)));
+      return kExitBadInput;
+    }
+  }
+  uint64_t events = 0, exported = 0;
+  bool write_ok = true;
+  DiagnosticStream diag;
+  trace::TraceReader& r = *in->reader;
+  {
+    OutBuffer out(fd);
+    rm::PerfettoWriter pw(*in->tables, r.header(), o.trace);
+    pw.begin(out.str());
+    trace::Event ev;
+    rm::Decoded d;
+    while (r.next(ev)) {
+      ++events;
+      rm::decode_event(*in->tables, ev, d);
+      if (!filter->matches(ev, d)) continue;
+      ++exported;
+      pw.add(out.str(), ev, d);
+      out.maybe_flush();
+      if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
+    }
+    diag.flush(r.diagnostics());
+    pw.finish(out.str(), events, r.diagnostics().count());
+    out.flush();
+    write_ok = out.ok();
+  }
+  if (fd != STDOUT_FILENO && ::close(fd) != 0) write_ok = false;
+  if (!write_ok) {
+    print_error(fmt::format("{}: write failed: {}", o.output, strerror(errno)));
+    return kExitBadInput;
+  }
+  uint64_t bad = r.diagnostics().count();
+  if (o.json) {
+    std::string s;
+    JsonWriter w(s);
+    w.begin_object().kv("schema", "cudatool.export/1").kv("trace", o.trace);
+    w.kv("format", o.format).kv("output", o.output);
+    write_branch_json(w, *in);
+    w.kv("events", events).kv("exported", exported).kv("bad_lines", bad);
+    w.end_object();
+    w.finish();
+    emit(s);
+  } else if (o.output != "-") {
+    emit(
+        fmt::format("exported {} of {} events to {} (trace-event JSON: open it in "
+                    "ui.perfetto.dev){}\n",
+                    exported, events, o.output,
+                    bad == 0 ? "" : fmt::format("; {} bad lines (on stderr)", bad)));
+  }
+  return bad == 0 ? kExitOk : kExitBadInput;
+}
+
+}  // namespace
+
+void register_export(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ExportOptions>();
+  auto* cmd =
+      app.add_subcommand("export",
+                         "Write a trace as Chrome/Perfetto trace-event JSON, for a timeline in "
+                         "ui.perfetto.dev");
+  cmd->add_option("TRACE", o->trace, "trace file (cudatool trace or import; plain or .zst)")
+      ->required();
+  cmd->add_option("--format", o->format, "output format: perfetto (Chrome trace-event JSON)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "file to write ('-': standard output)")->required();
+  cmd->add_option("--filter", o->filter,
+                  "export only the events an expression selects "
+                  "(the language of decode --filter, docs/decode.md)");
+  cmd->add_option("--branch", o->branch, branch_option_help());
+  cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.export/1)");
+  cmd->footer(
+      "Examples:\n"
+      "  cudatool export a.jsonl --format perfetto -o a.perfetto.json\n"
+      "  cudatool export a.jsonl --format perfetto -o - --filter 'device=uvm' | gzip > "
+      "uvm.json.gz\n"
+      "Then open the file in https://ui.perfetto.dev (or chrome://tracing).\n"
+      "\n"
+      "One track per thread (pid/tid); each event is a complete slice ('X') named by its call\n"
+      "(\"NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2\", \"NV_ESC_RM_ALLOC\n"
+      "HOPPER_CHANNEL_GPFIFO_A\", \"UVM_FREE\", \"open /dev/nvidiactl\"), with seq, path, request, "
+      "status, handles and the\n"
+      "decoded line as args. Imported captures record no durations: their slices have dur 0.\n"
+      "\n"
+      "Exit status: 0 ok; 2 the trace cannot be read, the output cannot be written, a bad\n"
+      "option, or lines of the trace that are not valid events (reported on stderr; the rest\n"
+      "are exported).");
+  cmd->callback([o, exit_code] { *exit_code = run_export(*o); });
+}
+
+}  // namespace cudatool::cli

@@ -1,0 +1,286 @@
+// Evaluation of the --filter language (docs/decode.md); the parser is event_filter_parse.cpp.
+#include "rm/event_filter.hpp"
+
+#include "rm/event_filter_lang.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+
+namespace cudatool::rm {
+namespace {
+
+using namespace filter_detail;  // NOLINT(google-build-using-namespace)
+
+// One bracket set at p[i] (after '['): whether c is in it, and where it ends; nullopt when the set
+// is not closed (then '[' is an ordinary byte).
+std::optional<bool> glob_set(std::string_view p, size_t& i, char c) {
+  size_t j = i;
+  bool negate = false;
+  if (j < p.size() && (p[j] == '!' || p[j] == '^')) {
+    negate = true;
+    ++j;
+  }
+  size_t start = j;
+  bool match = false;
+  while (j < p.size() && (p[j] != ']' || j == start)) {
+    char lo = p[j], hi = lo;
+    if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
+      hi = p[j + 2];
+      j += 2;
+    }
+    if (c >= lo && c <= hi) match = true;
+    ++j;
+  }
+  if (j >= p.size()) return std::nullopt;
+  i = j + 1;
+  return match != negate;
+}
+
+// What an event holds for a field: a number and/or a name; absent when it has neither.
+struct Got {
+  bool present = false;
+  bool has_number = false;
+  uint64_t number = 0;
+  std::string_view name;
+};
+
+bool compare(EventFilter::Node::Op op, bool is_signed, uint64_t a, uint64_t b) {
+  if (is_signed) {
+    auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+    switch (op) {
+      case EventFilter::Node::kLt:
+        return x < y;
+      case EventFilter::Node::kLe:
+        return x <= y;
+      case EventFilter::Node::kGt:
+        return x > y;
+      case EventFilter::Node::kGe:
+        return x >= y;
+      default:
+        return x == y;
+    }
+  }
+  switch (op) {
+    case EventFilter::Node::kLt:
+      return a < b;
+    case EventFilter::Node::kLe:
+      return a <= b;
+    case EventFilter::Node::kGt:
+      return a > b;
+    case EventFilter::Node::kGe:
+      return a >= b;
+    default:
+      return a == b;
+  }
+}
+
+Got got_number(std::optional<uint32_t> v) {
+  Got g;
+  if (v) {
+    g.present = g.has_number = true;
+    g.number = *v;
+  }
+  return g;
+}
+
+Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d) {
+  Got g;
+  auto num = [&](uint64_t v) {
+    g.present = g.has_number = true;
+    g.number = v;
+  };
+  auto name = [&](std::string_view s) {
+    if (!s.empty()) {
+      g.present = true;
+      g.name = s;
+    }
+  };
+  switch (id) {
+    case kSys:
+      name(ev.sys == trace::Sys::kUnknown && !ev.sys_raw.empty() ? std::string_view(ev.sys_raw)
+                                                                 : trace::sys_name(ev.sys));
+      break;
+    case kCall:
+      name(d.call);
+      break;
+    case kCtrl:
+      g = got_number(d.cmd);
+      if (d.cmd) {
+        if (const CtrlEntry* c = t.find_control(*d.cmd)) g.name = c->name;
+      }
+      break;
+    case kClass:
+      g = got_number(d.h_class);
+      if (d.h_class) {
+        if (const ClassEntry* c = t.find_class(*d.h_class)) g.name = c->name;
+      }
+      break;
+    case kStatus:
+      g = got_number(d.status);
+      g.name = d.status_name;
+      break;
+    case kErrno:
+      if (ev.err != 0) {
+        num(static_cast<uint32_t>(ev.err));
+        if (const char* n = strerrorname_np(ev.err)) g.name = n;
+      }
+      break;
+    case kDevice:
+      name(device_name(d.device));
+      break;
+    case kPath:
+      name(ev.path);
+      break;
+    case kTid:
+      num(static_cast<uint32_t>(ev.tid));
+      break;
+    case kPid:
+      num(static_cast<uint32_t>(ev.pid));
+      break;
+    case kSeq:
+      num(ev.seq);
+      break;
+    case kFd:
+      if (ev.fd >= 0) num(static_cast<uint64_t>(ev.fd));
+      break;
+    case kT:
+      num(ev.t_ns);
+      break;
+    case kDur:
+      if (ev.has_duration) num(ev.dur_ns);
+      break;
+    case kClient:
+      g = got_number(d.h_client);
+      break;
+    case kParent:
+      g = got_number(d.h_parent);
+      break;
+    case kObject:
+      g = got_number(d.h_object);
+      break;
+    case kRequest:
+      if (ev.sys == trace::Sys::kIoctl) num(ev.request);
+      break;
+    case kRet:
+      num(static_cast<uint64_t>(ev.ret));
+      break;
+    case kHandle:
+      break;  // several values: see eval
+  }
+  return g;
+}
+
+bool value_matches(EventFilter::Node::Op op, bool is_signed, const EventFilter::Value& v,
+                   const Got& g) {
+  if (v.is_number) return g.has_number && compare(op, is_signed, g.number, v.number);
+  return !g.name.empty() && glob_match_lower(v.pattern, g.name);
+}
+
+// Does any value of the node match (= for kNe, which negates the answer)?
+bool any_value(const EventFilter::Node& n, const Got& g) {
+  auto op = n.op == EventFilter::Node::kNe ? EventFilter::Node::kEq : n.op;
+  for (const EventFilter::Value& v : n.values) {
+    if (value_matches(op, n.field == kRet, v, g)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool glob_match_lower(std::string_view p, std::string_view s) {
+  size_t pi = 0, si = 0;
+  size_t star_p = std::string_view::npos, star_s = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && p[pi] == '*') {
+      while (pi < p.size() && p[pi] == '*') ++pi;
+      if (pi == p.size()) return true;
+      star_p = pi;
+      star_s = si;
+      continue;
+    }
+    bool ok = false;
+    size_t next = pi + 1;
+    char c = lower(s[si]);
+    if (pi < p.size()) {
+      if (p[pi] == '?') {
+        ok = true;
+      } else if (p[pi] == '[') {
+        size_t j = pi + 1;
+        auto r = glob_set(p, j, c);
+        ok = r ? *r : c == '[';
+        if (r) next = j;
+      } else {
+        ok = p[pi] == c;
+      }
+    }
+    if (ok) {
+      pi = next;
+      ++si;
+    } else if (star_p != std::string_view::npos) {
+      pi = star_p;
+      si = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+std::string_view EventFilter::field_list() {
+  return kFieldList;
+}
+std::string_view EventFilter::flag_list() {
+  return kFlagList;
+}
+
+bool EventFilter::matches(const trace::Event& ev, const Decoded& d) const {
+  return root_ < 0 || eval(root_, ev, d);
+}
+
+bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d) const {
+  const Node& n = nodes_[static_cast<size_t>(i)];
+  switch (n.kind) {
+    case Node::kAnd:
+      return eval(n.a, ev, d) && eval(n.b, ev, d);
+    case Node::kOr:
+      return eval(n.a, ev, d) || eval(n.b, ev, d);
+    case Node::kNot:
+      return !eval(n.a, ev, d);
+    case Node::kFlag:
+      switch (n.field) {
+        case kFailed:
+          return ev.err != 0 || (d.status && *d.status != 0);
+        case kUnknown:
+          return !d.known;
+        case kNotes:
+          return !d.notes.empty();
+        case kPartial:
+          return !d.partial.empty();
+        default:
+          return false;
+      }
+    case Node::kCompare:
+      break;
+  }
+  // A comparison is false when the event lacks the field, for = and != alike.
+  if (n.field == kHandle) {
+    bool present = false, hit = false;
+    for (const auto& h : {d.h_client, d.h_parent, d.h_object}) {
+      Got g = got_number(h);
+      present |= g.present;
+      hit = hit || (g.present && any_value(n, g));
+    }
+    return present && (n.op == Node::kNe ? !hit : hit);
+  }
+  Got g = got_of(static_cast<FieldId>(n.field), *tables_, ev, d);
+  if (!g.present) return false;
+  if (n.op == Node::kNe) return !any_value(n, g);
+  return any_value(n, g);
+}
+
+}  // namespace cudatool::rm
