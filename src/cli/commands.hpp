@@ -20,5 +20,6 @@ void register_addr(CLI::App& app, int* exit_code);
 void register_symbolize(CLI::App& app, int* exit_code);
 void register_trace(CLI::App& app, int* exit_code);
 void register_import(CLI::App& app, int* exit_code);
+void register_ab(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -27,6 +27,7 @@ constexpr CommandEntry kCommands[] = {
     {"symbolize", cudatool::cli::register_symbolize},
     {"trace", cudatool::cli::register_trace},
     {"import", cudatool::cli::register_import},
+    {"ab", cudatool::cli::register_ab},
 };
 // clang-format on
 
