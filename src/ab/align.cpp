@@ -144,7 +144,7 @@ class Aligner {
       }
     }
     std::vector<std::pair<uint32_t, uint32_t>> chain;
-    for (int64_t k = tails.empty() ? -1 : tails.back(); k >= 0; k = prev[k]) {
+    for (int64_t k = tails.empty() ? int64_t{-1} : int64_t{tails.back()}; k >= 0; k = prev[k]) {
       chain.push_back(cand[k]);
     }
     std::reverse(chain.begin(), chain.end());
