@@ -39,11 +39,14 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
     note(out, "driver", da, db, true,
          "the traces come from different drivers: A " + da + ", B " + db +
              "; calls and structures may differ for that reason alone");
-  } else if (da.empty() != db.empty()) {
+  }
+  for (const NormalizedTrace* t : {&a, &b}) {
+    if (t->header.driver_version && !t->header.driver_version->empty()) continue;
     note(out, "driver", da, db, false,
-         std::string("the driver version of ") + (da.empty() ? "A" : "B") +
-             " is not recorded; both are read with the tables of " +
-             std::string((da.empty() ? b : a).tables->info().id));
+         std::string("the driver version of ") + (t == &a ? "A" : "B") +
+             " is not recorded; it is read with the tables of " +
+             std::string(t->tables->info().id) + " (" + std::string(t->tables->info().version) +
+             ")");
   }
   std::string ga = ha.gpu, gb = hb.gpu;
   std::string pa = pci_text(a.gpu.pci_id), pb = pci_text(b.gpu.pci_id);

@@ -110,7 +110,8 @@ std::vector<FieldDiff> diff_events(const NormalizedTrace& ta, const NormEvent& a
 
 // One line for people: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2 c0/80#0/2080#0 on
 // /dev/nvidiactl#0 → NV_OK".
-std::string summarize(const Namer& names, const NormEvent& e);
+// `ascii`: "->" for the arrow (JSON output writes bytes outside ASCII as \u00XX).
+std::string summarize(const Namer& names, const NormEvent& e, bool ascii = false);
 // Names from the trace's driver tables: "" when the value has none.
 std::string_view control_name(const NormEvent& e);
 std::string_view class_name(const NormEvent& e);

@@ -268,7 +268,7 @@ std::string_view status_name(const NormEvent& e) {
   return s ? s->name : std::string_view();
 }
 
-std::string summarize(const Namer& names, const NormEvent& e) {
+std::string summarize(const Namer& names, const NormEvent& e, bool ascii) {
   const NormalizedTrace& t = names.t;
   std::string s;
   auto add = [&](std::string_view part) {
@@ -299,14 +299,14 @@ std::string summarize(const Namer& names, const NormEvent& e) {
           std::to_string(load_le<uint64_t>(t.bytes.data() + t.buffers[e.buffer].bytes + 8)));
     }
   }
-  s += " →";
+  s += ascii ? " ->" : " →";
   if (e.status) {
     s += ' ';
     s += status_name(e).empty() ? hex(*e.status) + "?" : std::string(status_name(e));
   }
   if (e.ret_sym) {
     s += ' ' + names(e.ret_sym);
-  } else if (e.sys != trace::Sys::kIoctl || e.ret != 0 || e.err != 0) {
+  } else if (!e.status || e.ret != 0 || e.err != 0) {
     s += ' ' + std::to_string(e.ret);
   }
   if (e.err) s += ' ' + errno_text(e.err);

@@ -264,36 +264,48 @@ void choose_tables(NormalizedTrace& nt) {
   nt.exact_branch = c.exact_major;
 }
 
+std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, std::string path,
+                                                  uint64_t size_hint,
+                                                  const NormalizeOptions& options) {
+  auto nt = std::make_unique<NormalizedTrace>();
+  nt->path = std::move(path);
+  nt->header = reader.header();
+  // Room for what a trace of this size usually holds (about 800 bytes of JSON per event), so
+  // that the arrays are not copied while they grow. Address space only, until used.
+  uint64_t n = std::min<uint64_t>(size_hint, uint64_t{1} << 32);
+  nt->events.reserve(n / 700);
+  nt->buffers.reserve(n / 300);
+  nt->substs.reserve(n / 130);
+  nt->bytes.reserve(n / 3);
+  choose_tables(*nt);
+  {
+    Normalizer norm(*nt, *nt->tables, options);
+    trace::Event ev;
+    while (reader.next(ev)) norm.add(ev);
+  }
+  nt->trailer = reader.trailer();
+  nt->truncated = reader.truncated();
+  nt->diagnostics = reader.diagnostics();
+  return nt;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
                                                         const NormalizeOptions& options) {
   auto r = trace::TraceReader::open(path);
   if (!r) return r.error();
-  trace::TraceReader& reader = **r;
-  auto nt = std::make_unique<NormalizedTrace>();
-  nt->path = path;
-  nt->header = reader.header();
-  // Room for what a trace of this size usually holds (about 800 bytes of JSON per event), so
-  // that the arrays are not copied while they grow. Address space only, until used.
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) {
-    uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), uint64_t{1} << 32);
-    nt->events.reserve(n / 700);
-    nt->buffers.reserve(n / 300);
-    nt->substs.reserve(n / 130);
-    nt->bytes.reserve(n / 3);
-  }
-  choose_tables(*nt);
-  {
-    Normalizer n(*nt, *nt->tables, options);
-    trace::Event ev;
-    while (reader.next(ev)) n.add(ev);
-  }
-  nt->trailer = reader.trailer();
-  nt->truncated = reader.truncated();
-  nt->diagnostics = reader.diagnostics();
-  return nt;
+  uint64_t size = ::stat(path.c_str(), &st) == 0 && st.st_size > 0 ? st.st_size : 0;
+  return normalize_reader(**r, path, size, options);
+}
+
+Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
+                                                          const NormalizeOptions& options) {
+  uint64_t size = bytes.size();
+  auto r = trace::TraceReader::from_memory(std::move(bytes), name);
+  if (!r) return r.error();
+  return normalize_reader(**r, std::move(name), size, options);
 }
 
 std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,

@@ -181,7 +181,10 @@ ByteFate byte_fate(const NormalizedTrace& t, uint32_t event, Role role, bool aft
 // Damaged lines are reported in `diagnostics` and skipped.
 Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
                                                         const NormalizeOptions& options = {});
-// The same over events in memory (tests, fuzzing).
+// The same over trace bytes in memory (fuzzing), `name` standing for the file.
+Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
+                                                          const NormalizeOptions& options = {});
+// The same over events in memory (tests).
 std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,
                                                   const std::vector<trace::Event>& events,
                                                   const NormalizeOptions& options = {});

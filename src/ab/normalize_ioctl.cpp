@@ -301,8 +301,14 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
       }
     }
     if (parent != 0) ne.h_parent = s.lookup_handle(parent, Place{id_name, shape->parent});
-  } else if (auto h = read_field(s.field(p.id_layout, "hObject"), idb, p.id_base); h && *h != 0) {
-    ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, "hObject"});
+  } else {
+    // The object the call is about: hObject (controls), else hMemory (map/unmap memory).
+    for (std::string_view member : {std::string_view("hObject"), std::string_view("hMemory")}) {
+      auto h = read_field(s.field(p.id_layout, member), idb, p.id_base);
+      if (!h) continue;
+      if (*h != 0) ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, member});
+      break;
+    }
   }
   ne.h_client = s.client;
 

@@ -175,7 +175,7 @@ void event_json(JsonWriter& w, const ab::Namer& names, const NormEvent* e) {
   } else {
     w.key("errno").null();
   }
-  w.kv("summary", ab::summarize(names, *e));
+  w.kv("summary", ab::summarize(names, *e, true));
   w.end_object();
 }
 
@@ -270,9 +270,10 @@ std::string render_ab_text(const Comparison& c, const AbReportOptions& o) {
   if (c.equivalent()) {
     out += fmt::format(
         "\nequivalent: the {} events of A and the {} of B match after normalisation\n"
-        "({} handles, {} pointers and {} fds renamed in A; {} bytes compared, {} masked by rule)\n",
-        c.a->events.size(), c.b->events.size(), m.handles, m.pointers, m.fds, m.compared,
-        m.by_rule);
+        "(in A: {} handles, {} pointers, {} fds renamed; {} bytes compared; left out: {} bytes of\n"
+        "padding, {} past the calls' sizes, {} masked by rule)\n",
+        c.a->events.size(), c.b->events.size(), m.handles, m.pointers, m.fds, m.compared, m.padding,
+        m.beyond_size + m.unsized, m.by_rule);
     return out;
   }
   std::array<size_t, 5> counts{};
