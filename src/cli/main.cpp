@@ -31,6 +31,7 @@ constexpr CommandEntry kCommands[] = {
     {"decode", cudatool::cli::register_decode},
     {"stats", cudatool::cli::register_stats},
     {"export", cudatool::cli::register_export},
+    {"ab", cudatool::cli::register_ab},
 };
 // clang-format on
 

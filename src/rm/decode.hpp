@@ -101,6 +101,11 @@ struct Decoded {
 inline constexpr size_t kMaxHexBytes = 256;
 inline constexpr size_t kMaxListItems = 64;
 
+// How the decoders show member `m` of structure `struct_name` (each element, for an array member):
+// kHandle, kClass, kStatus, kControl, … — the same choice decode_event makes (name, declared type
+// and the per-structure overrides). For A/B normalisation (ab/), which renames handles.
+ValueKind member_kind(std::string_view struct_name, const FieldEntry& m);
+
 // Decodes one event of any kind (ioctl, open, mmap, …). `out` is cleared first; reusing one
 // Decoded across events avoids reallocating.
 void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out);

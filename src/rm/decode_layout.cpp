@@ -263,3 +263,12 @@ void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::v
 }
 
 }  // namespace cudatool::rm::detail
+
+namespace cudatool::rm {
+
+ValueKind member_kind(std::string_view struct_name, const FieldEntry& m) {
+  const detail::Override* ov = detail::find_override(struct_name, m.name);
+  return ov ? ov->kind : detail::scalar_kind(m.name, m.type, m.elem_size);
+}
+
+}  // namespace cudatool::rm

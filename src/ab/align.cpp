@@ -1,0 +1,257 @@
+#include "ab/align.hpp"
+
+#include <algorithm>
+
+namespace cudatool::ab {
+namespace {
+
+// Occurrences of each hash in the two ranges: open addressing, linear probing.
+class OccurrenceTable {
+ public:
+  struct Slot {
+    uint64_t hash;
+    uint32_t count_a, count_b;
+    uint32_t pos_a, pos_b;
+  };
+
+  void reset(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap <<= 1;
+    slots_.assign(cap, Slot{0, 0, 0, 0, 0});
+    mask_ = cap - 1;
+  }
+  Slot& at(uint64_t h) {
+    size_t i = static_cast<size_t>((h * 0x9e3779b97f4a7c15ULL) >> 20) & mask_;
+    while (true) {
+      Slot& s = slots_[i];
+      if (s.count_a + s.count_b == 0) {
+        s.hash = h;
+        return s;
+      }
+      if (s.hash == h) return s;
+      i = (i + 1) & mask_;
+    }
+  }
+
+ private:
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
+
+class Aligner {
+ public:
+  Aligner(const Hashes& a, const Hashes& b, const AlignOptions& o, AlignStats& st)
+      : ak_(a.key),
+        as_(a.shape),
+        af_(a.full),
+        bk_(b.key),
+        bs_(b.shape),
+        bf_(b.full),
+        o_(o),
+        st_(st) {}
+
+  std::vector<Step> steps;
+
+  void run(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1, int depth) {
+    while (a0 < a1 && b0 < b1 && af_[a0] == bf_[b0]) {
+      steps.push_back({Op::kMatch, a0++, b0++});
+      ++st_.matched_ends;
+    }
+    uint32_t sa = a1, sb = b1;
+    while (sa > a0 && sb > b0 && af_[sa - 1] == bf_[sb - 1]) --sa, --sb;
+    middle(a0, sa, b0, sb, depth);
+    for (uint32_t i = 0; i < a1 - sa; ++i) steps.push_back({Op::kMatch, sa + i, sb + i});
+    st_.matched_ends += a1 - sa;
+  }
+
+ private:
+  std::span<const uint64_t> ak_, as_, af_, bk_, bs_, bf_;
+  const AlignOptions& o_;
+  AlignStats& st_;
+  OccurrenceTable table_;
+
+  void pair(uint32_t i, uint32_t j) {
+    steps.push_back({af_[i] == bf_[j] ? Op::kMatch : Op::kChange, i, j});
+  }
+
+  void middle(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1, int depth) {
+    uint64_t n = a1 - a0, m = b1 - b0;
+    if (n == 0 || m == 0) {
+      for (uint32_t i = a0; i < a1; ++i) steps.push_back({Op::kMissing, i, kNone});
+      for (uint32_t j = b0; j < b1; ++j) steps.push_back({Op::kExtra, kNone, j});
+      return;
+    }
+    if (n * m <= o_.max_dp_cells) {
+      exact(a0, a1, b0, b1);
+      return;
+    }
+    if (depth < o_.max_depth) {
+      // Unique shapes first: an event unique only by its names may be matched to the wrong one
+      // when an earlier missing creation shifted a name's ordinal.
+      const std::span<const uint64_t> by[3][2] = {{as_, bs_}, {af_, bf_}, {ak_, bk_}};
+      for (const auto& h : by) {
+        std::vector<std::pair<uint32_t, uint32_t>> anchors =
+            unique_anchors(h[0], h[1], a0, a1, b0, b1);
+        if (anchors.empty()) continue;
+        st_.anchors += anchors.size();
+        uint32_t pa = a0, pb = b0;
+        for (auto [i, j] : anchors) {
+          run(pa, i, pb, j, depth + 1);
+          pair(i, j);
+          pa = i + 1;
+          pb = j + 1;
+        }
+        run(pa, a1, pb, b1, depth + 1);
+        return;
+      }
+    }
+    greedy(a0, a1, b0, b1);
+  }
+
+  // Hashes that occur once in each range, as (A position, B position), longest chain increasing
+  // in both (patience sorting).
+  std::vector<std::pair<uint32_t, uint32_t>> unique_anchors(std::span<const uint64_t> ah,
+                                                            std::span<const uint64_t> bh,
+                                                            uint32_t a0, uint32_t a1, uint32_t b0,
+                                                            uint32_t b1) {
+    table_.reset((a1 - a0) + (b1 - b0));
+    for (uint32_t i = a0; i < a1; ++i) {
+      auto& s = table_.at(ah[i]);
+      ++s.count_a;
+      s.pos_a = i;
+    }
+    for (uint32_t j = b0; j < b1; ++j) {
+      auto& s = table_.at(bh[j]);
+      ++s.count_b;
+      s.pos_b = j;
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> cand;
+    for (uint32_t i = a0; i < a1; ++i) {
+      auto& s = table_.at(ah[i]);
+      if (s.count_a == 1 && s.count_b == 1) cand.emplace_back(i, s.pos_b);
+    }
+    // Longest increasing subsequence of the B positions.
+    std::vector<uint32_t> tails;  // index into cand of the smallest tail of each length
+    std::vector<int64_t> prev(cand.size(), -1);
+    for (uint32_t k = 0; k < cand.size(); ++k) {
+      auto it = std::lower_bound(tails.begin(), tails.end(), cand[k].second,
+                                 [&](uint32_t t, uint32_t v) { return cand[t].second < v; });
+      if (it != tails.begin()) prev[k] = *(it - 1);
+      if (it == tails.end()) {
+        tails.push_back(k);
+      } else {
+        *it = k;
+      }
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> chain;
+    for (int64_t k = tails.empty() ? int64_t{-1} : int64_t{tails.back()}; k >= 0; k = prev[k]) {
+      chain.push_back(cand[k]);
+    }
+    std::reverse(chain.begin(), chain.end());
+    return chain;
+  }
+
+  // Minimum cost: match 0, same shape 1, change (same key) 100, missing or extra 100.
+  void exact(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
+    constexpr uint32_t kRename = 1, kChange = 100, kGap = 100;
+    uint32_t n = a1 - a0, m = b1 - b0;
+    st_.dp_cells += uint64_t{n} * m;
+    std::vector<uint32_t> prev(m + 1), cur(m + 1);
+    std::vector<uint8_t> dir(size_t{n + 1} * (m + 1));  // 0 diagonal, 1 missing, 2 extra
+    for (uint32_t j = 0; j <= m; ++j) {
+      prev[j] = j * kGap;
+      dir[j] = 2;
+    }
+    for (uint32_t i = 1; i <= n; ++i) {
+      cur[0] = i * kGap;
+      dir[size_t{i} * (m + 1)] = 1;
+      uint64_t af = af_[a0 + i - 1], as = as_[a0 + i - 1], ak = ak_[a0 + i - 1];
+      for (uint32_t j = 1; j <= m; ++j) {
+        uint32_t best = prev[j] + kGap;
+        uint8_t d = 1;
+        if (cur[j - 1] + kGap < best) {
+          best = cur[j - 1] + kGap;
+          d = 2;
+        }
+        uint32_t pair = UINT32_MAX;
+        if (bf_[b0 + j - 1] == af) {
+          pair = 0;
+        } else if (bs_[b0 + j - 1] == as) {
+          pair = kRename;
+        } else if (bk_[b0 + j - 1] == ak) {
+          pair = kChange;
+        }
+        if (pair != UINT32_MAX && prev[j - 1] + pair <= best) best = prev[j - 1] + pair, d = 0;
+        cur[j] = best;
+        dir[size_t{i} * (m + 1) + j] = d;
+      }
+      std::swap(prev, cur);
+    }
+    std::vector<Step> rev;
+    uint32_t i = n, j = m;
+    while (i > 0 || j > 0) {
+      uint8_t d = dir[size_t{i} * (m + 1) + j];
+      if (i > 0 && j > 0 && d == 0) {
+        --i, --j;
+        rev.push_back({af_[a0 + i] == bf_[b0 + j] ? Op::kMatch : Op::kChange, a0 + i, b0 + j});
+      } else if (i > 0 && (d == 1 || j == 0)) {
+        --i;
+        rev.push_back({Op::kMissing, a0 + i, kNone});
+      } else {
+        --j;
+        rev.push_back({Op::kExtra, kNone, b0 + j});
+      }
+    }
+    steps.insert(steps.end(), rev.rbegin(), rev.rend());
+  }
+
+  // Linear walk for large gaps without anchors: pair equal keys, else look ahead a bounded
+  // distance on each side for the other's key.
+  void greedy(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
+    st_.greedy_events += (a1 - a0) + (b1 - b0);
+    uint32_t i = a0, j = b0;
+    while (i < a1 && j < b1) {
+      if (ak_[i] == bk_[j]) {
+        pair(i++, j++);
+        continue;
+      }
+      uint32_t db = 0, da = 0;
+      for (uint32_t d = 1; d <= o_.lookahead && j + d < b1; ++d) {
+        if (bk_[j + d] == ak_[i]) {
+          db = d;
+          break;
+        }
+      }
+      for (uint32_t d = 1; d <= o_.lookahead && i + d < a1; ++d) {
+        if (ak_[i + d] == bk_[j]) {
+          da = d;
+          break;
+        }
+      }
+      if (db != 0 && (da == 0 || db <= da)) {
+        for (uint32_t k = 0; k < db; ++k) steps.push_back({Op::kExtra, kNone, j++});
+      } else if (da != 0) {
+        for (uint32_t k = 0; k < da; ++k) steps.push_back({Op::kMissing, i++, kNone});
+      } else {
+        steps.push_back({Op::kMissing, i++, kNone});
+        steps.push_back({Op::kExtra, kNone, j++});
+      }
+    }
+    while (i < a1) steps.push_back({Op::kMissing, i++, kNone});
+    while (j < b1) steps.push_back({Op::kExtra, kNone, j++});
+  }
+};
+
+}  // namespace
+
+std::vector<Step> align(const Hashes& a, const Hashes& b, const AlignOptions& options,
+                        AlignStats* stats) {
+  AlignStats local;
+  AlignStats& st = stats ? *stats : local;
+  Aligner al(a, b, options, st);
+  al.steps.reserve(std::max(a.full.size(), b.full.size()));
+  al.run(0, static_cast<uint32_t>(a.full.size()), 0, static_cast<uint32_t>(b.full.size()), 0);
+  return std::move(al.steps);
+}
+
+}  // namespace cudatool::ab

@@ -1,0 +1,287 @@
+#include "ab/compare.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace cudatool::ab {
+namespace {
+
+std::string pci_text(const std::optional<uint32_t>& id) {
+  if (!id) return {};
+  char buf[16];
+  snprintf(buf, sizeof buf, "%04x:%04x", *id >> 16, *id & 0xffff);
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) {
+    if (!s.empty()) s += ' ';
+    s += x;
+  }
+  return s;
+}
+
+void note(std::vector<HeaderNote>& out, std::string what, std::string a, std::string b,
+          bool serious, std::string message) {
+  out.push_back(
+      HeaderNote{std::move(what), std::move(a), std::move(b), serious, std::move(message)});
+}
+
+// What the two recordings are, before what they say: drivers and GPUs first.
+std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b) {
+  std::vector<HeaderNote> out;
+  const trace::Header& ha = a.header;
+  const trace::Header& hb = b.header;
+  std::string da = ha.driver_version.value_or(""), db = hb.driver_version.value_or("");
+  if (!da.empty() && !db.empty() && da != db) {
+    note(out, "driver", da, db, true,
+         "the traces come from different drivers: A " + da + ", B " + db +
+             "; calls and structures may differ for that reason alone");
+  }
+  for (const NormalizedTrace* t : {&a, &b}) {
+    if (t->header.driver_version && !t->header.driver_version->empty()) continue;
+    note(out, "driver", da, db, false,
+         std::string("the driver version of ") + (t == &a ? "A" : "B") +
+             " is not recorded; it is read with the tables of " +
+             std::string(t->tables->info().id) + " (" + std::string(t->tables->info().version) +
+             ")");
+  }
+  std::string ga = ha.gpu, gb = hb.gpu;
+  std::string pa = pci_text(a.gpu.pci_id), pb = pci_text(b.gpu.pci_id);
+  if (!ga.empty() && !gb.empty() && ga != gb) {
+    note(out, "gpu", ga, gb, true, "the traces come from different GPUs: A " + ga + ", B " + gb);
+  } else if (!pa.empty() && !pb.empty() && pa != pb) {
+    note(
+        out, "gpu", pa, pb, true,
+        "the traces come from different GPUs (PCI ids in NV_ESC_CARD_INFO): A " + pa + ", B " + pb);
+  } else if (!a.gpu.name.empty() && !b.gpu.name.empty() && a.gpu.name != b.gpu.name) {
+    note(out, "gpu", a.gpu.name, b.gpu.name, true,
+         "the traces come from different GPUs: A " + a.gpu.name + ", B " + b.gpu.name);
+  }
+  if (a.tables != b.tables) {
+    note(out, "driver_branch", std::string(a.tables->info().id), std::string(b.tables->info().id),
+         false,
+         "decoded with different driver tables: A " + std::string(a.tables->info().id) + ", B " +
+             std::string(b.tables->info().id));
+  }
+  if (!ha.argv.empty() && !hb.argv.empty() && ha.argv != hb.argv) {
+    note(out, "command", join(ha.argv), join(hb.argv), false,
+         "different commands were traced: A `" + join(ha.argv) + "`, B `" + join(hb.argv) + "`");
+  }
+  if (ha.mode != hb.mode) {
+    note(out, "mode", ha.mode, hb.mode, false,
+         "recorded differently: A " + ha.mode + ", B " + hb.mode);
+  }
+  if (!ha.host.empty() && !hb.host.empty() && ha.host != hb.host) {
+    note(out, "host", ha.host, hb.host, false, "different hosts: A " + ha.host + ", B " + hb.host);
+  }
+  if (!ha.kernel.empty() && !hb.kernel.empty() && ha.kernel != hb.kernel) {
+    note(out, "kernel", ha.kernel, hb.kernel, false,
+         "different kernels: A " + ha.kernel + ", B " + hb.kernel);
+  }
+  return out;
+}
+
+// Per-thread alignments, as steps with trace-wide event indices.
+std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace& b,
+                                 const CompareOptions& o, AlignStats& st) {
+  size_t threads = std::max(a.thread_tids.size(), b.thread_tids.size());
+  std::vector<std::vector<uint32_t>> ia(threads), ib(threads);
+  for (const NormEvent& e : a.events) ia[e.thread].push_back(e.index);
+  for (const NormEvent& e : b.events) ib[e.thread].push_back(e.index);
+  std::vector<Entry> out;
+  out.reserve(std::max(a.events.size(), b.events.size()) + 16);
+  std::vector<uint64_t> ak, as, af, bk, bs, bf;
+  for (size_t t = 0; t < threads; ++t) {
+    ak.clear(), as.clear(), af.clear(), bk.clear(), bs.clear(), bf.clear();
+    for (uint32_t i : ia[t]) {
+      ak.push_back(a.events[i].key), as.push_back(a.events[i].shape),
+          af.push_back(a.events[i].full);
+    }
+    for (uint32_t j : ib[t]) {
+      bk.push_back(b.events[j].key), bs.push_back(b.events[j].shape),
+          bf.push_back(b.events[j].full);
+    }
+    for (const Step& s : align(Hashes{ak, as, af}, Hashes{bk, bs, bf}, o.align, &st)) {
+      out.push_back(
+          Entry{s.op, s.a == kNone ? kNone : ia[t][s.a], s.b == kNone ? kNone : ib[t][s.b]});
+    }
+  }
+  return out;
+}
+
+// One order for all threads: A's order, B's extra calls where B made them.
+std::vector<Entry> merge(std::vector<Entry> steps, size_t na, size_t nb) {
+  std::vector<uint32_t> of_a(na, kNone), of_b(nb, kNone);
+  for (uint32_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].a != kNone) of_a[steps[k].a] = k;
+    if (steps[k].b != kNone) of_b[steps[k].b] = k;
+  }
+  std::vector<uint8_t> done(steps.size(), 0);
+  std::vector<Entry> out;
+  out.reserve(steps.size());
+  size_t i = 0, j = 0;
+  auto emit = [&](uint32_t k) {
+    done[k] = 1;
+    out.push_back(steps[k]);
+  };
+  while (true) {
+    while (i < na && (of_a[i] == kNone || done[of_a[i]])) ++i;
+    while (j < nb && (of_b[j] == kNone || done[of_b[j]])) ++j;
+    if (i >= na && j >= nb) break;
+    if (i < na && steps[of_a[i]].op == Op::kMissing) {
+      emit(of_a[i]);
+    } else if (j < nb && steps[of_b[j]].op == Op::kExtra) {
+      emit(of_b[j]);
+    } else if (i < na) {
+      emit(of_a[i]);
+    } else {
+      emit(of_b[j]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::kMissing:
+      return "missing_call";
+    case Kind::kExtra:
+      return "extra_call";
+    case Kind::kStatus:
+      return "different_status";
+    case Kind::kParameters:
+      return "different_parameters";
+    case Kind::kReturn:
+      return "different_return";
+  }
+  return "?";
+}
+
+std::string_view kind_title(Kind k) {
+  switch (k) {
+    case Kind::kMissing:
+      return "missing call (in A, not in B)";
+    case Kind::kExtra:
+      return "extra call (in B, not in A)";
+    case Kind::kStatus:
+      return "different status";
+    case Kind::kParameters:
+      return "different parameters";
+    case Kind::kReturn:
+      return "different return";
+  }
+  return "?";
+}
+
+bool SymbolMap::same(uint64_t a, uint64_t b) {
+  auto x = ab_.find(a);
+  if (x != ab_.end()) return x->second == b;
+  if (ba_.count(b) != 0) return false;
+  ab_.emplace(a, b);
+  ba_.emplace(b, a);
+  return true;
+}
+
+const uint64_t* SymbolMap::a_of(uint64_t b) const {
+  auto it = ba_.find(b);
+  return it == ba_.end() ? nullptr : &it->second;
+}
+
+std::string Namer::operator()(uint64_t sym) const {
+  if (a == nullptr || map == nullptr) return t.name(sym);
+  if (const uint64_t* x = map->a_of(sym)) return a->name(*x);
+  return "B:" + t.name(sym);
+}
+
+std::string Namer::describe(const Subst& s) const {
+  std::string n = (*this)(s.base);
+  if (s.kind == SymKind::kPointer && s.delta != 0) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(s.delta));
+    n += buf;
+  }
+  return n;
+}
+
+bool same_event(const NormalizedTrace& ta, const NormEvent& a, const NormalizedTrace& tb,
+                const NormEvent& b, SymbolMap& map) {
+  auto sym = [&](uint64_t x, uint64_t y) { return (x == 0 || y == 0) ? x == y : map.same(x, y); };
+  // Every name pair is visited (no early return), so that what is learned does not depend on
+  // where the first difference is.
+  bool eq = a.key == b.key && a.ret == b.ret && a.err == b.err && a.buffer_count == b.buffer_count;
+  eq &= sym(a.fd, b.fd);
+  eq &= sym(a.ret_sym, b.ret_sym);
+  for (uint32_t i = 0; i < std::min(a.buffer_count, b.buffer_count); ++i) {
+    const NormBuffer& x = ta.buffers[a.buffer + i];
+    const NormBuffer& y = tb.buffers[b.buffer + i];
+    if (x.role != y.role || x.after != y.after || x.unreadable != y.unreadable ||
+        x.compared != y.compared || x.subst_count != y.subst_count) {
+      eq = false;
+      continue;
+    }
+    if (std::memcmp(ta.bytes.data() + x.bytes, tb.bytes.data() + y.bytes, x.compared) != 0) {
+      eq = false;
+    }
+    for (uint32_t k = 0; k < x.subst_count; ++k) {
+      const Subst& p = ta.substs[x.subst + k];
+      const Subst& q = tb.substs[y.subst + k];
+      if (p.offset != q.offset || p.width != q.width || p.kind != q.kind || p.delta != q.delta) {
+        eq = false;
+        continue;
+      }
+      eq &= map.same(p.base, q.base);
+    }
+  }
+  return eq;
+}
+
+Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
+                   const CompareOptions& options) {
+  Comparison c;
+  c.a = &a;
+  c.b = &b;
+  c.notes = header_notes(a, b);
+  c.threads_a = static_cast<uint32_t>(a.thread_tids.size());
+  c.threads_b = static_cast<uint32_t>(b.thread_tids.size());
+  c.entries = merge(align_threads(a, b, options, c.stats), a.events.size(), b.events.size());
+  bool divergent = std::any_of(c.entries.begin(), c.entries.end(),
+                               [](const Entry& e) { return e.op != Op::kMatch; });
+  if (!divergent) return c;
+  // Along the merged order: learn the correspondence of names from aligned calls; a changed
+  // call that is equal under it is a match after all.
+  for (uint32_t k = 0; k < c.entries.size(); ++k) {
+    Entry& e = c.entries[k];
+    if (e.op == Op::kMatch) {
+      same_event(a, a.events[e.a], b, b.events[e.b], c.symbols);
+      continue;
+    }
+    if (e.op == Op::kChange && same_event(a, a.events[e.a], b, b.events[e.b], c.symbols)) {
+      e.op = Op::kMatch;
+      continue;
+    }
+    Divergence d{Kind::kParameters, k, e.a, e.b, {}};
+    if (e.op == Op::kMissing) {
+      d.kind = Kind::kMissing;
+    } else if (e.op == Op::kExtra) {
+      d.kind = Kind::kExtra;
+    } else {
+      const NormEvent& x = a.events[e.a];
+      const NormEvent& y = b.events[e.b];
+      if (x.ret != y.ret || x.err != y.err || (x.ret_sym == 0) != (y.ret_sym == 0)) {
+        d.kind = Kind::kReturn;
+      } else if (x.status != y.status) {
+        d.kind = Kind::kStatus;
+      }
+      d.fields = diff_events(a, x, b, y, c.symbols);
+    }
+    c.divergences.push_back(std::move(d));
+  }
+  return c;
+}
+
+}  // namespace cudatool::ab

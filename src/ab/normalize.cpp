@@ -1,0 +1,322 @@
+// Normalisation of one event: which call it is (escape, UVM ioctl, system call), which RM objects
+// it creates or frees, and the normalised images of its buffers (walk.cpp).
+#include "ab/normalize.hpp"
+
+#include <sys/stat.h>
+#include <array>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ab/normalize_state.hpp"
+#include "ab/rules.hpp"
+#include "base/bytes.hpp"
+#include "trace/trace_file.hpp"
+
+namespace cudatool::ab {
+
+using detail::hash_bytes;
+using detail::mix;
+
+namespace {
+
+// Images of the system call's own members (Role::kCall).
+constexpr std::array kOpenLayout{CallMember{"flags", 0, 8}, CallMember{"path", 8, 0}};
+constexpr std::array kMmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 8},
+                                 CallMember{"prot", 16, 8}, CallMember{"flags", 24, 8},
+                                 CallMember{"offset", 32, 8}};
+constexpr std::array kMunmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 8}};
+constexpr std::array kPathLayout{CallMember{"path", 0, 0}};
+constexpr std::array kNameLayout{CallMember{"sys", 0, 0}};
+
+}  // namespace
+
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::kCall:
+      return "call";
+    case Role::kArg:
+      return "arg";
+    case Role::kParams:
+      return "params";
+    case Role::kXfer:
+      return "xfer";
+    case Role::kRights:
+      return "rights";
+    case Role::kOther:
+      break;
+  }
+  return "other";
+}
+
+std::span<const CallMember> call_layout(trace::Sys s) {
+  switch (s) {
+    case trace::Sys::kOpen:
+      return kOpenLayout;
+    case trace::Sys::kMmap:
+      return kMmapLayout;
+    case trace::Sys::kMunmap:
+      return kMunmapLayout;
+    case trace::Sys::kExecve:
+      return kPathLayout;
+    case trace::Sys::kUnknown:
+      return kNameLayout;
+    default:
+      return {};
+  }
+}
+
+std::string NormalizedTrace::name(uint64_t sym) const {
+  auto it = names.find(sym);
+  return it == names.end() ? std::string("?") : it->second;
+}
+
+std::string NormalizedTrace::describe(const Subst& s) const {
+  std::string n = name(s.base);
+  if (s.kind == SymKind::kPointer && s.delta != 0) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(s.delta));
+    n += buf;
+  }
+  return n;
+}
+
+Normalizer::State::State(NormalizedTrace& o, const rm::Tables& tables,
+                         const NormalizeOptions& options)
+    : out(o), t(tables), rules(options.rules) {
+  size_t n = 0;
+  for (const rm::StructEntry& s : t.structs()) {
+    n = std::max<size_t>(n, size_t{s.first_field} + s.field_count);
+  }
+  field_cache.assign(n, 0);
+  for (Role r :
+       {Role::kCall, Role::kArg, Role::kParams, Role::kXfer, Role::kRights, Role::kOther}) {
+    set_name(mix(detail::kTagBuffer, static_cast<uint64_t>(r)), std::string(role_name(r)));
+  }
+}
+
+Normalizer::Normalizer(NormalizedTrace& out, const rm::Tables& tables,
+                       const NormalizeOptions& options)
+    : out_(out), st_(std::make_unique<State>(out, tables, options)) {
+  out_.tables = &tables;
+}
+
+Normalizer::~Normalizer() = default;
+
+namespace {
+
+// Builds the kCall image of a system call: fixed members little-endian, then the path.
+struct CallImage {
+  std::vector<uint8_t> bytes;
+  void u64(uint64_t v) {
+    uint8_t b[8];
+    store_le<uint64_t>(b, v);
+    bytes.insert(bytes.end(), b, b + 8);
+  }
+  void text(std::string_view s) { bytes.insert(bytes.end(), s.begin(), s.end()); }
+};
+
+}  // namespace
+
+void Normalizer::add(const trace::Event& ev) {
+  State& s = *st_;
+  const rm::Tables& t = s.t;
+  NormEvent ne;
+  ne.seq = ev.seq;
+  ne.tid = ev.tid;
+  ne.index = static_cast<uint32_t>(out_.events.size());
+  ne.thread = s.thread_of(ev.tid);
+  ne.sys = ev.sys;
+  ne.device = rm::classify_device(ev.path);
+  ne.tables = &t;
+  ne.ret = ev.ret;
+  ne.err = ev.err;
+  ne.call = trace::sys_name(ev.sys);
+  ne.buffer = out_.buffers.size();
+  s.client = 0;
+  s.live.clear();
+  bool has_fd = ev.sys == trace::Sys::kClose || ev.sys == trace::Sys::kDup ||
+                ev.sys == trace::Sys::kIoctl || ev.sys == trace::Sys::kMmap;
+  if (has_fd) ne.fd = s.lookup_fd(ev.fd, ev.path.empty() ? std::string("fd") : ev.path);
+  bool ok = ev.err == 0 && ev.ret != -1;
+
+  // The call's own members: literal, except the pointer members renamed by position.
+  auto add_call_image = [&](const CallImage& ci, std::initializer_list<uint32_t> pointers) {
+    NormBuffer nb;
+    nb.role = Role::kCall;
+    nb.after = true;
+    nb.recorded = nb.compared = ci.bytes.size();
+    nb.bytes = out_.bytes.size();
+    nb.subst = out_.substs.size();
+    out_.bytes.insert(out_.bytes.end(), ci.bytes.begin(), ci.bytes.end());
+    out_.masks.compared += ci.bytes.size();
+    for (uint32_t off : pointers) {
+      uint64_t v = load_le<uint64_t>(ci.bytes.data() + off);
+      if (v == 0) continue;
+      auto [base, delta] = s.resolve_pointer(v, detail::Place{trace::sys_name(ev.sys), "addr"});
+      std::memset(out_.bytes.data() + nb.bytes + off, 0, 8);
+      out_.substs.push_back(Subst{off, 8, SymKind::kPointer, base, delta, v});
+      ++out_.masks.pointers;
+    }
+    nb.subst_count = static_cast<uint32_t>(out_.substs.size() - nb.subst);
+    out_.buffers.push_back(nb);
+  };
+
+  switch (ev.sys) {
+    case trace::Sys::kOpen: {
+      CallImage ci;
+      ci.u64(ev.open_flags);
+      ci.text(ev.path);
+      add_call_image(ci, {});
+      if (ok && ev.ret >= 0) {
+        ne.ret_sym = s.open_fd(static_cast<int32_t>(ev.ret), ev.path, ev.open_flags);
+        ne.ret = 0;
+      }
+      break;
+    }
+    case trace::Sys::kClose:
+      s.fds.erase(ev.fd);
+      break;
+    case trace::Sys::kDup:
+      if (ok && ev.ret >= 0) {
+        // A dup is named as an opening of the same path (flags: none of open(2)'s).
+        ne.ret_sym = s.open_fd(static_cast<int32_t>(ev.ret), ev.path, ~uint64_t{0});
+        ne.ret = 0;
+      }
+      break;
+    case trace::Sys::kMmap: {
+      CallImage ci;
+      for (uint64_t v : {ev.addr, ev.len, ev.prot, ev.map_flags, ev.offset}) ci.u64(v);
+      add_call_image(ci, {0});
+      if (ok) {
+        uint64_t content = mix(mix(mix(ev.len, ev.prot), ev.map_flags), ev.offset);
+        ne.ret_sym = s.add_mapping(ne.fd, static_cast<uint64_t>(ev.ret), ev.len, content);
+        ne.ret = 0;
+      }
+      break;
+    }
+    case trace::Sys::kMunmap: {
+      CallImage ci;
+      ci.u64(ev.addr);
+      ci.u64(ev.len);
+      add_call_image(ci, {0});
+      if (ok) s.remove_mappings(ev.addr, std::max<uint64_t>(ev.len, 1));
+      break;
+    }
+    case trace::Sys::kIoctl:
+      detail::add_ioctl(s, ev, ne);
+      break;
+    case trace::Sys::kExecve: {
+      CallImage ci;
+      ci.text(ev.path);
+      add_call_image(ci, {});
+      break;
+    }
+    case trace::Sys::kUnknown: {
+      CallImage ci;
+      ci.text(ev.sys_raw);
+      add_call_image(ci, {});
+      break;
+    }
+    case trace::Sys::kFork:  // the child's pid differs between runs; its calls carry the facts
+    case trace::Sys::kExit:
+      break;
+  }
+
+  ne.buffer_count = static_cast<uint32_t>(out_.buffers.size() - ne.buffer);
+  uint64_t key = mix(static_cast<uint64_t>(ne.sys) + 1, static_cast<uint64_t>(ne.device));
+  key = mix(key, ne.request);
+  key = mix(key, ne.nr);
+  if (ne.cmd) key = mix(key, *ne.cmd + (uint64_t{1} << 32));
+  if (ev.sys == trace::Sys::kOpen) key = mix(key, hash_bytes(ev.path.data(), ev.path.size()));
+  ne.key = key;
+  uint64_t shape = mix(key, static_cast<uint64_t>(ne.ret));
+  shape = mix(shape, ne.ret_sym != 0);
+  shape = mix(shape, static_cast<uint64_t>(static_cast<uint32_t>(ne.err)));
+  shape = mix(shape, ne.fd != 0);
+  uint64_t names = mix(ne.ret_sym, ne.fd);
+  for (uint64_t i = ne.buffer; i < out_.buffers.size(); ++i) {
+    const NormBuffer& nb = out_.buffers[i];
+    shape = mix(shape, (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable);
+    shape = mix(shape, nb.compared);
+    shape = mix(shape, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    for (uint64_t k = nb.subst; k < nb.subst + nb.subst_count; ++k) {
+      const Subst& x = out_.substs[k];
+      shape = mix(shape, (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) |
+                             static_cast<uint64_t>(x.kind));
+      shape = mix(shape, x.delta);
+      names = mix(names, x.base);
+    }
+  }
+  ne.shape = shape;
+  uint64_t full = mix(shape, names);
+  ne.full = full;
+  out_.events.push_back(ne);
+}
+
+namespace {
+
+void choose_tables(NormalizedTrace& nt) {
+  std::string_view v = nt.header.driver_version ? std::string_view(*nt.header.driver_version)
+                                                : std::string_view(nt.header.driver_version_line);
+  rm::BranchChoice c = rm::choose_branch(v);
+  nt.tables = c.tables;
+  nt.exact_branch = c.exact_major;
+}
+
+std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, std::string path,
+                                                  uint64_t size_hint,
+                                                  const NormalizeOptions& options) {
+  auto nt = std::make_unique<NormalizedTrace>();
+  nt->path = std::move(path);
+  nt->header = reader.header();
+  // Room for what a trace of this size usually holds (about 800 bytes of JSON per event), so
+  // that the arrays are not copied while they grow. Address space only, until used.
+  uint64_t n = std::min<uint64_t>(size_hint, uint64_t{1} << 32);
+  nt->events.reserve(n / 700);
+  nt->buffers.reserve(n / 300);
+  nt->substs.reserve(n / 130);
+  nt->bytes.reserve(n / 3);
+  choose_tables(*nt);
+  {
+    Normalizer norm(*nt, *nt->tables, options);
+    trace::Event ev;
+    while (reader.next(ev)) norm.add(ev);
+  }
+  nt->trailer = reader.trailer();
+  nt->truncated = reader.truncated();
+  nt->diagnostics = reader.diagnostics();
+  return nt;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
+                                                        const NormalizeOptions& options) {
+  auto r = trace::TraceReader::open(path);
+  if (!r) return r.error();
+  struct stat st;
+  uint64_t size = ::stat(path.c_str(), &st) == 0 && st.st_size > 0 ? st.st_size : 0;
+  return normalize_reader(**r, path, size, options);
+}
+
+Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
+                                                          const NormalizeOptions& options) {
+  uint64_t size = bytes.size();
+  auto r = trace::TraceReader::from_memory(std::move(bytes), name);
+  if (!r) return r.error();
+  return normalize_reader(**r, std::move(name), size, options);
+}
+
+std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,
+                                                  const std::vector<trace::Event>& events,
+                                                  const NormalizeOptions& options) {
+  auto nt = std::make_unique<NormalizedTrace>();
+  nt->header = header;
+  choose_tables(*nt);
+  Normalizer n(*nt, *nt->tables, options);
+  for (const trace::Event& ev : events) n.add(ev);
+  return nt;
+}
+
+}  // namespace cudatool::ab

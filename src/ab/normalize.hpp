@@ -1,0 +1,192 @@
+// Normalisation of one trace for A/B comparison (docs/ab.md): every event becomes a compact record
+// whose values that merely differ between identical runs are replaced by symbols —
+//
+//   RM handles  → names by order of creation under their parent, per client ("c0/2/1");
+//                 clients by order of creation ("c0"); handles never created in the trace by
+//                 order of first use ("?3")
+//   pointers    → the recorded buffer or device mapping they point into ("params+0x10",
+//                 "map2@/dev/nvidiactl#1+0x40"), else a name by first appearance ("va7")
+//   fds         → device path and order of opening ("/dev/nvidiactl#1")
+//   threads     → roles by order of first call
+//   times, seq  → dropped
+//
+// and fields known to vary between identical runs are masked by rule (ab/rules.hpp). Each event
+// keeps its normalised argument images (member bytes, symbols out of line) so that a divergence
+// can name the members that differ, and two hashes: `key` (which call: alignment may pair two
+// events with the same key) and `full` (everything compared).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.hpp"
+#include "rm/decode.hpp"
+#include "rm/tables.hpp"
+#include "trace/event.hpp"
+
+namespace cudatool::ab {
+
+// What a symbol stands for.
+enum class SymKind : uint8_t {
+  kHandle,   // RM handle (object, client or never-created)
+  kPointer,  // user address: buffer, mapping or first-appearance name, plus `delta`
+  kFd,       // file descriptor
+};
+
+// A member whose raw value was replaced by a symbol; its bytes in the image are zero.
+struct Subst {
+  uint32_t offset = 0;  // in the buffer
+  uint8_t width = 0;    // bytes (4 for handles and fds, 8 for pointers)
+  SymKind kind = SymKind::kHandle;
+  uint64_t base = 0;   // symbol id, comparable between traces (see Names)
+  uint64_t delta = 0;  // pointers: offset from the named base
+  uint64_t raw = 0;    // the value in the trace, for display
+};
+
+// Which buffer of an event an image comes from. kCall: the members of the system call itself
+// (open flags and path, mmap addr/len/prot/flags/offset, …), laid out by call_layout().
+enum class Role : uint8_t { kCall, kArg, kParams, kXfer, kRights, kOther };
+std::string_view role_name(Role r);
+
+struct CallMember {
+  std::string_view name;
+  uint32_t offset;
+  uint32_t size;  // 0: to the end of the image (a path)
+};
+std::span<const CallMember> call_layout(trace::Sys s);
+
+// One side (before or after the call) of one buffer, normalised.
+struct NormBuffer {
+  Role role = Role::kArg;
+  bool after = false;
+  bool unreadable = false;                  // the recorder could not read it
+  const rm::StructEntry* layout = nullptr;  // members known; null: compared byte by byte
+  bool array = false;                       // the buffer is an array of `layout`
+  uint64_t recorded = 0;                    // bytes the trace holds
+  uint64_t compared = 0;                    // bytes compared (image length)
+  uint64_t bytes = 0;                       // offset of the image in NormalizedTrace::bytes
+  uint64_t subst = 0;                       // first symbol in NormalizedTrace::substs
+  uint32_t subst_count = 0;
+};
+
+// Bytes left out of the comparison, by reason (for the report and docs/ab.md).
+struct MaskCounts {
+  uint64_t compared = 0;     // bytes compared (member bytes and unknown layouts)
+  uint64_t padding = 0;      // bytes between and after members of a known layout
+  uint64_t beyond_size = 0;  // bytes past the size the call uses (bounded UVM reads)
+  uint64_t unsized = 0;      // bounded reads of calls whose size is not known
+  uint64_t by_rule = 0;      // members masked by a rule of ab/rules.cpp
+  uint64_t handles = 0, pointers = 0, fds = 0;  // members replaced by symbols
+};
+
+struct NormEvent {
+  uint64_t seq = 0;
+  int32_t tid = 0;
+  uint32_t thread = 0;  // role: order of the thread's first call
+  uint32_t index = 0;   // position in the trace (0-based, in file order)
+  trace::Sys sys = trace::Sys::kUnknown;
+  rm::Device device = rm::Device::kUnknown;
+  uint64_t request = 0;
+  uint32_t nr = 0;        // escape number or UVM ioctl number (XFER: the inner escape)
+  std::string_view call;  // "NV_ESC_RM_CONTROL", "UVM_FREE", "open", "" when unknown
+  std::optional<uint32_t> cmd, cls, status;
+  // Handles of the call (after normalisation) for display: client and object (hObject,
+  // hObjectNew, hObjectOld, …); 0 when absent.
+  uint64_t h_client = 0, h_parent = 0, h_object = 0;
+  uint64_t fd = 0;       // symbol of the event's fd (0: none)
+  int64_t ret = 0;       // literal return value (0 when `ret_sym` is set)
+  uint64_t ret_sym = 0;  // open/dup: the new fd's symbol; mmap: the mapping's symbol
+  int32_t err = 0;
+  uint64_t key = 0;     // which call
+  uint64_t shape = 0;   // everything compared but the names symbols stand for
+  uint64_t full = 0;    // everything compared
+  uint64_t buffer = 0;  // first buffer in NormalizedTrace::buffers
+  uint32_t buffer_count = 0;
+  const rm::Tables* tables = nullptr;
+};
+
+struct GpuIdentity {
+  std::optional<uint32_t> pci_id;  // vendor << 16 | device, from NV_ESC_CARD_INFO
+  std::string name;                // NV2080_CTRL_CMD_GPU_GET_NAME_STRING, when traced
+};
+
+// One normalised trace. Symbol ids are hashes of the symbol's definition (kind, parent, ordinal,
+// path …), so equal names in two traces have equal ids.
+struct NormalizedTrace {
+  std::string path;
+  trace::Header header;
+  std::optional<trace::Trailer> trailer;
+  Diagnostics diagnostics;
+  bool truncated = false;
+  const rm::Tables* tables = nullptr;
+  bool exact_branch = false;  // the tables are of the driver's own major version
+  GpuIdentity gpu;
+  std::vector<NormEvent> events;
+  std::vector<NormBuffer> buffers;
+  std::vector<uint8_t> bytes;
+  std::vector<Subst> substs;
+  std::vector<int32_t> thread_tids;                 // role → tid
+  std::unordered_map<uint64_t, std::string> names;  // symbol id → display name
+  MaskCounts masks;
+
+  [[nodiscard]] std::string name(uint64_t sym) const;
+  // "params+0x10", "c0/2", "/dev/nvidiactl#1", "0x0".
+  [[nodiscard]] std::string describe(const Subst& s) const;
+};
+
+struct NormalizeOptions {
+  // Apply the rules of ab/rules.cpp for members that vary between identical runs. Off only to
+  // show that each rule is needed.
+  bool rules = true;
+};
+
+class Normalizer {
+ public:
+  Normalizer(NormalizedTrace& out, const rm::Tables& tables, const NormalizeOptions& options = {});
+  ~Normalizer();
+  Normalizer(const Normalizer&) = delete;
+  Normalizer& operator=(const Normalizer&) = delete;
+  void add(const trace::Event& ev);
+
+  struct State;  // handle, fd, mapping and address tables (normalize.cpp)
+
+ private:
+  NormalizedTrace& out_;
+  std::unique_ptr<State> st_;
+};
+
+// What normalisation did with one recorded byte of an event's buffer (for tests and docs/ab.md):
+// compared as it is, part of a member renamed to a symbol (a changed value shows where the name
+// is used: at once, unless this occurrence is the one that defines the name), padding of a known
+// layout, past the size the call uses, masked by a rule, or not in the trace at all.
+enum class ByteFate : uint8_t {
+  kCompared,
+  kRenamed,
+  kPadding,
+  kBeyondSize,
+  kMaskedByRule,
+  kNotRecorded,
+};
+std::string_view byte_fate_name(ByteFate f);
+ByteFate byte_fate(const NormalizedTrace& t, uint32_t event, Role role, bool after,
+                   uint64_t offset);
+
+// Reads and normalises a whole trace file. Errors: unreadable, not a trace, newer format.
+// Damaged lines are reported in `diagnostics` and skipped.
+Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
+                                                        const NormalizeOptions& options = {});
+// The same over trace bytes in memory (fuzzing), `name` standing for the file.
+Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
+                                                          const NormalizeOptions& options = {});
+// The same over events in memory (tests).
+std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,
+                                                  const std::vector<trace::Event>& events,
+                                                  const NormalizeOptions& options = {});
+
+}  // namespace cudatool::ab

@@ -1,0 +1,361 @@
+// One ioctl: which call it is (RM escape, XFER's inner escape, UVM ioctl), the RM objects it
+// creates or frees, its status, and the normalised images of its argument and nested buffers.
+// Layouts come from the driver branch's tables (rm/tables.hpp), as in rm/decode.cpp.
+#include <algorithm>
+#include <cstring>
+
+#include "ab/normalize_state.hpp"
+#include "ab/rules.hpp"
+#include "base/bytes.hpp"
+
+namespace cudatool::ab::detail {
+namespace {
+
+using detail::hash_bytes;
+using detail::mix;
+
+constexpr uint8_t kRmIoctlType = 'F';  // NV_IOCTL_MAGIC (nv-ioctl-numbers.h)
+constexpr uint32_t kNvOk = 0;
+
+std::optional<uint64_t> read_field(const rm::FieldEntry* f, const std::vector<uint8_t>& bytes,
+                                   uint64_t base) {
+  if (f == nullptr || f->size != f->elem_size) return std::nullopt;
+  ByteView v(bytes.data(), bytes.size());
+  switch (f->size) {
+    case 1:
+      return v.read<uint8_t>(base + f->offset);
+    case 2:
+      return v.read<uint16_t>(base + f->offset);
+    case 4:
+      return v.read<uint32_t>(base + f->offset);
+    case 8:
+      return v.read<uint64_t>(base + f->offset);
+    default:
+      return std::nullopt;
+  }
+}
+
+const std::vector<uint8_t>& side_bytes(const trace::Buffer& b) {
+  return b.after.empty() ? b.before : b.after;
+}
+
+struct Plan {
+  const rm::StructEntry* arg_layout = nullptr;
+  bool arg_array = false;
+  bool arg_sized = true;
+  uint64_t arg_size = 0;                    // bytes of the argument the call uses
+  const rm::EscapeEntry* escape = nullptr;  // effective escape (XFER: the inner one)
+  const rm::UvmEntry* uvm = nullptr;
+  // Where the RM identity members are read: a structure over one buffer's bytes at an offset.
+  const rm::StructEntry* id_layout = nullptr;
+  const std::vector<uint8_t>* id_bytes = nullptr;
+  uint64_t id_base = 0;
+  const rm::StructEntry* xfer_layout = nullptr;
+  const rm::StructEntry* params_layout = nullptr;
+};
+
+const trace::Buffer* nested(const trace::Event& ev, std::string_view role) {
+  for (const trace::Buffer& b : ev.nested) {
+    if (b.role == role) return &b;
+  }
+  return nullptr;
+}
+
+// What the GPU is, from the first NV_ESC_CARD_INFO and NV2080_CTRL_CMD_GPU_GET_NAME_STRING.
+void note_gpu(Normalizer::State& s, const NormEvent& ne, const trace::Event& ev, const Plan& p) {
+  GpuIdentity& g = s.out.gpu;
+  if (!g.pci_id && ne.call == "NV_ESC_CARD_INFO" && p.arg_layout != nullptr && ev.arg) {
+    const std::vector<uint8_t>& b = side_bytes(*ev.arg);
+    const rm::FieldEntry* pci = s.field(p.arg_layout, "pci_info");
+    const rm::StructEntry* pci_s = pci ? s.layout(pci->type) : nullptr;
+    uint64_t size = static_cast<uint64_t>(p.arg_layout->size);
+    for (uint64_t off = 0; pci_s != nullptr && b.size() >= size && off <= b.size() - size;
+         off += size) {
+      if (read_field(s.field(p.arg_layout, "valid"), b, off).value_or(0) == 0) continue;
+      auto vendor = read_field(s.field(pci_s, "vendor_id"), b, off + pci->offset);
+      auto device = read_field(s.field(pci_s, "device_id"), b, off + pci->offset);
+      if (vendor && device) g.pci_id = static_cast<uint32_t>((*vendor << 16) | *device);
+      break;
+    }
+  }
+  if (g.name.empty() && p.params_layout != nullptr &&
+      p.params_layout->name == "NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS") {
+    const trace::Buffer* nb = nested(ev, "params");
+    const rm::FieldEntry* f = s.field(p.params_layout, "gpuNameString");
+    if (nb != nullptr && f != nullptr && !nb->after.empty()) {
+      ByteView v = ByteView(nb->after.data(), nb->after.size()).clamp(f->offset, f->size);
+      std::string_view c = v.chars();
+      c = c.substr(0, std::min(c.size(), c.find('\0')));
+      if (!c.empty() &&
+          std::all_of(c.begin(), c.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; })) {
+        g.name = std::string(c);
+      }
+    }
+  }
+}
+
+Plan plan_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
+  const rm::Tables& t = s.t;
+  Plan p;
+  const trace::Buffer* arg = ev.arg ? &*ev.arg : nullptr;
+  uint64_t recorded = arg ? side_bytes(*arg).size() : 0;
+  if (ne.device == rm::Device::kUvm || ne.device == rm::Device::kUvmTools) {
+    ne.nr = static_cast<uint32_t>(ev.request);
+    p.uvm = ev.request <= 0xffffffffu ? t.find_uvm(ne.nr) : nullptr;
+    if (p.uvm != nullptr) {
+      ne.call = p.uvm->name;
+      p.arg_layout = s.layout(p.uvm->params);
+      if (p.uvm->params_size >= 0) {
+        p.arg_size = static_cast<uint64_t>(p.uvm->params_size);
+      } else {
+        p.arg_sized = !(arg && arg->bounded);
+        p.arg_size = recorded;
+      }
+    } else {
+      ne.call = {};
+      p.arg_sized = !(arg && arg->bounded);
+      p.arg_size = recorded;
+    }
+    p.id_layout = p.arg_layout;
+    p.id_bytes = arg ? &side_bytes(*arg) : nullptr;
+    return p;
+  }
+  uint64_t req = ev.request;
+  uint8_t type = static_cast<uint8_t>((req >> 8) & 0xff);
+  uint32_t ioc_size = static_cast<uint32_t>((req >> 16) & 0x3fff);
+  ne.nr = static_cast<uint32_t>(req & 0xff);
+  p.arg_size = ioc_size ? ioc_size : recorded;
+  p.arg_sized = ioc_size != 0 || !(arg && arg->bounded);
+  ne.call = {};
+  if (type != kRmIoctlType) return p;
+  const rm::EscapeEntry* e = t.find_escape(ne.nr);
+  if (e == nullptr) return p;
+  ne.call = e->name;
+  std::string_view type_name = e->type;
+  if (!e->alt_type.empty() && e->alt_size >= 0 && static_cast<uint32_t>(e->alt_size) == ioc_size) {
+    type_name = e->alt_type;
+  }
+  p.arg_layout = s.layout(type_name);
+  p.arg_array = e->array;
+  p.escape = e;
+  p.id_layout = p.arg_layout;
+  p.id_bytes = arg ? &side_bytes(*arg) : nullptr;
+  if (e->name == "NV_ESC_IOCTL_XFER_CMD" && p.id_bytes != nullptr) {
+    // nv_ioctl_xfer_t names the escape whose argument is in the "xfer" buffer.
+    auto inner = read_field(s.field(p.arg_layout, "cmd"), *p.id_bytes, 0);
+    const rm::EscapeEntry* ie = inner ? t.find_escape(static_cast<uint32_t>(*inner)) : nullptr;
+    const trace::Buffer* x = nested(ev, "xfer");
+    if (ie != nullptr) {
+      ne.nr = ie->nr;
+      p.escape = ie;
+      p.xfer_layout = s.layout(ie->type);
+      p.id_layout = p.xfer_layout;
+      p.id_bytes = x ? &side_bytes(*x) : nullptr;
+    }
+  }
+  // The *_with_fd wrappers (nv-ioctl.h) hold the RM structure (NVOS02, NVOS33) in their member
+  // "params", next to an fd.
+  if (p.id_layout != nullptr && find_object_shape(p.id_layout->name) == nullptr &&
+      s.field_of_kind(p.id_layout, rm::ValueKind::kStatus) == nullptr) {
+    if (const rm::FieldEntry* f = s.field(p.id_layout, "params")) {
+      if (const rm::StructEntry* inner = s.layout(f->type)) {
+        p.id_layout = inner;
+        p.id_base = f->offset;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Role role_of(std::string_view r) {
+  if (r == "arg") return Role::kArg;
+  if (r == "params") return Role::kParams;
+  if (r == "xfer") return Role::kXfer;
+  if (r == "rights") return Role::kRights;
+  return Role::kOther;
+}
+
+void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
+  const rm::Tables& t = s.t;
+  NormalizedTrace& out = s.out;
+  ne.request = ev.request;
+  Plan p = plan_ioctl(s, ev, ne);
+  if (ev.arg && ev.arg->addr != 0) s.live.push_back({Role::kArg, ev.arg->addr, ev.arg->size});
+  for (const trace::Buffer& b : ev.nested) {
+    if (b.addr != 0) s.live.push_back({role_of(b.role), b.addr, b.size});
+  }
+
+  // Identity: command, class, status, client, and the object created or freed.
+  static const std::vector<uint8_t> kEmpty;
+  const std::vector<uint8_t>& idb = p.id_bytes ? *p.id_bytes : kEmpty;
+  if (const rm::FieldEntry* f = s.field_of_kind(p.id_layout, rm::ValueKind::kControl)) {
+    ne.cmd = read_field(f, idb, p.id_base);
+  }
+  if (auto c = read_field(s.field(p.id_layout, "hClass"), idb, p.id_base)) {
+    ne.cls = static_cast<uint32_t>(*c);
+  }
+  // Status: read after the call only.
+  const trace::Buffer* status_buf = ev.arg ? &*ev.arg : nullptr;
+  if (p.xfer_layout != nullptr) status_buf = nested(ev, "xfer");
+  if (status_buf != nullptr && !status_buf->after.empty()) {
+    if (p.uvm != nullptr && p.uvm->rm_status_offset >= 0) {
+      ne.status = ByteView(status_buf->after.data(), status_buf->after.size())
+                      .read<uint32_t>(static_cast<uint64_t>(p.uvm->rm_status_offset));
+    } else if (const rm::FieldEntry* f = s.field_of_kind(p.id_layout, rm::ValueKind::kStatus)) {
+      auto v = read_field(f, status_buf->after, p.id_base);
+      if (v) ne.status = static_cast<uint32_t>(*v);
+    }
+  }
+  std::string_view id_name = p.id_layout ? p.id_layout->name : std::string_view();
+  s.scope = mix(ne.nr + uint64_t{1}, ne.cmd ? *ne.cmd : ~uint64_t{0});
+  const ObjectShape* shape = p.id_layout ? find_object_shape(id_name) : nullptr;
+  std::string_view client_member = shape ? shape->client : "hClient";
+  std::optional<uint64_t> client_raw =
+      read_field(s.field(p.id_layout, client_member), idb, p.id_base);
+  if (!client_raw && shape == nullptr) {
+    client_member = "hRoot";
+    client_raw = read_field(s.field(p.id_layout, client_member), idb, p.id_base);
+  }
+  if (client_raw && *client_raw != 0) {
+    s.client = s.client_symbol(static_cast<uint32_t>(*client_raw), Place{id_name, client_member});
+  }
+
+  // Nested layouts: control parameters by command, allocation parameters by class.
+  if (p.escape != nullptr && ne.cmd && p.escape->name == "NV_ESC_RM_CONTROL") {
+    if (const rm::CtrlEntry* c = t.find_control(*ne.cmd)) p.params_layout = s.layout(c->params);
+  } else if (p.escape != nullptr && ne.cls && p.escape->name == "NV_ESC_RM_ALLOC") {
+    if (const rm::ClassEntry* c = t.find_class(*ne.cls))
+      p.params_layout = s.layout(c->alloc_params);
+  }
+
+  auto add = [&](const trace::Buffer& b, Role role, const rm::StructEntry* layout, bool array,
+                 bool sized, uint64_t size) {
+    for (bool after : {false, true}) {
+      const std::vector<uint8_t>& bytes = after ? b.after : b.before;
+      const std::string& error = after ? b.after_error : b.before_error;
+      if (bytes.empty() && error.empty() && after && !b.before.empty()) continue;  // not re-read
+      NormBuffer nb;
+      nb.role = role;
+      nb.after = after;
+      nb.recorded = bytes.size();
+      nb.unreadable = bytes.empty() && !error.empty();
+      uint64_t compared = 0;
+      if (!sized) {
+        out.masks.unsized += bytes.size();
+      } else {
+        compared = std::min<uint64_t>(bytes.size(), size);
+        out.masks.beyond_size += bytes.size() - compared;
+      }
+      compared = std::min<uint64_t>(compared, UINT32_MAX);
+      s.walk_buffer(nb, bytes.data(), static_cast<uint32_t>(compared), layout, array);
+      out.buffers.push_back(nb);
+    }
+  };
+  // Nested buffers first: an object's creation parameters are part of its name (symbols.cpp).
+  size_t first_nested = out.buffers.size();
+  for (const trace::Buffer& b : ev.nested) {
+    Role role = role_of(b.role);
+    const rm::StructEntry* layout = nullptr;
+    if (role == Role::kParams) layout = p.params_layout;
+    if (role == Role::kXfer) layout = p.xfer_layout;
+    if (role == Role::kRights) layout = s.layout("RS_ACCESS_MASK");
+    uint64_t recorded = std::max(b.before.size(), b.after.size());
+    bool sized = !b.bounded || layout != nullptr;
+    uint64_t size = b.bounded && layout ? static_cast<uint64_t>(layout->size) : recorded;
+    add(b, role, layout, false, sized, size);
+  }
+
+  // Objects created or freed.
+  uint32_t freed = 0;
+  if (shape != nullptr) {
+    uint32_t obj = static_cast<uint32_t>(
+        read_field(s.field(p.id_layout, shape->object), idb, p.id_base).value_or(0));
+    uint32_t parent = static_cast<uint32_t>(
+        read_field(s.field(p.id_layout, shape->parent), idb, p.id_base).value_or(0));
+    bool ok = !ne.status || *ne.status == kNvOk;
+    if (shape->frees) {
+      freed = obj;
+      if (obj != 0) ne.h_object = s.lookup_handle(obj, Place{id_name, shape->object});
+    } else if (obj != 0 && ne.cls && is_client_class(*ne.cls)) {
+      if (ok || s.clients.count(obj) == 0) s.client = s.create_client(obj);
+      ne.h_object = s.client;
+    } else if (obj != 0) {
+      bool live = s.client != 0 && s.objects.count(mix(s.client, obj)) != 0;
+      if (ok || !live) {
+        // What the object is made from: its class and the parameters passed in.
+        uint64_t content = 0;
+        for (size_t i = first_nested; i < out.buffers.size(); ++i) {
+          const NormBuffer& nb = out.buffers[i];
+          if (nb.after) continue;
+          content = mix(content, hash_bytes(out.bytes.data() + nb.bytes, nb.compared));
+          for (uint64_t k = nb.subst; k < nb.subst + nb.subst_count; ++k) {
+            content = mix(mix(content, out.substs[k].base), out.substs[k].delta);
+          }
+        }
+        uint32_t cls = ne.cls ? *ne.cls : 0xffffffffu;  // NVOS55 (dup): no class
+        ne.h_object = s.create_object(parent, obj, cls, content);
+      } else {
+        ne.h_object = s.lookup_handle(obj, Place{id_name, shape->object});
+      }
+    }
+    if (parent != 0) ne.h_parent = s.lookup_handle(parent, Place{id_name, shape->parent});
+  } else {
+    // The object the call is about: hObject (controls), else hMemory (map/unmap memory).
+    for (std::string_view member : {std::string_view("hObject"), std::string_view("hMemory")}) {
+      auto h = read_field(s.field(p.id_layout, member), idb, p.id_base);
+      if (!h) continue;
+      if (*h != 0) ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, member});
+      break;
+    }
+  }
+  ne.h_client = s.client;
+
+  if (ev.arg) add(*ev.arg, Role::kArg, p.arg_layout, p.arg_array, p.arg_sized, p.arg_size);
+  note_gpu(s, ne, ev, p);
+  if (freed != 0) s.free_object(freed);
+}
+
+}  // namespace cudatool::ab::detail
+
+namespace cudatool::ab {
+
+const rm::StructEntry* Normalizer::State::layout(std::string_view name) {
+  if (name.empty()) return nullptr;
+  uint64_t key = detail::mix(reinterpret_cast<uintptr_t>(name.data()), name.size());
+  auto [it, inserted] = lookups.try_emplace(key, nullptr);
+  if (inserted) {
+    const rm::StructEntry* s = t.find_struct(name);
+    it->second = (s != nullptr && s->size > 0) ? s : nullptr;
+  }
+  return static_cast<const rm::StructEntry*>(it->second);
+}
+
+const rm::FieldEntry* Normalizer::State::field(const rm::StructEntry* s, std::string_view name) {
+  if (s == nullptr) return nullptr;
+  uint64_t key = detail::mix(detail::mix(reinterpret_cast<uintptr_t>(s), 1),
+                             detail::mix(reinterpret_cast<uintptr_t>(name.data()), name.size()));
+  auto [it, inserted] = lookups.try_emplace(key, nullptr);
+  if (inserted) it->second = t.find_field(*s, name);
+  return static_cast<const rm::FieldEntry*>(it->second);
+}
+
+const rm::FieldEntry* Normalizer::State::field_of_kind(const rm::StructEntry* s,
+                                                       rm::ValueKind kind) {
+  if (s == nullptr) return nullptr;
+  uint64_t key =
+      detail::mix(detail::mix(reinterpret_cast<uintptr_t>(s), 2), static_cast<uint64_t>(kind));
+  auto [it, inserted] = lookups.try_emplace(key, nullptr);
+  if (inserted) {
+    for (const rm::FieldEntry& f : t.fields(*s)) {
+      if (f.size == f.elem_size && f.size == 4 && rm::member_kind(s->name, f) == kind) {
+        it->second = &f;
+        break;
+      }
+    }
+  }
+  return static_cast<const rm::FieldEntry*>(it->second);
+}
+
+}  // namespace cudatool::ab

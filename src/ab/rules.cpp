@@ -1,0 +1,89 @@
+#include "ab/rules.hpp"
+
+#include <array>
+
+#include "rm/decode.hpp"
+
+namespace cudatool::ab {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Found by comparing ../shared/data trace_a and trace_b (docs/ab.md, "Fields that vary between
+// identical runs"): each entry is a member that still differed between the two runs after the
+// renaming by name and type. tests/integration/ab_test.cpp checks that each rule is still needed.
+constexpr std::array kMaskRules{
+    // NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY (events 10, 11 of both captures):
+    // libcuda puts its client's handle in the policy's target (0xc1d00034 in trace_a,
+    // 0xc1d00038 in trace_b, equal to hClient each time).
+    MaskRule{"RS_SHARE_POLICY", "target", MemberClass::kHandle,
+             "holds the client's handle (libcuda passes hClient), which RM assigns anew in "
+             "every run"},
+};
+
+// nvos.h: NVOS21/NVOS64 (NV_ESC_RM_ALLOC), NVOS02 (NV_ESC_RM_ALLOC_MEMORY), NVOS05
+// (NV_ESC_RM_ALLOC_OBJECT), NVOS55 (NV_ESC_RM_DUP_OBJECT: a new handle for an existing object),
+// NVOS00 (NV_ESC_RM_FREE).
+constexpr std::array kShapes{
+    ObjectShape{"NVOS21_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
+    ObjectShape{"NVOS64_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
+    ObjectShape{"NVOS02_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
+    ObjectShape{"NVOS05_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
+    ObjectShape{"NVOS55_PARAMETERS", "hClient", "hParent", "hObject", false},
+    ObjectShape{"NVOS00_PARAMETERS", "hRoot", "hObjectParent", "hObjectOld", true},
+};
+
+}  // namespace
+
+std::span<const MaskRule> mask_rules() {
+  return kMaskRules;
+}
+
+const MaskRule* find_mask_rule(std::string_view structure, std::string_view member) {
+  for (const MaskRule& r : kMaskRules) {
+    if (r.structure == structure && r.member == member) return &r;
+  }
+  return nullptr;
+}
+
+bool is_address_name(std::string_view n) {
+  if (n == "addr" || n == "address" || n == "base" || n == "buffer" || n == "ptr" ||
+      n == "tablePtr" || n == "controlBuffer" || n == "queueBuffer" || n == "targetVa") {
+    return true;
+  }
+  return ends_with(n, "Address") || ends_with(n, "Addr") || ends_with(n, "Base") ||
+         ends_with(n, "Ptr");
+}
+
+bool is_fd_name(std::string_view n) {
+  return n == "fd" || ends_with(n, "_fd") || ends_with(n, "Fd");
+}
+
+MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m, bool rules) {
+  if (const MaskRule* r = rules ? find_mask_rule(structure, m.name) : nullptr) return r->action;
+  uint32_t w = m.elem_size;
+  if (w == 4 && rm::member_kind(structure, m) == rm::ValueKind::kHandle)
+    return MemberClass::kHandle;
+  if (w == 4 && is_fd_name(m.name)) return MemberClass::kFd;
+  if (w == 8 &&
+      (m.type == "NvP64" || (!m.type.empty() && m.type.back() == '*') || is_address_name(m.name))) {
+    return MemberClass::kPointer;
+  }
+  return MemberClass::kLiteral;
+}
+
+const ObjectShape* find_object_shape(std::string_view structure) {
+  for (const ObjectShape& s : kShapes) {
+    if (s.structure == structure) return &s;
+  }
+  return nullptr;
+}
+
+bool is_client_class(uint32_t cls) {
+  // cl0000.h NV01_ROOT (0x0), cl0001.h NV01_ROOT_NON_PRIV (0x1), cl0041.h NV01_ROOT_CLIENT (0x41)
+  return cls == 0x0 || cls == 0x1 || cls == 0x41;
+}
+
+}  // namespace cudatool::ab

@@ -1,0 +1,375 @@
+#include "cli/ab_output.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+#include "ab/rules.hpp"
+#include "base/json_writer.hpp"
+#include "trace/event.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+using ab::Comparison;
+using ab::Divergence;
+using ab::Entry;
+using ab::Kind;
+using ab::NormalizedTrace;
+using ab::NormEvent;
+
+constexpr std::array kKinds{Kind::kMissing, Kind::kExtra, Kind::kStatus, Kind::kParameters,
+                            Kind::kReturn};
+
+std::string pci_text(const ab::GpuIdentity& g) {
+  std::string s;
+  if (g.pci_id) s = fmt::format("{:04x}:{:04x}", *g.pci_id >> 16, *g.pci_id & 0xffff);
+  if (!g.name.empty()) s += (s.empty() ? "" : " ") + g.name;
+  return s;
+}
+
+std::string_view op_name(ab::Op op) {
+  switch (op) {
+    case ab::Op::kMatch:
+      return "match";
+    case ab::Op::kChange:
+      return "change";
+    case ab::Op::kMissing:
+      return "missing";
+    case ab::Op::kExtra:
+      return "extra";
+  }
+  return "?";
+}
+
+std::string where(const Comparison& c, const Divergence& d) {
+  std::string s;
+  if (d.a != ab::kNone) s += fmt::format("A #{} (seq {})", d.a, c.a->events[d.a].seq);
+  if (d.b != ab::kNone) {
+    s += fmt::format("{}B #{} (seq {})", s.empty() ? "" : " / ", d.b, c.b->events[d.b].seq);
+  }
+  const NormEvent& e = d.a != ab::kNone ? c.a->events[d.a] : c.b->events[d.b];
+  if (std::max(c.threads_a, c.threads_b) > 1) s += fmt::format(", thread {}", e.thread);
+  return s;
+}
+
+std::string field_line(const ab::FieldDiff& f) {
+  std::string side = f.side.empty() ? "" : " (" + f.side + ")";
+  return fmt::format("{}{}: {} → {}", f.field, side, f.a, f.b);
+}
+
+std::string trace_line(char name, const NormalizedTrace& t) {
+  std::string s =
+      fmt::format("{}: {} — {} events, {} thread{}", name, t.path.empty() ? "-" : t.path,
+                  t.events.size(), t.thread_tids.size(), t.thread_tids.size() == 1 ? "" : "s");
+  if (t.header.driver_version) s += ", driver " + *t.header.driver_version;
+  std::string gpu = !t.header.gpu.empty() ? t.header.gpu : pci_text(t.gpu);
+  if (!gpu.empty()) s += ", GPU " + gpu;
+  if (t.truncated) s += ", last line cut";
+  return s + "\n";
+}
+
+void divergence_text(std::string& out, const Comparison& c, const Divergence& d,
+                     const std::string& indent, bool with_kind) {
+  const NormEvent* a = d.a != ab::kNone ? &c.a->events[d.a] : nullptr;
+  const NormEvent* b = d.b != ab::kNone ? &c.b->events[d.b] : nullptr;
+  if (with_kind) {
+    out += fmt::format("{}{}: {}\n", indent, ab::kind_title(d.kind), where(c, d));
+  } else {
+    out += fmt::format("{}{}\n", indent, where(c, d));
+  }
+  if (a != nullptr && b != nullptr) {
+    std::string sa = ab::summarize(c.namer_a(), *a), sb = ab::summarize(c.namer_b(), *b);
+    if (sa == sb) {
+      out += fmt::format("{}  {}\n", indent, sa);
+    } else {
+      out += fmt::format("{}  A: {}\n{}  B: {}\n", indent, sa, indent, sb);
+    }
+    for (const ab::FieldDiff& f : d.fields) out += fmt::format("{}    {}\n", indent, field_line(f));
+  } else if (a != nullptr) {
+    out += fmt::format("{}  A: {}\n", indent, ab::summarize(c.namer_a(), *a));
+  } else {
+    out += fmt::format("{}  B: {}\n", indent, ab::summarize(c.namer_b(), *b));
+  }
+}
+
+void context_text(std::string& out, const Comparison& c, uint32_t at, uint32_t n) {
+  uint32_t from = at > n ? at - n : 0;
+  uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(c.entries.size(), uint64_t{at} + n + 1));
+  out += fmt::format("\ncontext ({} before, {} after):\n", at - from, to - at - 1);
+  out += "       A      B\n";
+  for (uint32_t k = from; k < to; ++k) {
+    const Entry& e = c.entries[k];
+    char mark = e.op == ab::Op::kMatch     ? ' '
+                : e.op == ab::Op::kChange  ? '!'
+                : e.op == ab::Op::kMissing ? '-'
+                                           : '+';
+    std::string ia = e.a == ab::kNone ? "." : std::to_string(e.a);
+    std::string ib = e.b == ab::kNone ? "." : std::to_string(e.b);
+    std::string arrow = k == at ? ">" : " ";
+    if (e.op == ab::Op::kChange) {
+      out += fmt::format("{}{} {:>6} {:>6}  A: {}\n", arrow, mark, ia, ib,
+                         ab::summarize(c.namer_a(), c.a->events[e.a]));
+      out += fmt::format("  {:>6} {:>6}  B: {}\n", "", "",
+                         ab::summarize(c.namer_b(), c.b->events[e.b]));
+    } else if (e.op == ab::Op::kExtra) {
+      out += fmt::format("{}{} {:>6} {:>6}  {}\n", arrow, mark, ia, ib,
+                         ab::summarize(c.namer_b(), c.b->events[e.b]));
+    } else {
+      out += fmt::format("{}{} {:>6} {:>6}  {}\n", arrow, mark, ia, ib,
+                         ab::summarize(c.namer_a(), c.a->events[e.a]));
+    }
+  }
+}
+
+void event_json(JsonWriter& w, const ab::Namer& names, const NormEvent* e) {
+  if (e == nullptr) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.kv("index", e->index).kv("seq", e->seq).kv("tid", e->tid).kv("thread", e->thread);
+  w.kv("sys", trace::sys_name(e->sys));
+  if (e->call.empty()) {
+    w.key("call").null();
+  } else {
+    w.kv("call", e->call);
+  }
+  if (e->sys == trace::Sys::kIoctl) {
+    w.kv_hex("request", e->request);
+  } else {
+    w.key("request").null();
+  }
+  auto opt_hex = [&](std::string_view k, const std::optional<uint32_t>& v, std::string_view name,
+                     std::string_view name_key) {
+    if (v) {
+      w.kv_hex(k, *v);
+    } else {
+      w.key(k).null();
+    }
+    if (name.empty()) {
+      w.key(name_key).null();
+    } else {
+      w.kv(name_key, name);
+    }
+  };
+  opt_hex("cmd", e->cmd, ab::control_name(*e), "cmd_name");
+  opt_hex("class", e->cls, ab::class_name(*e), "class_name");
+  opt_hex("status", e->status, ab::status_name(*e), "status_name");
+  auto sym = [&](std::string_view k, uint64_t s) {
+    if (s) {
+      w.kv(k, names(s));
+    } else {
+      w.key(k).null();
+    }
+  };
+  sym("client", e->h_client);
+  sym("object", e->h_object);
+  sym("parent", e->h_parent);
+  sym("fd", e->fd);
+  w.kv("ret", e->ret);
+  sym("ret_name", e->ret_sym);
+  if (e->err) {
+    w.kv("errno", e->err);
+  } else {
+    w.key("errno").null();
+  }
+  w.kv("summary", ab::summarize(names, *e, true));
+  w.end_object();
+}
+
+void divergence_json(JsonWriter& w, const Comparison& c, const Divergence& d) {
+  w.begin_object();
+  w.kv("kind", ab::kind_name(d.kind)).kv("entry", d.entry);
+  w.key("a");
+  event_json(w, c.namer_a(), d.a == ab::kNone ? nullptr : &c.a->events[d.a]);
+  w.key("b");
+  event_json(w, c.namer_b(), d.b == ab::kNone ? nullptr : &c.b->events[d.b]);
+  w.key("fields").begin_array();
+  for (const ab::FieldDiff& f : d.fields) {
+    w.begin_object().kv("field", f.field);
+    if (f.side.empty()) {
+      w.key("side").null();
+    } else {
+      w.kv("side", f.side);
+    }
+    w.kv("a", f.a).kv("b", f.b).end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void trace_json(JsonWriter& w, const NormalizedTrace& t) {
+  w.begin_object();
+  w.kv("file", t.path).kv("events", t.events.size()).kv("threads", t.thread_tids.size());
+  if (t.header.driver_version) {
+    w.kv("driver_version", *t.header.driver_version);
+  } else {
+    w.key("driver_version").null();
+  }
+  w.kv("tables", t.tables->info().id).kv("exact_branch", t.exact_branch);
+  if (t.header.gpu.empty()) {
+    w.key("gpu").null();
+  } else {
+    w.kv("gpu", t.header.gpu);
+  }
+  if (t.gpu.pci_id) {
+    w.kv("pci_id", fmt::format("{:04x}:{:04x}", *t.gpu.pci_id >> 16, *t.gpu.pci_id & 0xffff));
+  } else {
+    w.key("pci_id").null();
+  }
+  if (t.gpu.name.empty()) {
+    w.key("gpu_name").null();
+  } else {
+    w.kv("gpu_name", t.gpu.name);
+  }
+  w.kv("mode", t.header.mode).kv("truncated", t.truncated).kv("trailer", t.trailer.has_value());
+  const ab::MaskCounts& m = t.masks;
+  w.key("normalization").begin_object();
+  w.kv("compared_bytes", m.compared).kv("padding_bytes", m.padding);
+  w.kv("beyond_size_bytes", m.beyond_size).kv("unsized_bytes", m.unsized);
+  w.kv("masked_by_rule_bytes", m.by_rule);
+  w.kv("handles_renamed", m.handles).kv("pointers_renamed", m.pointers).kv("fds_renamed", m.fds);
+  w.end_object();
+  w.key("diagnostics").begin_array();
+  for (const Error& e : t.diagnostics.items()) w.value(e.message());
+  w.end_array();
+  w.end_object();
+}
+
+std::string_view class_word(ab::MemberClass c) {
+  switch (c) {
+    case ab::MemberClass::kMasked:
+      return "masked";
+    case ab::MemberClass::kHandle:
+      return "renamed as a handle";
+    case ab::MemberClass::kPointer:
+      return "renamed as a pointer";
+    case ab::MemberClass::kFd:
+      return "renamed as an fd";
+    case ab::MemberClass::kLiteral:
+      break;
+  }
+  return "compared";
+}
+
+}  // namespace
+
+std::string render_ab_text(const Comparison& c, const AbReportOptions& o) {
+  std::string out;
+  for (const ab::HeaderNote& n : c.notes) {
+    if (n.serious) out += "warning: " + n.message + "\n";
+  }
+  out += trace_line('A', *c.a);
+  out += trace_line('B', *c.b);
+  for (const ab::HeaderNote& n : c.notes) {
+    if (!n.serious) out += "note: " + n.message + "\n";
+  }
+  const ab::MaskCounts& m = c.a->masks;
+  if (c.equivalent()) {
+    out += fmt::format(
+        "\nequivalent: the {} events of A and the {} of B match after normalisation\n"
+        "(in A: {} handles, {} pointers, {} fds renamed; {} bytes compared; left out: {} bytes of\n"
+        "padding, {} past the calls' sizes, {} masked by rule)\n",
+        c.a->events.size(), c.b->events.size(), m.handles, m.pointers, m.fds, m.compared, m.padding,
+        m.beyond_size + m.unsized, m.by_rule);
+    return out;
+  }
+  std::array<size_t, 5> counts{};
+  for (const Divergence& d : c.divergences) ++counts[static_cast<size_t>(d.kind)];
+  const Divergence& first = c.divergences.front();
+  out += "\nfirst divergence: ";
+  divergence_text(out, c, first, "", true);
+  context_text(out, c, first.entry, o.context);
+  std::string by_kind;
+  for (Kind k : kKinds) {
+    if (counts[static_cast<size_t>(k)] == 0) continue;
+    by_kind += fmt::format("{}{} {}", by_kind.empty() ? "" : ", ", counts[static_cast<size_t>(k)],
+                           ab::kind_name(k));
+  }
+  out += fmt::format("\n{} divergence{}: {}\n", c.divergences.size(),
+                     c.divergences.size() == 1 ? "" : "s", by_kind);
+  if (!o.all) {
+    if (c.divergences.size() > 1) out += "(--all lists every divergence, grouped by kind)\n";
+    return out;
+  }
+  for (Kind k : kKinds) {
+    if (counts[static_cast<size_t>(k)] == 0) continue;
+    out += fmt::format("\n{} ({}):\n", ab::kind_title(k), counts[static_cast<size_t>(k)]);
+    for (const Divergence& d : c.divergences) {
+      if (d.kind == k) divergence_text(out, c, d, "  ", false);
+    }
+  }
+  return out;
+}
+
+std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.kv("schema", "cudatool.ab/1");
+  w.key("a");
+  trace_json(w, *c.a);
+  w.key("b");
+  trace_json(w, *c.b);
+  w.key("notes").begin_array();
+  for (const ab::HeaderNote& n : c.notes) {
+    w.begin_object().kv("what", n.what).kv("a", n.a).kv("b", n.b).kv("serious", n.serious);
+    w.kv("message", n.message).end_object();
+  }
+  w.end_array();
+  w.kv("equivalent", c.equivalent());
+  w.key("counts").begin_object();
+  std::array<size_t, 5> counts{};
+  for (const Divergence& d : c.divergences) ++counts[static_cast<size_t>(d.kind)];
+  for (Kind k : kKinds) w.kv(ab::kind_name(k), counts[static_cast<size_t>(k)]);
+  w.end_object();
+  w.key("first");
+  if (c.divergences.empty()) {
+    w.null();
+  } else {
+    const Divergence& d = c.divergences.front();
+    w.begin_object();
+    w.key("divergence");
+    divergence_json(w, c, d);
+    w.key("context").begin_array();
+    uint32_t from = d.entry > o.context ? d.entry - o.context : 0;
+    uint64_t to = std::min<uint64_t>(c.entries.size(), uint64_t{d.entry} + o.context + 1);
+    for (uint64_t k = from; k < to; ++k) {
+      const Entry& e = c.entries[k];
+      w.begin_object().kv("op", op_name(e.op)).kv("first", k == d.entry);
+      w.key("a");
+      event_json(w, c.namer_a(), e.a == ab::kNone ? nullptr : &c.a->events[e.a]);
+      w.key("b");
+      event_json(w, c.namer_b(), e.b == ab::kNone ? nullptr : &c.b->events[e.b]);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.key("divergences");
+  if (o.all) {
+    w.begin_array();
+    for (const Divergence& d : c.divergences) divergence_json(w, c, d);
+    w.end_array();
+  } else {
+    w.null();
+  }
+  w.key("rules").begin_array();
+  for (const ab::MaskRule& r : ab::mask_rules()) {
+    w.begin_object().kv("structure", r.structure).kv("member", r.member);
+    w.kv("action", class_word(r.action)).kv("reason", r.reason).end_object();
+  }
+  w.end_array();
+  w.key("alignment").begin_object();
+  w.kv("entries", c.entries.size()).kv("matched_ends", c.stats.matched_ends);
+  w.kv("anchors", c.stats.anchors).kv("dp_cells", c.stats.dp_cells);
+  w.kv("greedy_events", c.stats.greedy_events);
+  w.end_object();
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+}  // namespace cudatool::cli

@@ -1,0 +1,287 @@
+// ab/normalize and ab/compare on small hand-built conversations: two runs whose handles, fds,
+// pointers, times and thread ids differ are equivalent; a changed status, class or member is
+// not, and is named. Layouts (offsets of members) come from the r580 tables, not from ab/.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ab/compare.hpp"
+#include "ab/rules.hpp"
+#include "base/bytes.hpp"
+#include "rm/tables.hpp"
+
+namespace cudatool::ab {
+namespace {
+
+const rm::Tables& tables() {
+  return rm::tables_for_driver("580.159.04");
+}
+
+// The bytes of `structure` with the given members set (from the tables' layout).
+std::vector<uint8_t> make(std::string_view structure, const std::map<std::string, uint64_t>& m) {
+  const rm::StructEntry* s = tables().find_struct(structure);
+  EXPECT_NE(s, nullptr) << structure;
+  std::vector<uint8_t> b(s ? s->size : 0);
+  for (const auto& [name, v] : m) {
+    const rm::FieldEntry* f = tables().find_field(*s, name);
+    EXPECT_NE(f, nullptr) << structure << "." << name;
+    if (f == nullptr) continue;
+    if (f->size == 4) store_le<uint32_t>(b.data() + f->offset, static_cast<uint32_t>(v));
+    if (f->size == 8) store_le<uint64_t>(b.data() + f->offset, v);
+  }
+  return b;
+}
+
+uint64_t offset_of(std::string_view structure, std::string_view member) {
+  const rm::StructEntry* s = tables().find_struct(structure);
+  return tables().find_field(*s, member)->offset;
+}
+
+// _IOWR('F', nr, size) as the driver's requests are built (nv-ioctl-numbers.h).
+uint64_t rm_request(uint32_t nr, uint32_t size) {
+  return 0xc0000000u | (size << 16) | ('F' << 8) | nr;
+}
+
+// One run of a small program: open nvidiactl, allocate a client and a device, one control on
+// the device with nested parameters, one mmap, free the device. The varying values come from
+// `run`: handles, fds, stack and mapping addresses, times, thread ids.
+struct RunValues {
+  uint32_t client, device;
+  int32_t fd;
+  uint64_t stack, map;
+  int32_t tid;
+  uint32_t status = 0;     // of the control
+  uint32_t cls = 0x80;     // of the device (NV01_DEVICE_0)
+  uint32_t extra_gpu = 0;  // a member of the control's parameters
+};
+
+std::vector<trace::Event> program(const RunValues& r) {
+  std::vector<trace::Event> ev;
+  auto base = [&](trace::Sys sys) {
+    trace::Event e;
+    e.seq = ev.size();
+    e.t_ns = 1000 * ev.size() + r.tid;
+    e.tid = r.tid;
+    e.sys = sys;
+    e.path = "/dev/nvidiactl";
+    return e;
+  };
+  trace::Event open = base(trace::Sys::kOpen);
+  open.ret = r.fd;
+  open.open_flags = 2;
+  ev.push_back(open);
+  auto ioctl = [&](uint32_t nr, std::vector<uint8_t> before, std::vector<uint8_t> after) {
+    trace::Event e = base(trace::Sys::kIoctl);
+    e.fd = r.fd;
+    e.request = rm_request(nr, static_cast<uint32_t>(before.size()));
+    trace::Buffer arg;
+    arg.role = "arg";
+    arg.size = before.size();
+    arg.before = std::move(before);
+    arg.after = std::move(after);
+    e.arg = arg;
+    return e;
+  };
+  // NV_ESC_RM_ALLOC of the client: RM returns the handle.
+  ev.push_back(ioctl(0x2b, make("NVOS21_PARAMETERS", {{"hClass", 0x41}}),
+                     make("NVOS21_PARAMETERS", {{"hClass", 0x41}, {"hObjectNew", r.client}})));
+  auto dev = make("NVOS21_PARAMETERS", {{"hRoot", r.client},
+                                        {"hObjectParent", r.client},
+                                        {"hObjectNew", r.device},
+                                        {"hClass", r.cls}});
+  ev.push_back(ioctl(0x2b, dev, dev));
+  // NV_ESC_RM_CONTROL NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS on the client, params on the stack.
+  const rm::CtrlEntry* ctrl = nullptr;
+  for (const rm::CtrlEntry& c : tables().controls()) {
+    if (c.name == "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS") ctrl = &c;
+  }
+  EXPECT_NE(ctrl, nullptr);
+  auto nvos54 = [&](uint32_t status) {
+    return make("NVOS54_PARAMETERS", {{"hClient", r.client},
+                                      {"hObject", r.client},
+                                      {"cmd", ctrl->id},
+                                      {"params", r.stack},
+                                      {"paramsSize", static_cast<uint64_t>(ctrl->params_size)},
+                                      {"status", status}});
+  };
+  trace::Event c = ioctl(0x2a, nvos54(0), nvos54(r.status));
+  trace::Buffer params;
+  params.role = "params";
+  params.addr = r.stack;
+  params.size = static_cast<uint64_t>(ctrl->params_size);
+  params.before.assign(params.size, 0);
+  params.after.assign(params.size, 0xff);
+  store_le<uint32_t>(params.after.data(), 6);  // gpuIds[0]
+  store_le<uint32_t>(params.after.data() + 4, r.extra_gpu ? r.extra_gpu : 0xffffffffu);
+  c.nested.push_back(params);
+  ev.push_back(c);
+  trace::Event m = base(trace::Sys::kMmap);
+  m.fd = r.fd;
+  m.len = 4096;
+  m.prot = 3;
+  m.map_flags = 1;
+  m.ret = static_cast<int64_t>(r.map);
+  ev.push_back(m);
+  auto fr = make("NVOS00_PARAMETERS",
+                 {{"hRoot", r.client}, {"hObjectParent", r.client}, {"hObjectOld", r.device}});
+  ev.push_back(ioctl(0x29, fr, fr));
+  return ev;
+}
+
+trace::Header header() {
+  trace::Header h;
+  h.driver_version = "580.159.04";
+  h.mode = "import";
+  return h;
+}
+
+Comparison run_pair(const RunValues& ra, const RunValues& rb, std::unique_ptr<NormalizedTrace>& a,
+                    std::unique_ptr<NormalizedTrace>& b) {
+  a = normalize_events(header(), program(ra));
+  b = normalize_events(header(), program(rb));
+  return compare(*a, *b);
+}
+
+const RunValues kA{0xc1d00033, 0x5c000002, 9, 0x7ffe9e9e37a0, 0x7f45165de000, 540};
+const RunValues kB{0xc1d00038, 0x5c000007, 12, 0x7ffd11223340, 0x7f0012340000, 777};
+
+TEST(AbNormalize, RunsThatDifferOnlyInHandlesFdsPointersAndTimesAreEquivalent) {
+  std::unique_ptr<NormalizedTrace> a, b;
+  Comparison c = run_pair(kA, kB, a, b);
+  EXPECT_TRUE(c.equivalent());
+  for (size_t i = 0; i < a->events.size(); ++i) {
+    EXPECT_EQ(a->events[i].full, b->events[i].full) << "event " << i;
+  }
+  // The names given.
+  EXPECT_EQ(a->name(a->events[1].h_object), "c0");
+  EXPECT_EQ(a->name(a->events[2].h_object), "c0/80#0");
+  EXPECT_EQ(a->name(a->events[0].ret_sym), "/dev/nvidiactl#0");
+  EXPECT_EQ(a->name(a->events[4].ret_sym), "map0@/dev/nvidiactl#0");
+  // The control's params pointer is the nested buffer: renamed "params".
+  const NormEvent& ctl = a->events[3];
+  bool found = false;
+  for (uint32_t i = 0; i < ctl.buffer_count; ++i) {
+    const NormBuffer& nb = a->buffers[ctl.buffer + i];
+    for (uint32_t k = 0; k < nb.subst_count; ++k) {
+      const Subst& s = a->substs[nb.subst + k];
+      if (nb.role == Role::kArg && s.offset == offset_of("NVOS54_PARAMETERS", "params")) {
+        EXPECT_EQ(a->describe(s), "params");
+        found = true;
+      }
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(a->thread_tids, std::vector<int32_t>{540});
+  EXPECT_EQ(b->thread_tids, std::vector<int32_t>{777});
+}
+
+TEST(AbNormalize, ChangedStatusIsReportedAtItsEvent) {
+  std::unique_ptr<NormalizedTrace> a, b;
+  RunValues rb = kB;
+  rb.status = 0x1f;  // NV_ERR_INVALID_ARGUMENT
+  Comparison c = run_pair(kA, rb, a, b);
+  ASSERT_EQ(c.divergences.size(), 1u);
+  const Divergence& d = c.divergences[0];
+  EXPECT_EQ(d.kind, Kind::kStatus);
+  EXPECT_EQ(d.a, 3u);
+  EXPECT_EQ(d.b, 3u);
+  ASSERT_FALSE(d.fields.empty());
+  EXPECT_EQ(d.fields[0].field, "arg.status");
+  EXPECT_EQ(d.fields[0].side, "out");
+  EXPECT_EQ(d.fields[0].a, "NV_OK");
+  EXPECT_EQ(d.fields[0].b, "NV_ERR_INVALID_ARGUMENT");
+  EXPECT_EQ(status_name(b->events[3]), "NV_ERR_INVALID_ARGUMENT");
+}
+
+TEST(AbNormalize, ChangedClassAndParameterAreNamed) {
+  std::unique_ptr<NormalizedTrace> a, b;
+  RunValues rb = kB;
+  rb.cls = 0x2080;  // NV20_SUBDEVICE_0
+  rb.extra_gpu = 7;
+  Comparison c = run_pair(kA, rb, a, b);
+  ASSERT_EQ(c.divergences.size(), 2u);
+  EXPECT_EQ(c.divergences[0].kind, Kind::kParameters);
+  bool cls = false;
+  for (const FieldDiff& f : c.divergences[0].fields) {
+    if (f.field == "arg.hClass") {
+      cls = true;
+      EXPECT_EQ(f.a, "NV01_DEVICE_0");
+      EXPECT_EQ(f.b, "NV20_SUBDEVICE_0");
+    }
+  }
+  EXPECT_TRUE(cls);
+  // The device keeps its correspondence: the free of it is not a divergence.
+  EXPECT_EQ(c.divergences[1].a, 3u);
+  ASSERT_FALSE(c.divergences[1].fields.empty());
+  EXPECT_EQ(c.divergences[1].fields[0].field, "params.gpuIds[1]");
+  EXPECT_EQ(c.divergences[1].fields[0].side, "out");
+}
+
+TEST(AbNormalize, MissingAndExtraCalls) {
+  std::vector<trace::Event> ea = program(kA), eb = program(kB);
+  eb.erase(eb.begin() + 3);    // the control
+  trace::Event other = eb[0];  // an open of another device, never used
+  other.path = "/dev/nvidia0";
+  other.ret = 99;
+  eb.insert(eb.begin() + 1, other);
+  auto a = normalize_events(header(), ea);
+  auto b = normalize_events(header(), eb);
+  Comparison c = compare(*a, *b);
+  ASSERT_GE(c.divergences.size(), 2u);
+  EXPECT_EQ(c.divergences[0].kind, Kind::kExtra);
+  EXPECT_EQ(c.divergences[0].b, 1u);
+  EXPECT_EQ(c.divergences[1].kind, Kind::kMissing);
+  EXPECT_EQ(c.divergences[1].a, 3u);
+}
+
+TEST(AbNormalize, ThreadsAreMatchedByTheOrderOfTheirFirstCall) {
+  // A: thread 540 runs the program, thread 541 opens nvidiactl twice, interleaved.
+  // B: other thread ids, and the second thread's calls land elsewhere in the global order.
+  auto two_threads = [](const RunValues& r, int32_t other, std::vector<size_t> where) {
+    std::vector<trace::Event> ev = program(r);
+    trace::Event o = ev[0];
+    o.tid = other;
+    o.ret = r.fd + 100;
+    for (size_t w : where) ev.insert(ev.begin() + static_cast<long>(w), o);
+    return ev;
+  };
+  auto a = normalize_events(header(), two_threads(kA, 541, {2, 4}));
+  auto b = normalize_events(header(), two_threads(kB, 900, {3, 6}));
+  Comparison c = compare(*a, *b);
+  EXPECT_TRUE(c.equivalent());
+  EXPECT_EQ(a->thread_tids, (std::vector<int32_t>{540, 541}));
+  EXPECT_EQ(b->thread_tids, (std::vector<int32_t>{777, 900}));
+}
+
+TEST(AbNormalize, ByteFates) {
+  auto a = normalize_events(header(), program(kA));
+  // NVOS21 members are compared or renamed; nothing past the structure is recorded.
+  uint64_t cls = offset_of("NVOS21_PARAMETERS", "hClass");
+  uint64_t root = offset_of("NVOS21_PARAMETERS", "hRoot");
+  EXPECT_EQ(byte_fate(*a, 2, Role::kArg, true, cls), ByteFate::kCompared);
+  EXPECT_EQ(byte_fate(*a, 2, Role::kArg, true, root), ByteFate::kRenamed);
+  EXPECT_EQ(byte_fate(*a, 2, Role::kArg, true, 4096), ByteFate::kNotRecorded);
+  EXPECT_EQ(byte_fate(*a, 2, Role::kParams, true, 0), ByteFate::kNotRecorded);
+  // NVOS00: hRoot, hObjectParent, hObjectOld, status: 16 bytes, no padding.
+  EXPECT_EQ(byte_fate(*a, 5, Role::kArg, false, offset_of("NVOS00_PARAMETERS", "status")),
+            ByteFate::kCompared);
+}
+
+TEST(AbNormalize, EveryRuleNamesAMemberOfTheTables) {
+  for (const MaskRule& r : mask_rules()) {
+    const rm::StructEntry* s = tables().find_struct(r.structure);
+    ASSERT_NE(s, nullptr) << r.structure;
+    EXPECT_NE(tables().find_field(*s, r.member), nullptr) << r.structure << "." << r.member;
+    EXPECT_FALSE(r.reason.empty());
+  }
+  // Client classes by name, as the tables have them.
+  for (uint32_t id : {0x0u, 0x1u, 0x41u}) {
+    const rm::ClassEntry* c = tables().find_class(id);
+    ASSERT_NE(c, nullptr);
+    EXPECT_NE(c->name.find("ROOT"), std::string_view::npos) << c->name;
+    EXPECT_TRUE(is_client_class(id));
+  }
+}
+
+}  // namespace
+}  // namespace cudatool::ab
