@@ -128,7 +128,8 @@ def main():
                   file=sys.stderr)
     md = ["| case | file | cudatool | baseline | baseline time | baseline / cudatool |",
           "|---|---|---:|---|---:|---:|"]
-    md += ["| %s | %s | %s | %s | %s | %s |" % r for r in rows]
+    # A '|' inside a cell (a shell pipeline as a baseline's label) would end the cell.
+    md += ["| %s |" % " | ".join(str(c).replace("|", "\\|") for c in r) for r in rows]
     text = "\n".join(md) + "\n"
     print(text)
     if a.markdown:
