@@ -9,38 +9,12 @@
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
 #include "rm/tables.hpp"
+#include "rm_synth.hpp"
 
 namespace cudatool::ab {
 namespace {
 
-const rm::Tables& tables() {
-  return rm::tables_for_driver("580.159.04");
-}
-
-// The bytes of `structure` with the given members set (from the tables' layout).
-std::vector<uint8_t> make(std::string_view structure, const std::map<std::string, uint64_t>& m) {
-  const rm::StructEntry* s = tables().find_struct(structure);
-  EXPECT_NE(s, nullptr) << structure;
-  std::vector<uint8_t> b(s ? s->size : 0);
-  for (const auto& [name, v] : m) {
-    const rm::FieldEntry* f = tables().find_field(*s, name);
-    EXPECT_NE(f, nullptr) << structure << "." << name;
-    if (f == nullptr) continue;
-    if (f->size == 4) store_le<uint32_t>(b.data() + f->offset, static_cast<uint32_t>(v));
-    if (f->size == 8) store_le<uint64_t>(b.data() + f->offset, v);
-  }
-  return b;
-}
-
-uint64_t offset_of(std::string_view structure, std::string_view member) {
-  const rm::StructEntry* s = tables().find_struct(structure);
-  return tables().find_field(*s, member)->offset;
-}
-
-// _IOWR('F', nr, size) as the driver's requests are built (nv-ioctl-numbers.h).
-uint64_t rm_request(uint32_t nr, uint32_t size) {
-  return 0xc0000000u | (size << 16) | ('F' << 8) | nr;
-}
+using namespace rm::synth;  // tables(), make(), offset_of(), rm_request()
 
 // One run of a small program: open nvidiactl, allocate a client and a device, one control on
 // the device with nested parameters, one mmap, free the device. The varying values come from

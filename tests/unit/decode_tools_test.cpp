@@ -12,55 +12,15 @@
 #include "rm/perfetto.hpp"
 #include "rm/tables.hpp"
 #include "rm/trace_stats.hpp"
+#include "rm_synth.hpp"
 
 namespace cudatool::rm {
 namespace {
 
+using namespace synth;  // put(), escape_nr(), class_id(), control_id(), status_value()
+
 const Tables& t580() {
-  return tables_for_driver("580.159.04");
-}
-
-void put(std::vector<uint8_t>& bytes, std::string_view type, std::string_view member,
-         uint64_t value) {
-  const StructEntry* s = t580().find_struct(type);
-  ASSERT_NE(s, nullptr) << type;
-  const FieldEntry* f = t580().find_field(*s, member);
-  ASSERT_NE(f, nullptr) << type << "." << member;
-  for (uint32_t i = 0; i < f->elem_size && i < 8; ++i) {
-    bytes[f->offset + i] = static_cast<uint8_t>(value >> (8 * i));
-  }
-}
-
-uint32_t escape_nr(std::string_view name) {
-  for (const EscapeEntry& e : t580().escapes()) {
-    if (e.name == name) return e.nr;
-  }
-  ADD_FAILURE() << name;
-  return 0;
-}
-
-uint32_t id_of_class(std::string_view name) {
-  for (const ClassEntry& c : t580().classes()) {
-    if (c.name == name) return c.id;
-  }
-  ADD_FAILURE() << name;
-  return 0;
-}
-
-uint32_t id_of_control(std::string_view name) {
-  for (const CtrlEntry& c : t580().controls()) {
-    if (c.name == name) return c.id;
-  }
-  ADD_FAILURE() << name;
-  return 0;
-}
-
-uint32_t status_value(std::string_view name) {
-  for (const StatusEntry& s : t580().statuses()) {
-    if (s.name == name) return s.value;
-  }
-  ADD_FAILURE() << name;
-  return 0;
+  return synth::tables();
 }
 
 // A little trace: each call appends an event with the next seq, 1 µs apart, 100 ns long.
@@ -85,7 +45,7 @@ struct Builder {
               std::string path = "/dev/nvidiactl") {
     trace::Event& ev = add(trace::Sys::kIoctl, std::move(path));
     ev.fd = 3;
-    ev.request = (3ULL << 30) | (arg.size() << 16) | ('F' << 8) | escape_nr(name);
+    ev.request = rm_request(name, arg.size());
     trace::Buffer b;
     b.role = "arg";
     b.size = arg.size();
@@ -103,7 +63,7 @@ struct Builder {
     put(a, "NVOS21_PARAMETERS", "hRoot", root);
     put(a, "NVOS21_PARAMETERS", "hObjectParent", parent);
     put(a, "NVOS21_PARAMETERS", "hObjectNew", handle);
-    put(a, "NVOS21_PARAMETERS", "hClass", id_of_class(cls));
+    put(a, "NVOS21_PARAMETERS", "hClass", class_id(cls));
     put(a, "NVOS21_PARAMETERS", "status", status_value(status));
     escape("NV_ESC_RM_ALLOC", "NVOS21_PARAMETERS", a);
   }
@@ -118,7 +78,7 @@ struct Builder {
     auto a = zeros("NVOS54_PARAMETERS");
     put(a, "NVOS54_PARAMETERS", "hClient", client);
     put(a, "NVOS54_PARAMETERS", "hObject", object);
-    put(a, "NVOS54_PARAMETERS", "cmd", id_of_control(cmd));
+    put(a, "NVOS54_PARAMETERS", "cmd", control_id(cmd));
     put(a, "NVOS54_PARAMETERS", "status", status_value(status));
     escape("NV_ESC_RM_CONTROL", "NVOS54_PARAMETERS", a);
   }

@@ -10,6 +10,7 @@
 #include "base/json_writer.hpp"
 #include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "rm_synth.hpp"
 
 namespace cudatool::rm {
 namespace {
@@ -94,53 +95,7 @@ TEST(RmTables, ChoosesTheBranchOfTheDriverOrTheNearest) {
 
 // --- synthetic events --------------------------------------------------------------------------
 
-const Tables& tables() {
-  return tables_for_driver("580.159.04");
-}
-
-// Writes `value` into member `member` of structure `type` inside `bytes` (little-endian).
-void put(std::vector<uint8_t>& bytes, std::string_view type, std::string_view member,
-         uint64_t value) {
-  const StructEntry* s = tables().find_struct(type);
-  ASSERT_NE(s, nullptr) << type;
-  const FieldEntry* f = tables().find_field(*s, member);
-  ASSERT_NE(f, nullptr) << type << "." << member;
-  ASSERT_LE(f->offset + f->elem_size, bytes.size());
-  for (uint32_t i = 0; i < f->elem_size && i < 8; ++i) {
-    bytes[f->offset + i] = static_cast<uint8_t>(value >> (8 * i));
-  }
-}
-
-size_t size_of(std::string_view type) {
-  const StructEntry* s = tables().find_struct(type);
-  return s ? static_cast<size_t>(s->size) : 0;
-}
-
-uint32_t escape_nr(std::string_view name) {
-  for (const EscapeEntry& e : tables().escapes()) {
-    if (e.name == name) return e.nr;
-  }
-  ADD_FAILURE() << name;
-  return 0;
-}
-
-uint64_t rm_request(std::string_view escape, size_t size) {
-  return (3ULL << 30) | (static_cast<uint64_t>(size) << 16) | ('F' << 8) | escape_nr(escape);
-}
-
-trace::Event ioctl(std::string path, uint64_t request, std::vector<uint8_t> arg) {
-  trace::Event ev;
-  ev.sys = trace::Sys::kIoctl;
-  ev.path = std::move(path);
-  ev.request = request;
-  trace::Buffer b;
-  b.role = "arg";
-  b.size = arg.size();
-  b.before = arg;
-  b.after = std::move(arg);
-  ev.arg = std::move(b);
-  return ev;
-}
+using namespace synth;  // tables(), put(), size_of(), escape_nr(), rm_request(), ioctl()
 
 const Field* field(const std::vector<Field>& fields, std::string_view name) {
   for (const Field& f : fields) {
