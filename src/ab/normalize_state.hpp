@@ -115,6 +115,9 @@ struct Normalizer::State {
                          const detail::Place& where);  // a live client, else lookup_handle
   // In the event's client, any client, else a name by first appearance at `where`.
   uint64_t lookup_handle(uint32_t raw, const detail::Place& where);
+  // A handle the trace created: no longer unknown; widens the range that values are read as handles
+  // in.
+  void note_created(uint32_t raw);
   uint64_t create_client(uint32_t raw);
   // An object of class `cls` under `parent_raw` (0: the event's client) whose creation
   // parameters hash to `content`: identified by (parent, class, content, ordinal among equal

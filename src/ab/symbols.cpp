@@ -84,16 +84,20 @@ uint64_t Normalizer::State::lookup_handle(uint32_t raw, const detail::Place& whe
   return it->second;
 }
 
-uint64_t Normalizer::State::create_client(uint32_t raw) {
-  uint32_t k = client_count++;
-  uint64_t sym = mix(detail::kTagClient, k);
-  set_name(sym, "c" + std::to_string(k));
-  clients[raw] = sym;
+void Normalizer::State::note_created(uint32_t raw) {
   unknown.erase(raw);
   if (raw >= kMinValueHandle) {
     min_handle = std::min(min_handle, raw);
     max_handle = std::max(max_handle, raw);
   }
+}
+
+uint64_t Normalizer::State::create_client(uint32_t raw) {
+  uint32_t k = client_count++;
+  uint64_t sym = mix(detail::kTagClient, k);
+  set_name(sym, "c" + std::to_string(k));
+  clients[raw] = sym;
+  note_created(raw);
   return sym;
 }
 
@@ -111,11 +115,7 @@ uint64_t Normalizer::State::create_object(uint32_t parent_raw, uint32_t raw, uin
   set_name(sym, std::move(name));
   objects[mix(client, raw)] = sym;
   latest[raw] = sym;
-  unknown.erase(raw);
-  if (raw >= kMinValueHandle) {
-    min_handle = std::min(min_handle, raw);
-    max_handle = std::max(max_handle, raw);
-  }
+  note_created(raw);
   return sym;
 }
 
