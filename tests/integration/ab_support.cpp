@@ -10,25 +10,13 @@
 #include "trace/trace_file.hpp"
 
 namespace cudatool::test {
-namespace {
-
-std::string capture_dir() {
-  if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
-                        std::string("/work/shared/data")}) {
-    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
-  }
-  return source_dir() + "/../shared/data";
-}
-
-}  // namespace
 
 const AbTrace& ab_capture(const std::string& name) {
   static std::map<std::string, AbTrace> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   AbTrace& t = cache[name];
-  std::string capture = capture_dir() + "/" + name;
+  std::string capture = captures_dir() + "/" + name;
   if (access(capture.c_str(), R_OK) != 0) {
     ADD_FAILURE() << capture << " is missing: the real captures live in ../shared/data (or set "
                   << "CUDATOOL_CAPTURES)";
