@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* Linux request encoding (include/uapi/asm-generic/ioctl.h): nr 8 bits, type 8, size 14, dir 2. */
-#define NVTR_IOC_NR(r) ((uint32_t)(r) & 0xffu)
+#define NVTR_IOC_NR(r) ((uint32_t)(r)&0xffu)
 #define NVTR_IOC_TYPE(r) (((uint32_t)(r) >> 8) & 0xffu)
 #define NVTR_IOC_SIZE(r) (((uint32_t)(r) >> 16) & 0x3fffu)
 #define NVTR_IOC_DIR(r) (((uint32_t)(r) >> 30) & 0x3u)
@@ -187,8 +187,8 @@ static inline uint32_t nvtr_load_u32(const uint8_t* p) {
 /* Nested buffers of RM escape `nr` whose parameters (`size` bytes, as the request or the XFER
  * wrapper gives it) are `params` (`len` bytes were readable). Fills out[] and returns how many
  * (at most 2). `allow_xfer`: 0 for the parameters an XFER points to (no XFER inside XFER). */
-static inline int nvtr_plan_escape(uint32_t nr, uint32_t size, const uint8_t* params,
-                                   uint64_t len, int allow_xfer, struct nvtr_buf_plan out[2]) {
+static inline int nvtr_plan_escape(uint32_t nr, uint32_t size, const uint8_t* params, uint64_t len,
+                                   int allow_xfer, struct nvtr_buf_plan out[2]) {
   if (len < size) return 0;
   if (nr == NVTR_ESC_RM_CONTROL && size == NVTR_NVOS54_SIZE) {
     struct nvtr_buf_plan p = {"params", nvtr_load_u64(params + NVTR_NVOS54_PARAMS),

@@ -26,12 +26,12 @@
 
 struct cudatool_preload_ctl {
   uint64_t magic;
-  uint64_t t0_ns;       /* CLOCK_MONOTONIC of the start: event times are relative to it */
-  uint64_t max_buffer;  /* largest buffer read */
-  uint64_t seq;         /* next sequence number (atomic) */
-  uint64_t write_off;   /* next free byte of the trace file, | CLOSED when ended (atomic) */
-  uint64_t extended_to; /* the file is at least this long (atomic) */
-  uint64_t route_ioctl; /* device ioctls that came through libc's ioctl() (atomic) */
+  uint64_t t0_ns;         /* CLOCK_MONOTONIC of the start: event times are relative to it */
+  uint64_t max_buffer;    /* largest buffer read */
+  uint64_t seq;           /* next sequence number (atomic) */
+  uint64_t write_off;     /* next free byte of the trace file, | CLOSED when ended (atomic) */
+  uint64_t extended_to;   /* the file is at least this long (atomic) */
+  uint64_t route_ioctl;   /* device ioctls that came through libc's ioctl() (atomic) */
   uint64_t route_syscall; /* … through syscall(SYS_ioctl, …) (atomic) */
   uint64_t lost;          /* device calls seen but not recorded (atomic) */
   uint64_t processes;     /* shim instances started (one per program image) (atomic) */

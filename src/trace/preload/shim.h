@@ -35,8 +35,16 @@ static inline long shim_sys6(long n, long a1, long a2, long a3, long a4, long a5
 #define SHIM_SYS(n, a, b, c) shim_sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
 
 /* ---- events ---- */
-enum shim_sys { SHIM_OPEN, SHIM_CLOSE, SHIM_DUP, SHIM_IOCTL, SHIM_MMAP, SHIM_MUNMAP, SHIM_EXECVE,
-                SHIM_FORK };
+enum shim_sys {
+  SHIM_OPEN,
+  SHIM_CLOSE,
+  SHIM_DUP,
+  SHIM_IOCTL,
+  SHIM_MMAP,
+  SHIM_MUNMAP,
+  SHIM_EXECVE,
+  SHIM_FORK
+};
 
 #define SHIM_MAX_BUFS 5 /* the argument, and up to 4 nested buffers (XFER + its own two) */
 
@@ -68,9 +76,9 @@ struct shim_event {
 
 /* ---- per-thread state (initial-exec TLS) ---- */
 struct shim_tls {
-  int busy;  /* inside the shim: further device calls pass through (counted lost) */
-  int tid;   /* cached gettid() */
-  int fork_tid; /* tid of the thread that called fork (atfork prepare) */
+  int busy;        /* inside the shim: further device calls pass through (counted lost) */
+  int tid;         /* cached gettid() */
+  int fork_tid;    /* tid of the thread that called fork (atfork prepare) */
   int fork_locked; /* the atfork prepare handler took the table locks */
   uint64_t stack_lo, stack_hi; /* the mapping that holds this thread's stack */
   int stack_probes;
@@ -86,7 +94,7 @@ SHIM_HIDDEN extern int shim_pid;
 SHIM_HIDDEN int shim_ready(void); /* initialised and recording */
 SHIM_HIDDEN void shim_init(void);
 SHIM_HIDDEN int shim_tid(void);
-SHIM_HIDDEN uint64_t shim_now(void); /* ns since the trace's t0 */
+SHIM_HIDDEN uint64_t shim_now(void);    /* ns since the trace's t0 */
 SHIM_HIDDEN int shim_dev_of_fd(int fd); /* path index, or -1 */
 SHIM_HIDDEN void shim_fd_set(int fd, int idx);
 SHIM_HIDDEN void shim_fd_clear(int fd);

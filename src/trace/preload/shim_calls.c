@@ -19,16 +19,36 @@
 #define EXPORT __attribute__((visibility("default")))
 
 enum call_kind {
-  C_IOCTL, C_OPEN, C_OPEN64, C_OPEN_2, C_OPEN64_2, C_OPENAT, C_OPENAT64, C_OPENAT_2,
-  C_OPENAT64_2, C_CREAT, C_CREAT64, C_CLOSE, C_CLOSE_RANGE, C_DUP, C_DUP2, C_DUP3, C_FCNTL,
-  C_FCNTL64, C_MMAP, C_MMAP64, C_MUNMAP, C_SYSCALL, C_COUNT
+  C_IOCTL,
+  C_OPEN,
+  C_OPEN64,
+  C_OPEN_2,
+  C_OPEN64_2,
+  C_OPENAT,
+  C_OPENAT64,
+  C_OPENAT_2,
+  C_OPENAT64_2,
+  C_CREAT,
+  C_CREAT64,
+  C_CLOSE,
+  C_CLOSE_RANGE,
+  C_DUP,
+  C_DUP2,
+  C_DUP3,
+  C_FCNTL,
+  C_FCNTL64,
+  C_MMAP,
+  C_MMAP64,
+  C_MUNMAP,
+  C_SYSCALL,
+  C_COUNT
 };
 
 static const char* const kNames[C_COUNT] = {
-    "ioctl",  "open",    "open64",      "__open_2", "__open64_2", "openat", "openat64",
-    "__openat_2", "__openat64_2", "creat", "creat64", "close", "close_range", "dup",
-    "dup2",   "dup3",    "fcntl",       "fcntl64",  "mmap",       "mmap64", "munmap",
-    "syscall"};
+    "ioctl",       "open",       "open64",       "__open_2", "__open64_2", "openat",
+    "openat64",    "__openat_2", "__openat64_2", "creat",    "creat64",    "close",
+    "close_range", "dup",        "dup2",         "dup3",     "fcntl",      "fcntl64",
+    "mmap",        "mmap64",     "munmap",       "syscall"};
 
 /* The next definition of each function (RTLD_NEXT), resolved on first use. */
 static void* _Atomic real[C_COUNT];
@@ -96,7 +116,8 @@ static int read_pre(struct shim_buf* b, size_t* used) {
   b->pre_at = *used;
   b->post_at = *used + b->plan.size;
   *used += 2 * b->plan.size;
-  b->pre_len = shim_read(b->plan.addr, base + b->pre_at, b->plan.size, b->plan.bounded, &b->pre_err);
+  b->pre_len =
+      shim_read(b->plan.addr, base + b->pre_at, b->plan.size, b->plan.bounded, &b->pre_err);
   return 0;
 }
 
@@ -129,8 +150,8 @@ static long do_ioctl(struct call* c, int fd, unsigned long req, uint64_t arg, in
   if (ok) {
     struct nvtr_buf_plan plans[2];
     uint8_t* base = shim_scratch(0, 0, 1);
-    int n = nvtr_plan_nested(kind, (uint32_t)req, base + ev.bufs[0].pre_at, ev.bufs[0].pre_len,
-                             plans);
+    int n =
+        nvtr_plan_nested(kind, (uint32_t)req, base + ev.bufs[0].pre_at, ev.bufs[0].pre_len, plans);
     for (int i = 0; i < n && ok; ++i) {
       ev.bufs[ev.nbufs].plan = plans[i];
       ok = read_pre(&ev.bufs[ev.nbufs++], &used) == 0;
@@ -326,8 +347,7 @@ static long do_munmap(struct call* c, uint64_t addr, uint64_t len) {
 
 /* ---- the interposed functions ---- */
 
-#define CALL(k, ...) \
-  struct call c = {k, 0, {__VA_ARGS__}}
+#define CALL(k, ...) struct call c = {k, 0, {__VA_ARGS__}}
 
 EXPORT int ioctl(int fd, unsigned long req, ...) {
   va_list ap;
@@ -342,26 +362,26 @@ static int open_mode(int flags, va_list ap) {
   return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, int) : 0;
 }
 
-#define OPEN_LIKE(name, kind)                                      \
-  EXPORT int name(const char* path, int flags, ...) {              \
-    va_list ap;                                                    \
-    va_start(ap, flags);                                           \
-    int mode = open_mode(flags, ap);                               \
-    va_end(ap);                                                    \
-    CALL(kind, (long)path, flags, mode);                           \
-    return (int)do_open(&c, AT_FDCWD, path, (unsigned)flags);      \
+#define OPEN_LIKE(name, kind)                                 \
+  EXPORT int name(const char* path, int flags, ...) {         \
+    va_list ap;                                               \
+    va_start(ap, flags);                                      \
+    int mode = open_mode(flags, ap);                          \
+    va_end(ap);                                               \
+    CALL(kind, (long)path, flags, mode);                      \
+    return (int)do_open(&c, AT_FDCWD, path, (unsigned)flags); \
   }
 OPEN_LIKE(open, C_OPEN)
 OPEN_LIKE(open64, C_OPEN64)
 
-#define OPENAT_LIKE(name, kind)                                    \
-  EXPORT int name(int dirfd, const char* path, int flags, ...) {   \
-    va_list ap;                                                    \
-    va_start(ap, flags);                                           \
-    int mode = open_mode(flags, ap);                               \
-    va_end(ap);                                                    \
-    CALL(kind, dirfd, (long)path, flags, mode);                    \
-    return (int)do_open(&c, dirfd, path, (unsigned)flags);         \
+#define OPENAT_LIKE(name, kind)                                  \
+  EXPORT int name(int dirfd, const char* path, int flags, ...) { \
+    va_list ap;                                                  \
+    va_start(ap, flags);                                         \
+    int mode = open_mode(flags, ap);                             \
+    va_end(ap);                                                  \
+    CALL(kind, dirfd, (long)path, flags, mode);                  \
+    return (int)do_open(&c, dirfd, path, (unsigned)flags);       \
   }
 OPENAT_LIKE(openat, C_OPENAT)
 OPENAT_LIKE(openat64, C_OPENAT64)
@@ -412,15 +432,15 @@ EXPORT int dup3(int fd, int newfd, int flags) {
   return (int)do_dup(&c, fd, newfd);
 }
 
-#define FCNTL_LIKE(name, kind)                                     \
-  EXPORT int name(int fd, int cmd, ...) {                          \
-    va_list ap;                                                    \
-    va_start(ap, cmd);                                             \
-    void* arg = va_arg(ap, void*);                                 \
-    va_end(ap);                                                    \
-    CALL(kind, fd, cmd, (long)arg);                                \
+#define FCNTL_LIKE(name, kind)                                                    \
+  EXPORT int name(int fd, int cmd, ...) {                                         \
+    va_list ap;                                                                   \
+    va_start(ap, cmd);                                                            \
+    void* arg = va_arg(ap, void*);                                                \
+    va_end(ap);                                                                   \
+    CALL(kind, fd, cmd, (long)arg);                                               \
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return (int)do_dup(&c, fd, -1); \
-    return (int)perform(&c);                                       \
+    return (int)perform(&c);                                                      \
   }
 FCNTL_LIKE(fcntl, C_FCNTL)
 FCNTL_LIKE(fcntl64, C_FCNTL64)

@@ -83,7 +83,8 @@ int shim_dev_of_fd(int fd) {
   return (int)atomic_load_explicit(&fd_dev[fd], memory_order_relaxed) - 1;
 }
 void shim_fd_set(int fd, int idx) {
-  if (fd >= 0 && fd < MAX_FD) atomic_store_explicit(&fd_dev[fd], (uint8_t)(idx + 1), memory_order_relaxed);
+  if (fd >= 0 && fd < MAX_FD)
+    atomic_store_explicit(&fd_dev[fd], (uint8_t)(idx + 1), memory_order_relaxed);
 }
 void shim_fd_clear(int fd) {
   if (fd >= 0 && fd < MAX_FD) atomic_store_explicit(&fd_dev[fd], 0, memory_order_relaxed);
@@ -204,7 +205,8 @@ int shim_map_remove(uint64_t addr, uint64_t len) {
     /* Keep what lies outside [addr, end): at most a head and a tail. */
     maps[i] = maps[--nmaps];
     --i;
-    if (m.addr < addr && nmaps < MAX_MAPS) maps[nmaps++] = (struct map){m.addr, addr - m.addr, m.idx};
+    if (m.addr < addr && nmaps < MAX_MAPS)
+      maps[nmaps++] = (struct map){m.addr, addr - m.addr, m.idx};
     if (mend > end && nmaps < MAX_MAPS) maps[nmaps++] = (struct map){end, mend - end, m.idx};
   }
   unlock(&maps_lock);
@@ -237,8 +239,10 @@ static int find_stack(uint64_t sp) {
       if (field == 2) continue;
       int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
       if (v >= 0) {
-        if (field == 0) lo = lo << 4 | (uint64_t)v;
-        else hi = hi << 4 | (uint64_t)v;
+        if (field == 0)
+          lo = lo << 4 | (uint64_t)v;
+        else
+          hi = hi << 4 | (uint64_t)v;
       } else if (field == 0 && c == '-') {
         field = 1;
       } else {
@@ -323,12 +327,12 @@ uint8_t* shim_scratch(int slot, size_t n, int keep) {
   while (cap < n) cap <<= 1;
   long p;
   if (shim_t.scratch[slot] != NULL && keep) {
-    p = shim_sys6(SYS_mremap, (long)shim_t.scratch[slot], (long)shim_t.scratch_cap[slot],
-                  (long)cap, MREMAP_MAYMOVE, 0, 0);
+    p = shim_sys6(SYS_mremap, (long)shim_t.scratch[slot], (long)shim_t.scratch_cap[slot], (long)cap,
+                  MREMAP_MAYMOVE, 0, 0);
   } else {
     scratch_release(slot);
-    p = shim_sys6(SYS_mmap, 0, (long)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                  -1, 0);
+    p = shim_sys6(SYS_mmap, 0, (long)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                  0);
   }
   if (p < 0 && p > -4096) {
     if (keep) scratch_release(slot);
@@ -356,7 +360,8 @@ static long open_trace(void) {
 static int ensure_size(uint64_t end) {
   uint64_t ext = __atomic_load_n(&shim_ctl->extended_to, __ATOMIC_ACQUIRE);
   while (ext < end) {
-    uint64_t want = (end + CUDATOOL_PRELOAD_CHUNK - 1) / CUDATOOL_PRELOAD_CHUNK * CUDATOOL_PRELOAD_CHUNK;
+    uint64_t want =
+        (end + CUDATOOL_PRELOAD_CHUNK - 1) / CUDATOOL_PRELOAD_CHUNK * CUDATOOL_PRELOAD_CHUNK;
     long fd = open_trace();
     if (fd < 0) return -1;
     long r = shim_sys6(SYS_fallocate, fd, 0, (long)ext, (long)(want - ext), 0, 0);
@@ -410,7 +415,7 @@ static void populate_ahead(uint64_t off, size_t n) {
   uint64_t i = start / CUDATOOL_PRELOAD_CHUNK, in = start % CUDATOOL_PRELOAD_CHUNK;
   if (in + len > CUDATOOL_PRELOAD_CHUNK) len = CUDATOOL_PRELOAD_CHUNK - in;
   char* w = window(i);
-  if (w != NULL) SHIM_SYS(SYS_madvise, w + in, len, MADV_POPULATE_WRITE);  /* best effort */
+  if (w != NULL) SHIM_SYS(SYS_madvise, w + in, len, MADV_POPULATE_WRITE); /* best effort */
 }
 
 static void copy_out(uint64_t off, const char* src, size_t n) {
@@ -442,8 +447,8 @@ void shim_emit(struct shim_event* ev) {
       shim_count(&shim_ctl->lost);
       return;
     }
-  } while (!__atomic_compare_exchange_n(&shim_ctl->write_off, &off, off + len, 1,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+  } while (!__atomic_compare_exchange_n(&shim_ctl->write_off, &off, off + len, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
   if (ensure_size(off + len) != 0) {
     shim_count(&shim_ctl->lost);
     return;

@@ -108,14 +108,22 @@ static void put_string(struct out* o, const char* s) {
 
 static const char* errno_name(int e) {
   switch (e) {
-    case EFAULT: return "EFAULT";
-    case ESRCH: return "ESRCH";
-    case EPERM: return "EPERM";
-    case ENOMEM: return "ENOMEM";
-    case EIO: return "EIO";
-    case EINVAL: return "EINVAL";
-    case ENOSYS: return "ENOSYS";
-    default: return NULL;
+    case EFAULT:
+      return "EFAULT";
+    case ESRCH:
+      return "ESRCH";
+    case EPERM:
+      return "EPERM";
+    case ENOMEM:
+      return "ENOMEM";
+    case EIO:
+      return "EIO";
+    case EINVAL:
+      return "EINVAL";
+    case ENOSYS:
+      return "ENOSYS";
+    default:
+      return NULL;
   }
 }
 
@@ -189,14 +197,22 @@ static void put_buffer(struct out* o, const struct shim_buf* b) {
 
 static const char* sys_name(int sys) {
   switch (sys) {
-    case SHIM_OPEN: return "open";
-    case SHIM_CLOSE: return "close";
-    case SHIM_DUP: return "dup";
-    case SHIM_IOCTL: return "ioctl";
-    case SHIM_MMAP: return "mmap";
-    case SHIM_MUNMAP: return "munmap";
-    case SHIM_EXECVE: return "execve";
-    default: return "fork";
+    case SHIM_OPEN:
+      return "open";
+    case SHIM_CLOSE:
+      return "close";
+    case SHIM_DUP:
+      return "dup";
+    case SHIM_IOCTL:
+      return "ioctl";
+    case SHIM_MMAP:
+      return "mmap";
+    case SHIM_MUNMAP:
+      return "munmap";
+    case SHIM_EXECVE:
+      return "execve";
+    default:
+      return "fork";
   }
 }
 
