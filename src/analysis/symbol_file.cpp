@@ -71,12 +71,19 @@ bool is_plt(std::string_view name) {
   return name.starts_with(".plt") || name.starts_with(".iplt");
 }
 
-// The first GNU build id among the allocated note sections (those the symbol file copies), or
-// in PT_NOTE segments when there are no sections.
+// The sections the symbol file copies: the allocated ones, except any named like the tables it
+// writes itself (tools find the symbol table by name — perf: the first ".symtab" —, never two).
+bool copied(const elf::SectionHeader& s) {
+  return s.index != 0 && s.is_alloc() && s.name != ".symtab" && s.name != ".strtab" &&
+         s.name != ".shstrtab";
+}
+
+// The first GNU build id among the note sections the symbol file copies, or in PT_NOTE segments
+// when there are no sections.
 std::optional<std::string> first_build_id(const elf::ElfImage& elf) {
   bool any_alloc = false;
   for (const auto& s : elf.sections()) {
-    if (s.index == 0 || !s.is_alloc()) continue;
+    if (!copied(s)) continue;
     any_alloc = true;
     if (s.sh_type != SHT_NOTE || !s.in_file) continue;
     auto b = elf.section_bytes(s);
@@ -142,9 +149,7 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
   }
   std::vector<uint32_t> new_index(elf.sections().size(), 0);
   for (const auto& s : elf.sections()) {
-    if (s.index == 0 || !s.is_alloc()) continue;
-    // Tools find the symbol table by name (perf: the first ".symtab"); never two of them.
-    if (s.name == ".symtab" || s.name == ".strtab" || s.name == ".shstrtab") continue;
+    if (!copied(s)) continue;
     OutSection o;
     o.name = s.name;
     o.flags = s.sh_flags;
