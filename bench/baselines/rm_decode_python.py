@@ -25,17 +25,20 @@ def table(path):
     return out
 
 
+def tables(d):
+    """The five committed tables of one branch directory: escapes, controls, classes, statuses,
+    UVM calls (value -> (name, rest of the entry))."""
+    return [table(d + "/" + n + ".inc") for n in ("escapes", "ctrl", "classes", "status", "uvm")]
+
+
+def name(t, v):
+    e = t.get(v)
+    return e[0] if e else "0x%x?" % v
+
+
 def main():
     d, capture = sys.argv[1], sys.argv[2]
-    esc = table(d + "/escapes.inc")
-    ctrl = table(d + "/ctrl.inc")
-    cls = table(d + "/classes.inc")
-    st = table(d + "/status.inc")
-    uvm = table(d + "/uvm.inc")
-
-    def name(t, v):
-        e = t.get(v)
-        return e[0] if e else "0x%x?" % v
+    esc, ctrl, cls, st, uvm = tables(d)
 
     out = []
     with lzma.open(capture, "rt") as f:

@@ -14,20 +14,12 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rm_decode_python import table  # noqa: E402
+from rm_decode_python import name, tables  # noqa: E402
 
 
 def main():
     mode, d, trace = sys.argv[1], sys.argv[2], sys.argv[3]
-    esc = table(d + "/escapes.inc")
-    ctrl = table(d + "/ctrl.inc")
-    cls = table(d + "/classes.inc")
-    st = table(d + "/status.inc")
-    uvm = table(d + "/uvm.inc")
-
-    def name(t, v):
-        e = t.get(v)
-        return e[0] if e else "0x%x?" % v
+    esc, ctrl, cls, st, uvm = tables(d)
 
     def call_of(e):
         """(call, ctrl, class, status) of one event."""
