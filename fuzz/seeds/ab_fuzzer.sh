@@ -3,12 +3,8 @@
 # changed byte, A and B cut short), joined by the fuzzer's separator line.
 set -euo pipefail
 out=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$root/build/cudatool
-data=${CUDATOOL_CAPTURES:-$root/../shared/data}
-[[ -d $data ]] || data=$root/../../shared/data
-[[ -d $data ]] || data=/work/shared/data
-if [[ -x $bin && -r $data/trace_a.jsonl.xz ]]; then
+source "$(dirname "$0")/common.sh"  # root, data, bin
+if [[ -n $bin && -n $data ]]; then
   tmp=$(mktemp -d)
   "$bin" import "$data/trace_a.jsonl.xz" -o "$tmp/a.jsonl" --driver-version 580.159.04 >/dev/null
   "$bin" import "$data/trace_b.jsonl.xz" -o "$tmp/b.jsonl" --driver-version 580.159.04 >/dev/null

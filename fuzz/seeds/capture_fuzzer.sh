@@ -2,11 +2,8 @@
 # Seeds: small slices of the real captures of ../shared/data, plain and xz-compressed.
 set -euo pipefail
 out=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-data=${CUDATOOL_CAPTURES:-$root/../shared/data}
-[[ -d $data ]] || data=$root/../../shared/data
-[[ -d $data ]] || data=/work/shared/data
-if [[ -r $data/trace_a.jsonl.xz ]]; then
+source "$(dirname "$0")/common.sh"  # root, data, bin
+if [[ -n $data ]]; then
   xz -dc "$data/trace_a.jsonl.xz" | head -n 120 | split -l 8 - "$out/capture-a-"
   xz -dc "$data/trace_b.jsonl.xz" | head -n 20 | xz -c > "$out/capture-b-head.jsonl.xz"
 fi

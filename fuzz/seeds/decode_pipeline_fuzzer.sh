@@ -3,15 +3,8 @@
 # with durations, pids and failed calls as a ptrace recording has them.
 set -euo pipefail
 out=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-data=${CUDATOOL_CAPTURES:-$root/../shared/data}
-[[ -d $data ]] || data=$root/../../shared/data
-[[ -d $data ]] || data=/work/shared/data
-bin=""
-for b in "$root/build/cudatool" "$root/build-fuzz/cudatool" "$root/build-bench/cudatool"; do
-  [[ -x $b ]] && bin=$b && break
-done
-if [[ -n $bin && -r $data/trace_a.jsonl.xz ]]; then
+source "$(dirname "$0")/common.sh"  # root, data, bin
+if [[ -n $bin && -n $data ]]; then
   tmp=$(mktemp -d)
   "$bin" import "$data/trace_a.jsonl.xz" -o "$tmp/a.jsonl" --driver-version 580.159.04 >/dev/null
   head -n 1 "$tmp/a.jsonl" > "$tmp/h"

@@ -3,11 +3,8 @@
 # input layout (see fuzz/rm_decode_fuzzer.cpp), one file per distinct request and nested size.
 set -euo pipefail
 out=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-captures=${CUDATOOL_CAPTURES:-}
-for d in "$root/../shared/data" "$root/../../shared/data"; do
-  [[ -z "$captures" && -f "$d/trace_a.jsonl.xz" ]] && captures=$d
-done
+source "$(dirname "$0")/common.sh"  # root, data, bin
+captures=$data
 [[ -n "$captures" ]] || { echo "rm_decode_fuzzer seeds: no captures found" >&2; exit 0; }
 xz -dc "$captures/trace_a.jsonl.xz" | /usr/bin/python3 -c '
 import json, struct, sys

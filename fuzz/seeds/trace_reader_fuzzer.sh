@@ -3,12 +3,8 @@
 # short), small enough for many executions per second.
 set -euo pipefail
 out=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$root/build/cudatool
-data=${CUDATOOL_CAPTURES:-$root/../shared/data}
-[[ -d $data ]] || data=$root/../../shared/data
-[[ -d $data ]] || data=/work/shared/data
-if [[ -x $bin && -r $data/trace_a.jsonl.xz ]]; then
+source "$(dirname "$0")/common.sh"  # root, data, bin
+if [[ -n $bin && -n $data ]]; then
   tmp=$(mktemp -d)
   "$bin" import "$data/trace_a.jsonl.xz" -o "$tmp/a.jsonl" >/dev/null
   head -c 6000 "$tmp/a.jsonl" > "$out/import-a-head.jsonl"
