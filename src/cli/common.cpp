@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "analysis/find_library.hpp"
 
@@ -27,6 +28,24 @@ std::unique_ptr<DriverImage> open_library(const std::string& path) {
   auto img = DriverImage::open(p);
   if (!img) {
     print_error(img.error());
+    // A trace or capture given where a library was expected: say which commands read it.
+    char head[32] = {};
+    if (std::FILE* f = std::fopen(p.c_str(), "rb")) {
+      size_t n = std::fread(head, 1, sizeof head - 1, f);
+      std::fclose(f);
+      std::string_view h(head, n);
+      if (h.starts_with("{\"cudatool_trace\"")) {
+        fmt::print(stderr,
+                   "cudatool: hint: {} is a cudatool trace; read it with decode, stats, export "
+                   "or ab\n",
+                   p);
+      } else if (h.starts_with("{")) {
+        fmt::print(stderr,
+                   "cudatool: hint: {} looks like JSON lines; a capture is converted with "
+                   "`cudatool import`, then read with decode, stats, export or ab\n",
+                   p);
+      }
+    }
     return nullptr;
   }
   return std::move(*img);

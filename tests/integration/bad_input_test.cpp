@@ -55,6 +55,19 @@ TEST(BadInput, NotElf) {
   expect_clean_failure(run_info("empty", ""), "not an ELF file");
 }
 
+// A trace or a capture passed to a static command: the error, then which commands read it.
+TEST(BadInput, TraceOrCaptureGivenAsLibraryGetsAHint) {
+  Outcome o = run_info("t.jsonl", "{\"cudatool_trace\":1,\"argv\":[]}\n", "exports");
+  expect_clean_failure(o, "not an ELF file");
+  EXPECT_NE(o.r.err.find("is a cudatool trace; read it with decode"), std::string::npos) << o.r.err;
+  o = run_info("c.jsonl", "{\"seq\":0,\"sys\":\"open\"}\n");
+  expect_clean_failure(o, "not an ELF file");
+  EXPECT_NE(o.r.err.find("`cudatool import`"), std::string::npos) << o.r.err;
+  o = run_info("text", "hello\n");  // neither: no hint
+  expect_clean_failure(o, "not an ELF file");
+  EXPECT_EQ(o.r.err.find("hint"), std::string::npos) << o.r.err;
+}
+
 TEST(BadInput, Elf32AndBigEndian) {
   std::string b = fixture_bytes();
   std::string e32 = b;
