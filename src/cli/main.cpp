@@ -13,6 +13,7 @@ namespace {
 struct CommandEntry {
   std::string_view name;
   void (*add)(CLI::App&, int*);
+  bool dynamic = false;  // reads traces (listed under its own heading in --help)
 };
 // clang-format off
 constexpr CommandEntry kCommands[] = {
@@ -26,12 +27,12 @@ constexpr CommandEntry kCommands[] = {
     {"symbolize", cudatool::cli::register_symbolize},
     {"delta", cudatool::cli::register_delta},
     {"history", cudatool::cli::register_history},
-    {"trace", cudatool::cli::register_trace},
-    {"import", cudatool::cli::register_import},
-    {"decode", cudatool::cli::register_decode},
-    {"stats", cudatool::cli::register_stats},
-    {"export", cudatool::cli::register_export},
-    {"ab", cudatool::cli::register_ab},
+    {"trace", cudatool::cli::register_trace, true},
+    {"import", cudatool::cli::register_import, true},
+    {"decode", cudatool::cli::register_decode, true},
+    {"stats", cudatool::cli::register_stats, true},
+    {"export", cudatool::cli::register_export, true},
+    {"ab", cudatool::cli::register_ab, true},
 };
 // clang-format on
 
@@ -68,7 +69,12 @@ int main(int argc, char** argv) {
     return cudatool::cli::kExitBadInput;
   }
   if (!one) {
-    for (const auto& c : kCommands) c.add(app, &exit_code);
+    for (const auto& c : kCommands) {
+      c.add(app, &exit_code);
+      app.get_subcommand(std::string(c.name))
+          ->group(c.dynamic ? "Dynamic: what a program asks of the kernel driver (traces)"
+                            : "Static: a libcuda build, from the file alone");
+    }
   }
   try {
     app.parse(argc, argv);

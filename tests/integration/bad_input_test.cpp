@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "base/bytes.hpp"
 #include "harness.hpp"
@@ -197,6 +198,45 @@ TEST(BadInput, MissingFileAndDirectory) {
   EXPECT_NE(r.err.find("unknown command 'infoo'"), std::string::npos) << r.err;
   r = run({cudatool_bin(), "info", "--no-such-flag"});
   EXPECT_EQ(r.status, 2);
+}
+
+// `cudatool --help` lists every command once, under the static or the dynamic heading, and
+// every command has its own --help with examples.
+TEST(Cli, HelpListsEveryCommandUnderItsHeading) {
+  RunResult r = run({cudatool_bin(), "--help"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t stat = r.out.find("Static: a libcuda build");
+  size_t dyn = r.out.find("Dynamic: what a program asks");
+  ASSERT_NE(stat, std::string::npos) << r.out;
+  ASSERT_NE(dyn, std::string::npos) << r.out;
+  const std::vector<std::string> statics = {"info",   "exports",   "imports", "cubins",
+                                            "tables", "functions", "addr",    "symbolize",
+                                            "delta",  "history"};
+  const std::vector<std::string> dynamics = {"trace", "import", "decode", "stats", "export", "ab"};
+  auto check = [&](const std::string& c, bool dynamic) {
+    size_t at = r.out.find("\n  " + c + " ");
+    ASSERT_NE(at, std::string::npos) << c << " missing from --help:\n" << r.out;
+    if (dynamic) {
+      EXPECT_GT(at, dyn) << c << " should be under the dynamic heading";
+    } else {
+      EXPECT_TRUE(at > stat && at < dyn) << c << " should be under the static heading";
+    }
+    RunResult h = run({cudatool_bin(), c, "--help"});
+    EXPECT_EQ(h.status, 0) << c;
+    EXPECT_NE(h.out.find("Usage: cudatool " + c), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("--json"), std::string::npos) << c << " has no --json";
+  };
+  for (const auto& c : statics) check(c, false);
+  for (const auto& c : dynamics) check(c, true);
+  // And no command beyond these (a new one belongs in one of the lists, and in README's tables).
+  size_t listed = 0;
+  std::istringstream lines(r.out.substr(stat));
+  for (std::string l; std::getline(lines, l);) {
+    if (l.size() > 4 && l.starts_with("  ") && std::islower(static_cast<unsigned char>(l[2]))) {
+      ++listed;
+    }
+  }
+  EXPECT_EQ(listed, statics.size() + dynamics.size()) << r.out;
 }
 
 }  // namespace
