@@ -118,6 +118,9 @@ struct Normalizer::State {
   // A handle the trace created: no longer unknown; widens the range that values are read as handles
   // in.
   void note_created(uint32_t raw);
+  // A value met for the first time at `where` (a never-created handle, an address in no known
+  // buffer): named by the place and its ordinal among such values there ("?hObjectOld#0").
+  uint64_t by_first_place(detail::Tag tag, const detail::Place& where, std::string_view prefix);
   uint64_t create_client(uint32_t raw);
   // An object of class `cls` under `parent_raw` (0: the event's client) whose creation
   // parameters hash to `content`: identified by (parent, class, content, ordinal among equal

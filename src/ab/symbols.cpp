@@ -68,6 +68,15 @@ uint64_t Normalizer::State::client_symbol(uint32_t raw, const detail::Place& whe
   return lookup_handle(raw, where);
 }
 
+uint64_t Normalizer::State::by_first_place(detail::Tag tag, const detail::Place& where,
+                                           std::string_view prefix) {
+  uint64_t place = detail::place_hash(where);
+  uint32_t k = next(mix(tag, place));
+  uint64_t sym = mix(mix(tag, place), k);
+  set_name(sym, std::string(prefix) + detail::place_label(where) + "#" + std::to_string(k));
+  return sym;
+}
+
 uint64_t Normalizer::State::lookup_handle(uint32_t raw, const detail::Place& where) {
   if (auto it = clients.find(raw); it != clients.end()) return it->second;
   if (client != 0) {
@@ -75,12 +84,7 @@ uint64_t Normalizer::State::lookup_handle(uint32_t raw, const detail::Place& whe
   }
   if (auto it = latest.find(raw); it != latest.end()) return it->second;
   auto [it, inserted] = unknown.try_emplace(raw, 0);
-  if (inserted) {
-    uint64_t place = detail::place_hash(where);
-    uint32_t k = next(mix(detail::kTagUnknownHandle, place));
-    it->second = mix(mix(detail::kTagUnknownHandle, place), k);
-    set_name(it->second, "?" + detail::place_label(where) + "#" + std::to_string(k));
-  }
+  if (inserted) it->second = by_first_place(detail::kTagUnknownHandle, where, "?");
   return it->second;
 }
 
@@ -188,12 +192,7 @@ std::pair<uint64_t, uint64_t> Normalizer::State::resolve_pointer(uint64_t v,
     if (v - it->first < it->second.len) return {it->second.sym, v - it->first};
   }
   auto [a, inserted] = addresses.try_emplace(v, 0);
-  if (inserted) {
-    uint64_t place = detail::place_hash(where);
-    uint32_t k = next(mix(detail::kTagAddress, place));
-    a->second = mix(mix(detail::kTagAddress, place), k);
-    set_name(a->second, "va:" + detail::place_label(where) + "#" + std::to_string(k));
-  }
+  if (inserted) a->second = by_first_place(detail::kTagAddress, where, "va:");
   return {a->second, 0};
 }
 

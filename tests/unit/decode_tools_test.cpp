@@ -46,12 +46,7 @@ struct Builder {
     trace::Event& ev = add(trace::Sys::kIoctl, std::move(path));
     ev.fd = 3;
     ev.request = rm_request(name, arg.size());
-    trace::Buffer b;
-    b.role = "arg";
-    b.size = arg.size();
-    b.before = arg;
-    b.after = std::move(arg);
-    ev.arg = std::move(b);
+    ev.arg = arg_buffer(std::move(arg));
     (void)type;
   }
   std::vector<uint8_t> zeros(std::string_view type) {

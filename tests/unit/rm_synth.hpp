@@ -88,18 +88,23 @@ inline uint64_t rm_request(std::string_view escape, size_t size) {
   return rm_request(escape_nr(escape), size);
 }
 
+// An argument buffer that reads `arg` before and after the call.
+inline trace::Buffer arg_buffer(std::vector<uint8_t> arg) {
+  trace::Buffer b;
+  b.role = "arg";
+  b.size = arg.size();
+  b.before = arg;
+  b.after = std::move(arg);
+  return b;
+}
+
 // An ioctl on `path` whose argument buffer reads `arg` before and after the call.
 inline trace::Event ioctl(std::string path, uint64_t request, std::vector<uint8_t> arg) {
   trace::Event ev;
   ev.sys = trace::Sys::kIoctl;
   ev.path = std::move(path);
   ev.request = request;
-  trace::Buffer b;
-  b.role = "arg";
-  b.size = arg.size();
-  b.before = arg;
-  b.after = std::move(arg);
-  ev.arg = std::move(b);
+  ev.arg = arg_buffer(std::move(arg));
   return ev;
 }
 
