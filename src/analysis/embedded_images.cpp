@@ -6,6 +6,8 @@
 #include <emmintrin.h>
 #endif
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -127,10 +129,21 @@ void split_work(uint64_t n, unsigned workers, F&& f) {
   for (auto& t : threads) t.join();
 }
 
+// CPUs this process may run on (taskset, cgroups cpusets), not the machine's: two threads on one
+// allowed CPU only add thread start-up and switches.
+unsigned usable_cpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    return static_cast<unsigned>(std::max(CPU_COUNT(&allowed), 1));
+  }
+  return std::max(std::thread::hardware_concurrency(), 1u);
+}
+
 unsigned workers_for(uint64_t work, uint64_t threshold) {
   if (work < threshold) return 1;
-  unsigned hw = std::thread::hardware_concurrency();
-  return std::clamp(hw, 1u, 4u);
+  static const unsigned cpus = usable_cpus();
+  return std::clamp(cpus, 1u, 4u);
 }
 
 MagicHits find_magics(ByteView b) {
