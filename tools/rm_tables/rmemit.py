@@ -154,6 +154,8 @@ def emit_uvm_sizes(out_root, branches):
            "",
            "#include <stdint.h>",
            "",
+           "/* Laid out as emitted (one table row per line): */",
+           "/* clang-format off */",
            "struct nvtr_uvm_size {",
            "  uint32_t request; /* the ioctl request on /dev/nvidia-uvm */",
            "  uint32_t size;    /* sizeof its UVM_*_PARAMS */",
@@ -177,6 +179,7 @@ def emit_uvm_sizes(out_root, branches):
     out.append("static const struct nvtr_uvm_branch nvtr_uvm_branches[] = {")
     out += rows
     out.append("};")
+    out.append("/* clang-format on */")
     out.append("#define NVTR_UVM_BRANCH_COUNT %d" % len(branches))
     out.append("")
     out.append("#endif /* CUDATOOL_RM_GENERATED_UVM_SIZES_H */")

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+/* Laid out as emitted (one table row per line): */
+/* clang-format off */
 struct nvtr_uvm_size {
   uint32_t request; /* the ioctl request on /dev/nvidia-uvm */
   uint32_t size;    /* sizeof its UVM_*_PARAMS */
@@ -389,6 +391,7 @@ static const struct nvtr_uvm_branch nvtr_uvm_branches[] = {
     {580, "580.142", nvtr_uvm_sizes_r580, 74},
     {595, "595.45.04", nvtr_uvm_sizes_r595, 68},
 };
+/* clang-format on */
 #define NVTR_UVM_BRANCH_COUNT 5
 
 #endif /* CUDATOOL_RM_GENERATED_UVM_SIZES_H */
