@@ -50,6 +50,11 @@ class JsonWriter {
     key(k);
     return value(v);
   }
+  // k: v, or k: null when v is empty (an absent version, library, name).
+  JsonWriter& kv_or_null(std::string_view k, std::string_view v) {
+    key(k);
+    return v.empty() ? null() : value(v);
+  }
   JsonWriter& kv_hex(std::string_view k, uint64_t v) {
     key(k);
     return hex(v);

@@ -116,10 +116,7 @@ int run_addr(const AddrOptions& o) {
         w.kv_hex("runtime_address", *l.runtime);
       else
         w.key("runtime_address").null();
-      if (l.section.empty())
-        w.key("section").null();
-      else
-        w.kv("section", l.section);
+      w.kv_or_null("section", l.section);
       if (l.function != nullptr) {
         w.key("function");
         write_function_json(w, map, *l.function);

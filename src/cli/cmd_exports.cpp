@@ -131,10 +131,7 @@ int run_exports(const ExportsOptions& o) {
           .kv("binding", elf::symbol_binding_name(e->sym.binding()));
       w.kv("visibility", elf::symbol_visibility_name(e->sym.visibility()));
       w.kv("section", section_name(*img, e->sym));
-      if (e->version.empty())
-        w.key("symbol_version").null();
-      else
-        w.kv("symbol_version", e->version);
+      w.kv_or_null("symbol_version", e->version);
       w.kv("base", e->api.base);
       if (e->api.version == 0)
         w.key("api_version").null();

@@ -36,34 +36,22 @@ int run_imports(const ImportsOptions& o) {
     for (const auto& i : imports) {
       w.begin_object().kv("name", i.sym.name).kv("type", elf::symbol_type_name(i.sym.type()));
       w.kv("binding", elf::symbol_binding_name(i.sym.binding()));
-      if (i.version.empty())
-        w.key("version").null();
-      else
-        w.kv("version", i.version);
-      if (i.library.empty())
-        w.key("library").null();
-      else
-        w.kv("library", i.library);
+      w.kv_or_null("version", i.version);
+      w.kv_or_null("library", i.library);
       w.end_object();
     }
     w.end_array();
     w.key("by_version").begin_array();
     for (const auto& [k, n] : by_version) {
       w.begin_object();
-      if (k.empty())
-        w.key("version").null();
-      else
-        w.kv("version", k);
+      w.kv_or_null("version", k);
       w.kv("count", n).end_object();
     }
     w.end_array();
     w.key("by_library").begin_array();
     for (const auto& [k, n] : by_library) {
       w.begin_object();
-      if (k.empty())
-        w.key("library").null();
-      else
-        w.kv("library", k);
+      w.kv_or_null("library", k);
       w.kv("count", n).end_object();
     }
     w.end_array();

@@ -84,14 +84,8 @@ void write_delta_json(JsonWriter& w, const Delta& d) {
     w.key(key).begin_array();
     for (const auto& i : *list) {
       w.begin_object().kv("name", i.name);
-      if (i.version.empty())
-        w.key("version").null();
-      else
-        w.kv("version", i.version);
-      if (i.library.empty())
-        w.key("library").null();
-      else
-        w.kv("library", i.library);
+      w.kv_or_null("version", i.version);
+      w.kv_or_null("library", i.library);
       w.end_object();
     }
     w.end_array();

@@ -27,10 +27,7 @@ void write_function_json(JsonWriter& w, const FunctionMap& map, const Function& 
   w.begin_object();
   w.kv_hex("start", f.start).kv_hex("end", f.end()).kv("size", f.size);
   std::string_view sec = map.exec_section(f.start);
-  if (sec.empty())
-    w.key("section").null();
-  else
-    w.kv("section", sec);
+  w.kv_or_null("section", sec);
   w.kv("name", map.display_name(f));
   w.key("names").begin_array();
   for (const auto& n : map.names(f)) {
