@@ -10,15 +10,7 @@
 #include <vector>
 
 #include "elf/eh_frame.hpp"
-
-// An invariant that does not hold is a finding: say which, then abort for libFuzzer.
-#define CHECK(c)                                                                      \
-  do {                                                                                \
-    if (!(c)) {                                                                       \
-      std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-      std::abort();                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;
@@ -49,11 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t prev = 0;
   for (size_t i = 0; i < e.fdes().size(); ++i) {
     const auto& f = e.fdes()[i];
-    CHECK(f.cie < e.cies().size());
-    CHECK(f.offset < section.size() && (i == 0 || f.offset > prev));
-    CHECK(e.fde_at(f.offset) == i);
+    FUZZ_CHECK(f.cie < e.cies().size());
+    FUZZ_CHECK(f.offset < section.size() && (i == 0 || f.offset > prev));
+    FUZZ_CHECK(e.fde_at(f.offset) == i);
     prev = f.offset;
   }
-  CHECK(e.damaged() == 0 || !diag.empty());
+  FUZZ_CHECK(e.damaged() == 0 || !diag.empty());
   return 0;
 }

@@ -11,15 +11,7 @@
 #include "analysis/function_map.hpp"
 #include "analysis/symbol_file.hpp"
 #include "elf/symbols.hpp"
-
-// An invariant that does not hold is a finding: say which, then abort for libFuzzer.
-#define CHECK(c)                                                                      \
-  do {                                                                                \
-    if (!(c)) {                                                                       \
-      std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-      std::abort();                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;
@@ -29,11 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DriverImage& d = **img;
   FunctionMap& map = d.facet<FunctionMap>();
   auto fns = map.functions();
-  for (size_t i = 1; i < fns.size(); ++i) CHECK(fns[i].start >= fns[i - 1].start);
+  for (size_t i = 1; i < fns.size(); ++i) FUZZ_CHECK(fns[i].start >= fns[i - 1].start);
   for (const auto& f : fns) {
     const Function* hit = map.find(f.start);
-    CHECK(f.size == 0 || (hit != nullptr && hit->contains(f.start)));
-    CHECK(map.at(f.start) != nullptr);
+    FUZZ_CHECK(f.size == 0 || (hit != nullptr && hit->contains(f.start)));
+    FUZZ_CHECK(map.at(f.start) != nullptr);
     (void)map.display_name(f);
     if (&f - fns.data() > 64) break;
   }
@@ -41,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)map.find(~uint64_t{0});
   auto gaps = map.gaps(true);
   auto totals = map.gap_totals();
-  CHECK(totals.first == gaps.size());
-  for (const auto& g : gaps) CHECK(g.end > g.start && map.find(g.start) == nullptr);
+  FUZZ_CHECK(totals.first == gaps.size());
+  for (const auto& g : gaps) FUZZ_CHECK(g.end > g.start && map.find(g.start) == nullptr);
   map.add_name(fns.empty() ? 0 : fns.front().start, "fuzz_name", "fuzz");
   (void)map.named_by_source();
 
@@ -53,12 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ByteView v(out->data(), out->size());
   Diagnostics diag;
   auto elf = elf::ElfImage::parse(v, &diag);
-  CHECK(elf.ok());
+  FUZZ_CHECK(elf.ok());
   const auto* symtab = elf->section(".symtab");
-  CHECK(symtab != nullptr && symtab->sh_type == SHT_SYMTAB);
+  FUZZ_CHECK(symtab != nullptr && symtab->sh_type == SHT_SYMTAB);
   auto syms = elf::read_symbols(*elf, *symtab, &diag);
-  CHECK(syms.ok() && syms->size() == st.symbols + 1);
-  CHECK(diag.empty());
-  CHECK(!d.build_id() || elf::gnu_build_id(*elf, nullptr) == d.build_id());
+  FUZZ_CHECK(syms.ok() && syms->size() == st.symbols + 1);
+  FUZZ_CHECK(diag.empty());
+  FUZZ_CHECK(!d.build_id() || elf::gnu_build_id(*elf, nullptr) == d.build_id());
   return 0;
 }
