@@ -276,26 +276,12 @@ TEST(RmTables, CompiledTablesMatchTheGeneratedFiles) {
       EXPECT_EQ(n, count) << t.info().id << " " << kind;
       EXPECT_GT(n, 0u) << dir << kind << ".inc";
     };
-    check("status", t.statuses().size(), [&](uint32_t v) {
-      auto* e = t.find_status(v);
-      return e ? e->name : std::string_view("<missing>");
-    });
-    check("escapes", t.escapes().size(), [&](uint32_t v) {
-      auto* e = t.find_escape(v);
-      return e ? e->name : std::string_view("<missing>");
-    });
-    check("ctrl", t.controls().size(), [&](uint32_t v) {
-      auto* e = t.find_control(v);
-      return e ? e->name : std::string_view("<missing>");
-    });
-    check("classes", t.classes().size(), [&](uint32_t v) {
-      auto* e = t.find_class(v);
-      return e ? e->name : std::string_view("<missing>");
-    });
-    check("uvm", t.uvm_ioctls().size(), [&](uint32_t v) {
-      auto* e = t.find_uvm(v);
-      return e ? e->name : std::string_view("<missing>");
-    });
+    auto name_of = [](const auto* e) { return e ? e->name : std::string_view("<missing>"); };
+    check("status", t.statuses().size(), [&](uint32_t v) { return name_of(t.find_status(v)); });
+    check("escapes", t.escapes().size(), [&](uint32_t v) { return name_of(t.find_escape(v)); });
+    check("ctrl", t.controls().size(), [&](uint32_t v) { return name_of(t.find_control(v)); });
+    check("classes", t.classes().size(), [&](uint32_t v) { return name_of(t.find_class(v)); });
+    check("uvm", t.uvm_ioctls().size(), [&](uint32_t v) { return name_of(t.find_uvm(v)); });
   }
 }
 
