@@ -25,5 +25,6 @@ void register_decode(CLI::App& app, int* exit_code);
 void register_stats(CLI::App& app, int* exit_code);
 void register_export(CLI::App& app, int* exit_code);
 void register_ab(CLI::App& app, int* exit_code);
+void register_replay(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -33,6 +33,7 @@ constexpr CommandEntry kCommands[] = {
     {"stats", cudatool::cli::register_stats, true},
     {"export", cudatool::cli::register_export, true},
     {"ab", cudatool::cli::register_ab, true},
+    {"replay", cudatool::cli::register_replay, true},
 };
 // clang-format on
 

@@ -1,0 +1,179 @@
+// cudatool replay: run a program with its kernel-driver calls answered from a recorded trace.
+#include <fmt/format.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/replay_output.hpp"
+#include "replay/bisect.hpp"
+#include "replay/session.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct ReplayCliOptions {
+  std::vector<std::string> args;  // TRACE (or GOOD BAD) [--] CMD ARGS…
+  std::vector<std::string> injects;
+  std::string output;
+  std::string report;
+  std::string shim;
+  std::string keep;
+  std::string fails_if;
+  double deadline = 10;
+  bool bisect = false;
+  bool json = false;
+  bool program_status = false;
+  bool quiet = false;
+};
+
+void put_report(const ReplayCliOptions& o, const std::string& text) {
+  if (!o.report.empty()) {
+    std::ofstream f(o.report, std::ios::binary);
+    f << text;
+    return;
+  }
+  if (!o.quiet) (void)!write(STDERR_FILENO, text.data(), text.size());
+}
+
+int run_replay_cmd(ReplayCliOptions& o) {
+  // Split the positionals at "--": traces before it, the command after.
+  std::vector<std::string> traces, command;
+  auto dash = std::find(o.args.begin(), o.args.end(), "--");
+  size_t want = o.bisect ? 2 : 1;
+  if (dash != o.args.end()) {
+    traces.assign(o.args.begin(), dash);
+    command.assign(dash + 1, o.args.end());
+  } else {
+    for (size_t i = 0; i < o.args.size(); ++i) (i < want ? traces : command).push_back(o.args[i]);
+  }
+  if (traces.size() != want) {
+    print_error(o.bisect ? "replay --bisect: give GOOD.trace BAD.trace, then -- CMD [ARGS...]"
+                         : "replay: give one TRACE, then -- CMD [ARGS...]");
+    return kExitBadInput;
+  }
+  if (command.empty()) {
+    print_error("replay: no command to run: cudatool replay TRACE -- CMD [ARGS...]");
+    return kExitBadInput;
+  }
+  if (o.deadline < 0) {
+    print_error("replay: --deadline: seconds, 0 for none");
+    return kExitBadInput;
+  }
+  if (o.bisect) {
+    if (!o.injects.empty() || !o.output.empty()) {
+      print_error("replay --bisect: --inject and -o belong to a single replay");
+      return kExitBadInput;
+    }
+    replay::BisectOptions bo;
+    bo.good = traces[0];
+    bo.bad = traces[1];
+    bo.argv = command;
+    bo.fails_if = o.fails_if;
+    bo.deadline_s = o.deadline;
+    bo.shim = o.shim;
+    auto r = replay::run_bisect(bo);
+    if (!r) {
+      print_error(r.error());
+      return kExitBadInput;
+    }
+    put_report(o, o.json ? render_bisect_json(*r) : render_bisect_text(*r));
+    return r->found ? kExitFindings : kExitOk;
+  }
+  if (!o.fails_if.empty()) {
+    print_error("replay: --fails-if belongs to --bisect");
+    return kExitBadInput;
+  }
+  replay::ReplayOptions ro;
+  for (const std::string& spec : o.injects) {
+    auto inj = replay::parse_injection(spec);
+    if (!inj) {
+      print_error(inj.error());
+      return kExitBadInput;
+    }
+    ro.injections.push_back(std::move(*inj));
+  }
+  auto rec = replay::load_recording(traces[0]);
+  if (!rec) {
+    print_error(rec.error());
+    return kExitBadInput;
+  }
+  for (const Error& e : rec->diagnostics.items()) {
+    print_error(fmt::format("{}: skipped: {}", traces[0], e.message()));
+  }
+  ro.argv = command;
+  ro.output = o.output;
+  ro.deadline_s = o.deadline;
+  ro.shim = o.shim;
+  ro.keep_dir = o.keep;
+  auto r = replay::run_replay(*rec, ro);
+  if (!r) {
+    print_error(r.error());
+    return kExitBadInput;
+  }
+  put_report(o, o.json ? render_replay_json(*r) : render_replay_text(*r));
+  if (o.program_status && r->end != "refused") {
+    return r->exit_status < 0 ? 128 - r->exit_status : r->exit_status;
+  }
+  return r->verdict;
+}
+
+}  // namespace
+
+void register_replay(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ReplayCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "replay",
+      "Run a program with its kernel-driver calls answered from a recorded trace (no GPU needed)");
+  cmd->add_option(
+      "--inject", o->injects,
+      "change one recorded answer (repeatable): seq=N or cmd=/class=/call=NAME[,nth=K], "
+      "then status=, member=PATH,value=, errno= or ret=");
+  cmd->add_option("-o,--output", o->output,
+                  "write the replayed run as a trace (header mode \"replay\"), for cudatool ab");
+  cmd->add_option("--deadline", o->deadline,
+                  "stop the program after this many seconds without progress (0: never)")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "print the report as JSON (schema cudatool.replay/1)");
+  cmd->add_option("--report", o->report, "write the report to this file instead of stderr");
+  cmd->add_flag("--program-status", o->program_status,
+                "exit with the program's own status (128+N for signal N) instead of the verdict");
+  cmd->add_flag("--bisect", o->bisect,
+                "GOOD.trace BAD.trace: find the smallest set of BAD's answers that makes the "
+                "command fail as BAD failed");
+  cmd->add_option("--fails-if", o->fails_if,
+                  "--bisect: a try fails when the program's output (stdout and stderr) matches "
+                  "this extended regex (default: BAD's exit status)");
+  cmd->add_option("--shim", o->shim,
+                  "the replay shim (default: libcudatool_replay.so beside cudatool)");
+  cmd->add_option("--keep", o->keep, "keep the answer table, log and environment tree in DIR");
+  cmd->add_flag("-q,--quiet", o->quiet, "print no report");
+  cmd->add_option("ARGS", o->args, "TRACE (GOOD BAD with --bisect), then -- CMD [ARGS...]")
+      ->take_all();
+  cmd->positionals_at_end();
+  cmd->footer(
+      "Examples:\n"
+      "  cudatool replay run.trace -- ./work kern.cubin\n"
+      "  cudatool replay a.trace --inject cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,"
+      "status=NV_ERR_NOT_SUPPORTED -- ./work\n"
+      "  cudatool replay a.trace --inject seq=44,status=0x56 --inject seq=88,errno=ENOMEM -- "
+      "./work\n"
+      "  cudatool replay a.trace -o replayed.trace -- ./work && cudatool ab a.trace "
+      "replayed.trace\n"
+      "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
+      "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"
+      "/dev/nvidia* calls are answered from TRACE (never the host's device nodes; nothing is\n"
+      "created), its view of /proc/driver/nvidia and /sys comes from the trace, and a minimal\n"
+      "fake GPU carries out channel semaphores so that context creation completes. Compute work\n"
+      "is not executed: a program that waits for it is stopped after --deadline and the report\n"
+      "says where it waits. The report goes to stderr (stdout is the program's).\n"
+      "Exit status (the verdict, not the program's: see --program-status): 0 every device call\n"
+      "was answered in order from the recording and the program ended; 1 deviations (unrecorded,\n"
+      "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"
+      "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
+      "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.");
+  cmd->callback([o, exit_code] { *exit_code = run_replay_cmd(*o); });
+}
+
+}  // namespace cudatool::cli

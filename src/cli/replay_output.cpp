@@ -1,0 +1,229 @@
+#include "cli/replay_output.hpp"
+
+#include <fmt/format.h>
+
+#include "base/json_writer.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+using replay::Deviation;
+using replay::Outcome;
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+std::string end_line(const replay::ReplayReport& r) {
+  if (r.end == "refused") return "refused: " + r.refusal;
+  if (r.end == "deadline") {
+    return fmt::format("stopped after {:.1f} s without progress: {}",
+                       r.stall ? r.stall->idle_s : 0.0, r.stall ? r.stall->message : "");
+  }
+  if (r.end == "signal") return fmt::format("the program was killed by signal {}", -r.exit_status);
+  return fmt::format("the program exited with status {}", r.exit_status);
+}
+
+constexpr size_t kMaxListed = 40;
+
+}  // namespace
+
+std::string render_replay_text(const replay::ReplayReport& r) {
+  std::string out;
+  out += fmt::format("replay: {} — driver {}, {} recorded device calls\n", r.trace,
+                     r.driver_version.empty() ? "?" : r.driver_version, r.recorded_calls);
+  out += fmt::format("  command: {}\n", command_line(r.argv));
+  out +=
+      fmt::format("  environment: {}; {} environment calls answered\n", r.environment, r.env_calls);
+  for (const auto& s : r.synthesized) out += "  synthesized: " + s + "\n";
+  for (const auto& g : r.gaps) out += "  not in the recording: " + g + "\n";
+  for (const auto& i : r.injected) out += "  injected: " + i + "\n";
+  out +=
+      fmt::format("answered {} of {} recorded calls; the program made {} device calls:", r.answered,
+                  r.recorded_calls, r.replayed_calls);
+  for (int k = 0; k < 7; ++k) {
+    if (r.by_outcome[k] != 0) {
+      out += fmt::format(" {} {}", replay::outcome_name(static_cast<Outcome>(k)), r.by_outcome[k]);
+    }
+  }
+  out += "\n";
+  if (r.gpu_entries != 0 || r.gpu_releases != 0) {
+    out += fmt::format("fake GPU: {} GPFIFO entries carried out, {} semaphore releases\n",
+                       r.gpu_entries, r.gpu_releases);
+  }
+  if (!r.deviations.empty()) {
+    out +=
+        fmt::format("{} deviation{}:\n", r.deviations.size(), r.deviations.size() == 1 ? "" : "s");
+    size_t n = 0;
+    for (const Deviation& d : r.deviations) {
+      if (++n > kMaxListed) {
+        out +=
+            fmt::format("  … {} more (--json lists them all)\n", r.deviations.size() - kMaxListed);
+        break;
+      }
+      if (d.kind == "skipped" || d.kind == "not_reached") {
+        out +=
+            fmt::format("  {} recorded seq {}{}: {}\n",
+                        d.kind == "skipped" ? "skipped" : "not reached", d.recorded_seq.value_or(0),
+                        d.count > 1 ? fmt::format(" and {} more", d.count - 1) : "", d.what);
+      } else {
+        out +=
+            fmt::format("  #{} {}: {} → {}\n", d.replay_seq.value_or(0),
+                        d.kind == "out_of_order" ? "out of order" : "unrecorded", d.what, d.answer);
+      }
+    }
+  }
+  if (r.stall) {
+    for (const auto& t : r.stall->threads) {
+      out +=
+          fmt::format("  thread {}: pc 0x{:x}{}\n", t.tid, t.pc,
+                      t.module.empty() ? ""
+                                       : fmt::format(" — {}+0x{:x}{}{}", t.module, t.offset,
+                                                     t.function.empty() ? "" : " " + t.function,
+                                                     t.from_stack ? " (caller on the stack)" : ""));
+    }
+  }
+  out += end_line(r) + "\n";
+  if (!r.output.empty()) out += "replayed trace: " + r.output + "\n";
+  if (r.log_lost != 0)
+    out += fmt::format("warning: {} replayed calls did not fit the log\n", r.log_lost);
+  out += fmt::format("verdict: {}\n", r.verdict == 0   ? "faithful (0)"
+                                      : r.verdict == 1 ? "deviations or stopped (1)"
+                                                       : "refused (2)");
+  return out;
+}
+
+std::string render_replay_json(const replay::ReplayReport& r) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.kv("schema", "cudatool.replay/1")
+      .kv("trace", r.trace)
+      .kv_or_null("driver_version", r.driver_version);
+  w.key("argv").begin_array();
+  for (const auto& a : r.argv) w.value(a);
+  w.end_array();
+  w.kv("environment", r.environment).kv("environment_calls", r.env_calls);
+  auto list = [&](std::string_view k, const std::vector<std::string>& v) {
+    w.key(k).begin_array();
+    for (const auto& s : v) w.value(s);
+    w.end_array();
+  };
+  list("synthesized", r.synthesized);
+  list("gaps", r.gaps);
+  list("injected", r.injected);
+  w.kv("recorded_calls", r.recorded_calls)
+      .kv("answered", r.answered)
+      .kv("replayed_calls", r.replayed_calls);
+  w.key("by_outcome").begin_object();
+  for (int k = 0; k < 7; ++k) w.kv(replay::outcome_name(static_cast<Outcome>(k)), r.by_outcome[k]);
+  w.end_object();
+  w.key("deviations").begin_array();
+  for (const Deviation& d : r.deviations) {
+    w.begin_object().kv("kind", d.kind);
+    if (d.kind == "unrecorded" || d.kind == "out_of_order") {
+      w.kv("outcome", replay::outcome_name(d.outcome));
+    } else {
+      w.key("outcome").null();
+    }
+    w.key("replay_seq");
+    d.replay_seq ? w.value(*d.replay_seq) : w.null();
+    w.key("recorded_seq");
+    d.recorded_seq ? w.value(*d.recorded_seq) : w.null();
+    w.kv("count", d.count).kv("what", d.what).kv_or_null("answer", d.answer);
+    w.end_object();
+  }
+  w.end_array();
+  w.kv("end", r.end).kv("exit_status", r.exit_status).kv_or_null("refusal", r.refusal);
+  w.key("stall");
+  if (r.stall) {
+    w.begin_object().kv("idle_s", r.stall->idle_s).kv("message", r.stall->message);
+    w.key("threads").begin_array();
+    for (const auto& t : r.stall->threads) {
+      w.begin_object().kv("tid", t.tid).kv_hex("pc", t.pc).kv_or_null("module", t.module);
+      w.kv_hex("offset", t.offset)
+          .kv_or_null("function", t.function)
+          .kv("from_stack", t.from_stack);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("waits").begin_array();
+    for (const auto& x : r.stall->waits) {
+      w.begin_object().kv_hex("gpu_va", x.gpu_va).kv_hex("payload", x.payload);
+      w.kv_hex("channel", x.channel_handle).kv_hex("engine_class", x.engine_class).end_object();
+    }
+    w.end_array();
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.key("fake_gpu").begin_object().kv("gpfifo_entries", r.gpu_entries);
+  w.kv("semaphore_releases", r.gpu_releases).end_object();
+  w.kv("processes", r.processes).kv("log_lost", r.log_lost).kv_or_null("output", r.output);
+  w.kv("wall_s", r.wall_s).kv("verdict", r.verdict);
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+std::string render_bisect_text(const replay::BisectReport& r) {
+  std::string out = fmt::format("bisect: GOOD {} / BAD {}\n  command: {}\n  fails as BAD: {}\n",
+                                r.good, r.bad, command_line(r.argv), r.criterion);
+  out += fmt::format("{} of BAD's answers differ from GOOD's:\n", r.diffs.size());
+  for (size_t i = 0; i < r.diffs.size() && i < kMaxListed; ++i) {
+    const auto& d = r.diffs[i];
+    out += fmt::format("  [{}] GOOD #{} / BAD #{} {}: {}\n", i, d.good_seq, d.bad_seq, d.what,
+                       d.change.empty() ? d.kind : d.change);
+  }
+  if (r.diffs.size() > kMaxListed) out += fmt::format("  … {} more\n", r.diffs.size() - kMaxListed);
+  out += fmt::format("{} tries:\n", r.tries.size());
+  for (const auto& t : r.tries) {
+    std::string set;
+    if (t.subset.size() == r.diffs.size() && !t.subset.empty()) {
+      set = "all";
+    } else if (t.subset.empty()) {
+      set = "none";
+    } else {
+      for (uint32_t k : t.subset) set += fmt::format("{}{}", set.empty() ? "" : ",", k);
+    }
+    out += fmt::format("  {:>5} BAD's answers [{}] → {} {} ({:.2f} s)\n", t.failed ? "fails" : "ok",
+                       set, t.end, t.exit_status, t.wall_s);
+  }
+  out += (r.found ? "culprit: " : "no culprit: ") + r.message + "\n";
+  return out;
+}
+
+std::string render_bisect_json(const replay::BisectReport& r) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().kv("schema", "cudatool.replay-bisect/1").kv("good", r.good).kv("bad", r.bad);
+  w.key("argv").begin_array();
+  for (const auto& a : r.argv) w.value(a);
+  w.end_array();
+  w.kv("criterion", r.criterion);
+  w.key("diffs").begin_array();
+  for (const auto& d : r.diffs) {
+    w.begin_object().kv("good_seq", d.good_seq).kv("bad_seq", d.bad_seq).kv("kind", d.kind);
+    w.kv("what", d.what).kv_or_null("change", d.change).end_object();
+  }
+  w.end_array();
+  w.key("tries").begin_array();
+  for (const auto& t : r.tries) {
+    w.begin_object().key("subset").begin_array();
+    for (uint32_t k : t.subset) w.value(k);
+    w.end_array().kv("failed", t.failed).kv("end", t.end).kv("exit_status", t.exit_status);
+    w.kv("wall_s", t.wall_s).end_object();
+  }
+  w.end_array();
+  w.key("culprit").begin_array();
+  for (uint32_t k : r.culprit) w.value(k);
+  w.end_array();
+  w.kv("found", r.found).kv("message", r.message).kv("wall_s", r.wall_s);
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+}  // namespace cudatool::cli

@@ -1,0 +1,334 @@
+#include "replay/answer_layouts.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "ab/rules.hpp"
+#include "base/bytes.hpp"
+#include "replay/inject.hpp"
+#include "rm/decode.hpp"
+#include "rm/nv_ioctl_abi.h"
+
+namespace cudatool::replay::detail {
+namespace {
+
+const rm::FieldEntry* field_of_kind(const rm::Tables& t, const rm::StructEntry& s,
+                                    rm::ValueKind kind) {
+  for (const rm::FieldEntry& f : t.fields(s)) {
+    if (f.size == f.elem_size && f.size == 4 && rm::member_kind(s.name, f) == kind) return &f;
+  }
+  return nullptr;
+}
+
+int16_t off16(const rm::FieldEntry* f, uint32_t base) {
+  if (f == nullptr || f->size != 4 || base + f->offset > 0x7fff) return -1;
+  return static_cast<int16_t>(base + f->offset);
+}
+
+// The identity members of an escape argument `s` (ab/normalize_ioctl.cpp plan_ioctl and
+// add_ioctl read the same ones).
+rp_escape layout_escape(const rm::Tables& t, const rm::EscapeEntry& e, const rm::StructEntry& s) {
+  rp_escape r{};
+  r.nr = e.nr;
+  r.size = static_cast<uint32_t>(s.size);
+  const rm::StructEntry* id = &s;
+  uint32_t base = 0;
+  // The *_with_fd wrappers hold the RM structure in their member "params", next to an fd.
+  if (ab::find_object_shape(s.name) == nullptr &&
+      field_of_kind(t, s, rm::ValueKind::kStatus) == nullptr) {
+    if (const rm::FieldEntry* f = t.find_field(s, "params")) {
+      if (const rm::StructEntry* inner = t.find_struct(f->type); inner && inner->size > 0) {
+        id = inner;
+        base = f->offset;
+      }
+    }
+  }
+  const ab::ObjectShape* shape = ab::find_object_shape(id->name);
+  auto f = [&](std::string_view name) { return t.find_field(*id, name); };
+  const rm::FieldEntry* client = f(shape ? shape->client : "hClient");
+  if (client == nullptr && shape == nullptr) client = f("hRoot");
+  const rm::FieldEntry* object = nullptr;
+  const rm::FieldEntry* created = nullptr;
+  if (shape != nullptr) {
+    object = f(shape->frees ? shape->object : shape->parent);
+    if (!shape->frees) created = f(shape->object);
+  } else {
+    object = f("hObject");
+    if (object == nullptr) object = f("hMemory");
+  }
+  r.client_off = off16(client, base);
+  r.object_off = off16(object, base);
+  r.new_off = off16(created, base);
+  r.class_off = off16(f("hClass"), base);
+  r.cmd_off = off16(field_of_kind(t, *id, rm::ValueKind::kControl), base);
+  r.status_off = off16(field_of_kind(t, *id, rm::ValueKind::kStatus), base);
+  if (shape != nullptr) r.flags |= shape->frees ? RP_ESCF_FREES : RP_ESCF_CREATES;
+  std::string_view n = e.name;
+  if (n == "NV_ESC_RM_FREE" || n == "NV_ESC_RM_UNMAP_MEMORY" || n == "NV_ESC_RM_UNMAP_MEMORY_DMA" ||
+      n == "NV_ESC_FREE_OS_EVENT") {
+    r.flags |= RP_ESCF_FREELIKE;
+  }
+  if (n == "NV_ESC_RM_CONTROL") r.flags |= RP_ESCF_CONTROL;
+  if (n == "NV_ESC_RM_MAP_MEMORY") r.flags |= RP_ESCF_MAP;
+  if (n == "NV_ESC_RM_MAP_MEMORY_DMA") r.flags |= RP_ESCF_MAP_DMA;
+  if (n == "NV_ESC_RM_ALLOC") r.flags |= RP_ESCF_ALLOC;
+  return r;
+}
+
+int32_t field_offset(const rm::Tables& t, std::string_view s, std::string_view m,
+                     uint32_t base = 0) {
+  const rm::StructEntry* st = t.find_struct(s);
+  const rm::FieldEntry* f = st ? t.find_field(*st, m) : nullptr;
+  return f ? static_cast<int32_t>(base + f->offset) : -1;
+}
+
+const std::vector<uint8_t>& side(const trace::Buffer& b) {
+  return b.before.empty() ? b.after : b.before;
+}
+
+uint32_t u32_at(const std::vector<uint8_t>& b, int32_t off) {
+  if (off < 0) return 0;
+  return ByteView(b.data(), b.size()).read<uint32_t>(static_cast<uint64_t>(off)).value_or(0);
+}
+
+}  // namespace
+
+std::vector<rp_escape> escape_layouts(const rm::Tables& t) {
+  std::vector<rp_escape> out;
+  for (const rm::EscapeEntry& e : t.escapes()) {
+    for (std::string_view type : {e.type, e.alt_type}) {
+      if (type.empty()) continue;
+      const rm::StructEntry* s = t.find_struct(type);
+      if (s == nullptr || s->size <= 0) continue;
+      out.push_back(layout_escape(t, e, *s));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const rp_escape& a, const rp_escape& b) {
+    return a.nr != b.nr ? a.nr < b.nr : a.size < b.size;
+  });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const rp_escape& a, const rp_escape& b) {
+                          return a.nr == b.nr && a.size == b.size;
+                        }),
+            out.end());
+  return out;
+}
+
+const rp_escape* find_escape(const std::vector<rp_escape>& v, uint32_t nr, uint32_t size) {
+  for (const rp_escape& e : v) {
+    if (e.nr == nr && e.size == size) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<rp_uvm> uvm_layouts(const rm::Tables& t) {
+  std::vector<rp_uvm> out;
+  for (const rm::UvmEntry& u : t.uvm_ioctls()) {
+    rp_uvm r{};
+    r.nr = u.nr;
+    r.size = u.params_size;
+    r.status_off = u.rm_status_offset;
+    std::string_view n = u.name;
+    for (std::string_view w : {"FREE", "UNREGISTER", "DESTROY", "DEINITIALIZE", "UNMAP"}) {
+      if (n.find(w) != std::string_view::npos) r.flags |= RP_UVMF_FREELIKE;
+    }
+    if (n == "UVM_MAP_EXTERNAL_ALLOCATION") r.flags |= RP_UVMF_MAP_EXTERNAL;
+    out.push_back(r);
+  }
+  std::sort(out.begin(), out.end(), [](const rp_uvm& a, const rp_uvm& b) { return a.nr < b.nr; });
+  return out;
+}
+
+std::vector<rp_class_size> channel_classes(const rm::Tables& t) {
+  std::vector<rp_class_size> out;
+  for (const rm::ClassEntry& c : t.classes()) {
+    if (c.alloc_params == "NV_CHANNEL_ALLOC_PARAMS") {
+      out.push_back({c.id, c.alloc_params_size});
+    }
+  }
+  return out;
+}
+
+rp_gpu_layout gpu_layout(const rm::Tables& t) {
+  rp_gpu_layout g{};
+  constexpr std::string_view kChan = "NV_CHANNEL_ALLOC_PARAMS";
+  g.chan_gpfifo_offset = field_offset(t, kChan, "gpFifoOffset");
+  g.chan_gpfifo_entries = field_offset(t, kChan, "gpFifoEntries");
+  g.chan_userd_memory = field_offset(t, kChan, "hUserdMemory");
+  g.chan_userd_offset = field_offset(t, kChan, "userdOffset");
+  const rm::StructEntry* cs = t.find_struct(kChan);
+  g.chan_params_size = cs ? cs->size : -1;
+  constexpr std::string_view kExt = "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS";
+  g.map_ext_base = field_offset(t, kExt, "base");
+  g.map_ext_length = field_offset(t, kExt, "length");
+  g.map_ext_offset = field_offset(t, kExt, "offset");
+  g.map_ext_hmemory = field_offset(t, kExt, "hMemory");
+  g.map_ext_hclient = field_offset(t, kExt, "hClient");
+  constexpr std::string_view kDma = "NVOS46_PARAMETERS";
+  g.dma_hmemory = field_offset(t, kDma, "hMemory");
+  g.dma_offset = field_offset(t, kDma, "offset");
+  g.dma_length = field_offset(t, kDma, "length");
+  g.dma_dma_offset = field_offset(t, kDma, "dmaOffset");
+  // NV_ESC_RM_MAP_MEMORY's argument wraps NVOS33 in member "params" (nv-ioctl.h).
+  int32_t base = field_offset(t, "nv_ioctl_nvos33_parameters_with_fd", "params");
+  uint32_t b = base < 0 ? 0 : static_cast<uint32_t>(base);
+  constexpr std::string_view kMap = "NVOS33_PARAMETERS";
+  g.map_hmemory = field_offset(t, kMap, "hMemory", b);
+  g.map_offset = field_offset(t, kMap, "offset", b);
+  g.map_length = field_offset(t, kMap, "length", b);
+  g.map_linear = field_offset(t, kMap, "pLinearAddress", b);
+  return g;
+}
+
+IoctlView view_ioctl(const trace::Event& ev, const std::vector<rp_escape>& escapes,
+                     const std::vector<rp_uvm>& uvms) {
+  IoctlView v;
+  static const std::vector<uint8_t> kEmpty;
+  const std::vector<uint8_t>& arg = ev.arg ? side(*ev.arg) : kEmpty;
+  uint32_t req = static_cast<uint32_t>(ev.request);
+  int kind = nvtr_dev_kind_of_path(ev.path.c_str());
+  if (kind == NVTR_DEV_UVM) {
+    v.nr = req;
+    auto it = std::lower_bound(uvms.begin(), uvms.end(), req,
+                               [](const rp_uvm& u, uint32_t n) { return u.nr < n; });
+    if (it != uvms.end() && it->nr == req) {
+      v.uvm = &*it;
+      if (it->status_off >= 0) {
+        v.status_buf = RP_BUF_ARG;
+        v.status_off = it->status_off;
+      }
+    }
+    return v;
+  }
+  if (NVTR_IOC_TYPE(req) != NVTR_NV_IOCTL_MAGIC) return v;
+  v.nr = NVTR_IOC_NR(req);
+  uint32_t size = NVTR_IOC_SIZE(req);
+  const std::vector<uint8_t>* id = &arg;
+  if (v.nr == NVTR_ESC_IOCTL_XFER_CMD && arg.size() >= NVTR_XFER_SIZE) {
+    for (const trace::Buffer& b : ev.nested) {
+      if (b.role != "xfer") continue;
+      v.xfer = true;
+      v.nr = load_le<uint32_t>(arg.data() + NVTR_XFER_CMD) & 0xffu;
+      size = load_le<uint32_t>(arg.data() + NVTR_XFER_ARG_SIZE);
+      id = &side(b);
+      break;
+    }
+  }
+  v.esc = find_escape(escapes, v.nr, size);
+  if (v.esc == nullptr || id->size() < size) return v;
+  v.cmd = u32_at(*id, v.esc->cmd_off);
+  v.cls = u32_at(*id, v.esc->class_off);
+  v.h_client = u32_at(*id, v.esc->client_off);
+  v.h_obj = u32_at(*id, v.esc->object_off);
+  v.h_new = u32_at(*id, v.esc->new_off);
+  if (v.esc->status_off >= 0) {
+    v.status_buf = v.xfer ? RP_BUF_XFER : RP_BUF_ARG;
+    v.status_off = v.esc->status_off;
+  }
+  return v;
+}
+
+int buffer_of_role(std::string_view role, bool xfer) {
+  if (role == "arg") return RP_BUF_ARG;
+  if (role == "params") return xfer ? RP_BUF_XPARAMS : RP_BUF_PARAMS;
+  if (role == "rights") return RP_BUF_RIGHTS;
+  if (role == "xfer") return RP_BUF_XFER;
+  if (role.find('.') != std::string_view::npos) return RP_BUF_MEMBER;
+  return -1;
+}
+
+Result<MemberPlace> resolve_member(const rm::Tables& t, const trace::Event& ev, const IoctlView& v,
+                                   std::string_view path) {
+  auto fail = [&](std::string why) {
+    return make_error(fmt::format("member '{}'", path), "", std::nullopt, std::move(why));
+  };
+  size_t cut = path.find_first_of(".+[");
+  std::string_view root = path.substr(0, cut);
+  MemberPlace m;
+  m.role = std::string(root);
+  m.buf = buffer_of_role(root, v.xfer);
+  if (m.buf < 0 || m.buf == RP_BUF_MEMBER) {
+    return fail(fmt::format("'{}': the path starts with arg, params, xfer or rights", root));
+  }
+  // The layout of the root buffer.
+  const rm::StructEntry* s = nullptr;
+  if (m.buf == RP_BUF_ARG || m.buf == RP_BUF_XFER) {
+    if (v.uvm != nullptr) {
+      if (const rm::UvmEntry* u = t.find_uvm(v.nr)) s = t.find_struct(u->params);
+    } else if (const rm::EscapeEntry* e = t.find_escape(v.nr)) {
+      s = t.find_struct(e->type);
+      if (v.esc != nullptr && !e->alt_type.empty() && e->alt_size >= 0 &&
+          static_cast<uint32_t>(e->alt_size) == v.esc->size) {
+        s = t.find_struct(e->alt_type);
+      }
+    }
+  } else if (m.buf == RP_BUF_PARAMS || m.buf == RP_BUF_XPARAMS) {
+    if (v.cmd != 0) {
+      if (const rm::CtrlEntry* c = t.find_control(v.cmd)) s = t.find_struct(c->params);
+    } else if (v.cls != 0) {
+      if (const rm::ClassEntry* c = t.find_class(v.cls)) s = t.find_struct(c->alloc_params);
+    }
+  }
+  std::string_view rest = cut == std::string_view::npos ? std::string_view() : path.substr(cut);
+  uint64_t off = 0;
+  uint32_t width = 0;
+  while (!rest.empty()) {
+    if (rest[0] == '+') {
+      auto n = parse_number(rest.substr(1));
+      if (!n || *n > 0xffffff) return fail(fmt::format("'{}' is not a byte offset", rest));
+      off += *n;
+      width = 4;
+      break;
+    }
+    if (rest[0] != '.') return fail(fmt::format("unexpected '{}'", rest));
+    rest.remove_prefix(1);
+    size_t e = rest.find_first_of(".+[");
+    std::string_view name = rest.substr(0, e);
+    rest = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+    if (s == nullptr) {
+      return fail(
+          fmt::format("'{}': the layout of {} is not in the tables of {}; name the byte: "
+                      "{}+OFFSET",
+                      name, m.role, t.info().id, m.role));
+    }
+    const rm::FieldEntry* f = t.find_field(*s, name);
+    if (f == nullptr) return fail(fmt::format("{} has no member '{}'", s->name, name));
+    if (f->type == "NvP64" && !rest.empty()) {
+      // The buffer behind a pointer member: the trace must hold it (v2, role "<buf>.<member>").
+      std::string role = m.role + "." + std::string(name);
+      bool held = std::any_of(ev.nested.begin(), ev.nested.end(),
+                              [&](const trace::Buffer& b) { return b.role == role; });
+      if (!held) return fail(fmt::format("the recording holds no buffer {}", role));
+      m.buf = RP_BUF_MEMBER;
+      m.role = role;
+      off = 0;
+      s = nullptr;
+      width = 0;
+      continue;
+    }
+    off += f->offset;
+    width = f->elem_size;
+    uint64_t count = f->elem_size ? f->size / f->elem_size : 1;
+    if (!rest.empty() && rest[0] == '[') {
+      size_t close = rest.find(']');
+      auto idx =
+          close == std::string_view::npos ? std::nullopt : parse_number(rest.substr(1, close - 1));
+      if (!idx) return fail(fmt::format("bad index in '{}'", rest));
+      if (*idx >= count) {
+        return fail(fmt::format("{}[{}]: the member has {} elements", name, *idx, count));
+      }
+      off += *idx * f->elem_size;
+      rest = rest.substr(close + 1);
+    }
+    s = t.find_struct(f->type);
+    if (s != nullptr && s->size <= 0) s = nullptr;
+  }
+  if (width != 1 && width != 2 && width != 4 && width != 8) {
+    return fail(fmt::format("names a member of {} bytes; name a 1, 2, 4 or 8-byte member", width));
+  }
+  m.offset = static_cast<uint32_t>(off);
+  m.width = width;
+  return m;
+}
+
+}  // namespace cudatool::replay::detail

@@ -1,0 +1,204 @@
+#include "replay/bisect.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <regex>
+
+#include "ab/compare.hpp"
+
+namespace cudatool::replay {
+namespace {
+
+Error err(std::string what) {
+  return make_error("replay --bisect", "", std::nullopt, std::move(what));
+}
+
+std::vector<std::vector<uint32_t>> split(const std::vector<uint32_t>& c, size_t n) {
+  std::vector<std::vector<uint32_t>> parts;
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t end = start + (c.size() - start) / (n - i);
+    parts.emplace_back(c.begin() + static_cast<long>(start), c.begin() + static_cast<long>(end));
+    start = end;
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::vector<uint32_t> ddmin(uint32_t count,
+                            const std::function<bool(const std::vector<uint32_t>&)>& fails) {
+  std::map<std::vector<uint32_t>, bool> cache;
+  auto test = [&](const std::vector<uint32_t>& s) {
+    auto it = cache.find(s);
+    if (it != cache.end()) return it->second;
+    bool r = fails(s);
+    cache[s] = r;
+    return r;
+  };
+  std::vector<uint32_t> c(count);
+  for (uint32_t i = 0; i < count; ++i) c[i] = i;
+  size_t n = 2;
+  while (c.size() >= 2) {
+    n = std::min(n, c.size());
+    auto parts = split(c, n);
+    bool reduced = false;
+    for (const auto& d : parts) {
+      if (test(d)) {
+        c = d;
+        n = 2;
+        reduced = true;
+        break;
+      }
+    }
+    if (!reduced && n > 2) {
+      for (const auto& d : parts) {
+        std::vector<uint32_t> comp;
+        std::set_difference(c.begin(), c.end(), d.begin(), d.end(), std::back_inserter(comp));
+        if (test(comp)) {
+          c = comp;
+          n = std::max<size_t>(n - 1, 2);
+          reduced = true;
+          break;
+        }
+      }
+    }
+    if (reduced) continue;
+    if (n >= c.size()) break;
+    n = std::min(2 * n, c.size());
+  }
+  return c;
+}
+
+Result<BisectReport> run_bisect(const BisectOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto good = load_recording(o.good);
+  if (!good) return good.error();
+  auto bad = load_recording(o.bad);
+  if (!bad) return bad.error();
+  BisectReport rep;
+  rep.good = o.good;
+  rep.bad = o.bad;
+  rep.argv = o.argv;
+  std::optional<std::regex> re;
+  if (!o.fails_if.empty()) {
+    try {
+      re.emplace(o.fails_if, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return err(fmt::format("--fails-if '{}': {}", o.fails_if, e.what()));
+    }
+    rep.criterion = fmt::format("the program's output matches /{}/", o.fails_if);
+  } else {
+    if (!bad->trailer) {
+      return err(
+          fmt::format("{} has no trailer, so its exit status is unknown: give --fails-if", o.bad));
+    }
+    rep.bad_exit_status = bad->trailer->exit_status;
+    if (good->trailer && good->trailer->exit_status == rep.bad_exit_status) {
+      return err(
+          fmt::format("GOOD and BAD both exited with status {}: give --fails-if to say "
+                      "how BAD failed",
+                      rep.bad_exit_status));
+    }
+    rep.criterion = fmt::format("exit status {} (BAD's trailer)", rep.bad_exit_status);
+  }
+  // BAD's answers that differ, paired with GOOD's calls by ab's alignment.
+  ab::Comparison cmp = ab::compare(*good->norm, *bad->norm);
+  for (const ab::Divergence& d : cmp.divergences) {
+    if (d.kind != ab::Kind::kStatus && d.kind != ab::Kind::kReturn &&
+        d.kind != ab::Kind::kParameters) {
+      continue;
+    }
+    bool answer = d.kind != ab::Kind::kParameters;
+    std::string change;
+    for (const ab::FieldDiff& f : d.fields) {
+      if (f.side == "in") continue;
+      answer = true;
+      if (!change.empty()) change += ", ";
+      change += fmt::format("{} {} → {}", f.field, f.a, f.b);
+    }
+    if (!answer) continue;  // the program asked differently: a consequence, not an answer
+    AnswerDiff a;
+    a.good_index = d.a;
+    a.bad_index = d.b;
+    a.good_seq = good->events[d.a].seq;
+    a.bad_seq = bad->events[d.b].seq;
+    a.kind = std::string(ab::kind_name(d.kind));
+    a.what = describe_event(*good, d.a);
+    a.change = change;
+    rep.diffs.push_back(std::move(a));
+  }
+  if (rep.diffs.empty()) {
+    rep.message = "BAD answers no call differently from GOOD (after ab's normalisation)";
+    return rep;
+  }
+  auto attempt = [&](const std::vector<uint32_t>& subset) -> Result<bool> {
+    ReplayOptions ro;
+    ro.argv = o.argv;
+    ro.deadline_s = o.deadline_s;
+    ro.shim = o.shim;
+    ro.capture_output = true;
+    for (uint32_t k : subset) {
+      const AnswerDiff& a = rep.diffs[k];
+      ro.overrides.push_back({a.good_index, &bad->events[a.bad_index],
+                              fmt::format("BAD's answer (seq {})", a.bad_seq)});
+    }
+    auto r = run_replay(*good, ro);
+    if (!r) return r.error();
+    BisectTry t;
+    t.subset = subset;
+    t.exit_status = r->exit_status;
+    t.end = r->end;
+    t.wall_s = r->wall_s;
+    t.failed = re ? std::regex_search(r->program_output, *re)
+                  : r->end != "refused" && r->exit_status == rep.bad_exit_status;
+    rep.tries.push_back(t);
+    return t.failed;
+  };
+  std::vector<uint32_t> all(rep.diffs.size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  auto none = attempt({});
+  if (!none) return none.error();
+  if (*none) {
+    rep.message = "GOOD's own answers already make the program fail so: nothing to bisect";
+    return rep;
+  }
+  auto every = attempt(all);
+  if (!every) return every.error();
+  if (!*every) {
+    rep.message = fmt::format(
+        "all {} of BAD's differing answers together do not make the program fail so: the "
+        "failure needs more than these answers (calls BAD made that GOOD did not, timing, the "
+        "environment)",
+        all.size());
+    return rep;
+  }
+  std::optional<Error> failure;
+  rep.culprit = ddmin(static_cast<uint32_t>(all.size()), [&](const std::vector<uint32_t>& s) {
+    if (failure) return false;
+    auto r = attempt(s);
+    if (!r) {
+      failure = r.error();
+      return false;
+    }
+    return *r;
+  });
+  if (failure) return *failure;
+  rep.found = true;
+  std::string list;
+  for (uint32_t k : rep.culprit) {
+    const AnswerDiff& a = rep.diffs[k];
+    if (!list.empty()) list += "; ";
+    list += fmt::format("#{} ({}{}{})", a.bad_seq, a.what, a.change.empty() ? "" : ": ", a.change);
+  }
+  rep.message = fmt::format("BAD's answer{} to {} {} make{} the program fail as BAD failed ({})",
+                            rep.culprit.size() == 1 ? "" : "s", list,
+                            rep.culprit.size() == 1 ? "alone" : "together",
+                            rep.culprit.size() == 1 ? "s" : "", rep.criterion);
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+}  // namespace cudatool::replay

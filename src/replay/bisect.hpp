@@ -1,0 +1,66 @@
+// `cudatool replay --bisect GOOD BAD -- CMD`: which of BAD's answers make CMD fail as BAD failed
+// (docs/replay.md, "Bisect"). GOOD and BAD are recordings of the same program (bare metal and a
+// guest, say); ab's alignment pairs their calls, and the calls BAD answered differently are the
+// candidates. GOOD is replayed with subsets of BAD's answers, by delta debugging (ddmin, Zeller
+// and Hildebrandt 2002), down to a set of which no single answer can be left out.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "replay/answers.hpp"
+#include "replay/session.hpp"
+
+namespace cudatool::replay {
+
+struct BisectOptions {
+  std::string good, bad;
+  std::vector<std::string> argv;
+  std::string fails_if;  // a regex on the program's output; "" = BAD's exit status
+  double deadline_s = 10;
+  std::string shim;
+};
+
+// One of BAD's answers that differs from GOOD's for the same call.
+struct AnswerDiff {
+  uint32_t good_index = 0, bad_index = 0;  // trace indices
+  uint64_t good_seq = 0, bad_seq = 0;
+  std::string kind;    // ab's divergence kind
+  std::string what;    // the call (GOOD's), decoded
+  std::string change;  // "status NV_OK → NV_ERR_NOT_SUPPORTED"
+};
+
+struct BisectTry {
+  std::vector<uint32_t> subset;  // indices into BisectReport::diffs
+  int exit_status = 0;
+  std::string end;
+  bool failed = false;  // failed as BAD failed
+  double wall_s = 0;
+};
+
+struct BisectReport {
+  std::string good, bad;
+  std::vector<std::string> argv;
+  std::string criterion;  // "exit status 1 (BAD's trailer)", "output matches /…/"
+  int bad_exit_status = 0;
+  std::vector<AnswerDiff> diffs;
+  std::vector<BisectTry> tries;   // in the order run, the two baselines first
+  std::vector<uint32_t> culprit;  // indices into diffs; empty when not found
+  bool found = false;
+  std::string message;  // the finding, or why there is none
+  double wall_s = 0;
+};
+
+// Errors: a recording cannot be read, the criterion cannot be formed (BAD has no trailer and no
+// --fails-if), a replay cannot be run.
+Result<BisectReport> run_bisect(const BisectOptions& options);
+
+// ddmin over n items: the smallest subset (1-minimal) for which `fails` holds, given that it
+// holds for all n and not for none. `fails` is called with sorted subsets; results are cached.
+std::vector<uint32_t> ddmin(uint32_t n,
+                            const std::function<bool(const std::vector<uint32_t>&)>& fails);
+
+}  // namespace cudatool::replay

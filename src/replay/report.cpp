@@ -1,0 +1,277 @@
+// The report of a replay (session_parts.hpp): from the shims' log and the shared state, what was
+// answered, every deviation, and — for a program that stopped making progress — where it waits.
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "analysis/driver_image.hpp"
+#include "analysis/function_map.hpp"
+#include "analysis/function_names.hpp"
+#include "replay/session_parts.hpp"
+#include "replay/trace_convert.hpp"
+#include "rm/decode.hpp"
+
+namespace cudatool::replay {
+namespace {
+
+struct MapEntry {
+  uint64_t lo, hi, off;
+  bool exec;
+  std::string path;
+};
+
+std::vector<MapEntry> read_maps(pid_t pid) {
+  std::vector<MapEntry> out;
+  std::ifstream in(fmt::format("/proc/{}/maps", pid));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string range, perms, off, dev, inode, path;
+    ls >> range >> perms >> off >> dev >> inode;
+    std::getline(ls, path);
+    path.erase(0, path.find_first_not_of(' '));
+    auto dash = range.find('-');
+    if (dash == std::string::npos || perms.size() < 3) continue;
+    MapEntry m{};
+    m.lo = std::stoull(range.substr(0, dash), nullptr, 16);
+    m.hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+    m.off = std::stoull(off, nullptr, 16);
+    m.exec = perms[2] == 'x';
+    m.path = path;
+    out.push_back(m);
+  }
+  return out;
+}
+
+const MapEntry* map_of(const std::vector<MapEntry>& maps, uint64_t a) {
+  for (const MapEntry& m : maps) {
+    if (a >= m.lo && a < m.hi) return &m;
+  }
+  return nullptr;
+}
+
+bool is_libcuda(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  return base.rfind("libcuda.so", 0) == 0;
+}
+
+// The load base of the object mapped from `path`: its lowest mapping (file offset 0).
+uint64_t load_base(const std::vector<MapEntry>& maps, const std::string& path) {
+  uint64_t base = ~uint64_t{0};
+  for (const MapEntry& m : maps) {
+    if (m.path == path && m.lo - m.off < base) base = m.lo - m.off;
+  }
+  return base;
+}
+
+// pc, and the innermost return address into an executable mapping of libcuda found on the
+// stack (a scan: libcuda has no frame pointers; the first such word is its caller's frame).
+void sample(pid_t tid, const std::vector<MapEntry>& maps, ThreadStop& t) {
+  t.tid = tid;
+  if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) return;
+  if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) return;
+  int st = 0;
+  if (waitpid(tid, &st, __WALL) != tid) return;
+  user_regs_struct regs{};
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return;
+  t.pc = regs.rip;
+  const MapEntry* m = map_of(maps, t.pc);
+  if (m != nullptr && is_libcuda(m->path)) {
+    t.module = m->path;
+    t.offset = t.pc - load_base(maps, m->path);
+    return;
+  }
+  if (m != nullptr) {
+    t.module = m->path;
+    t.offset = t.pc - load_base(maps, m->path);
+  }
+  std::vector<uint64_t> words(2048);
+  iovec local{words.data(), words.size() * 8},
+      remote{reinterpret_cast<void*>(regs.rsp), words.size() * 8};
+  ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+  for (ssize_t i = 0; n > 0 && i < n / 8; ++i) {
+    const MapEntry* w = map_of(maps, words[static_cast<size_t>(i)]);
+    if (w != nullptr && w->exec && is_libcuda(w->path)) {
+      t.module = w->path;
+      t.offset = words[static_cast<size_t>(i)] - load_base(maps, w->path);
+      t.from_stack = true;
+      return;
+    }
+  }
+}
+
+std::string short_module(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  if (is_libcuda(path)) return "libcuda";
+  return base.empty() ? "?" : base;
+}
+
+}  // namespace
+
+void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall& out) {
+  uint32_t nw = std::min<uint32_t>(__atomic_load_n(&state.n_waits, __ATOMIC_ACQUIRE), RP_MAX_WAITS);
+  out.waits.assign(state.waits, state.waits + nw);
+  std::vector<MapEntry> maps = read_maps(pid);
+  std::vector<int> tids;
+  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+    }
+    closedir(d);
+  }
+  std::sort(tids.begin(), tids.end());
+  for (int tid : tids) {
+    ThreadStop t;
+    sample(tid, maps, t);
+    out.threads.push_back(t);
+  }
+  // Names for the libcuda frames (the function map of the static side).
+  std::string lib;
+  for (const ThreadStop& t : out.threads) {
+    if (is_libcuda(t.module)) lib = t.module;
+  }
+  if (!lib.empty()) {
+    auto img = DriverImage::open(lib);
+    if (img) {
+      FunctionMap& map = (*img)->facet<FunctionMap>();
+      add_driver_table_names(**img, map);
+      for (ThreadStop& t : out.threads) {
+        if (t.module != lib) continue;
+        if (const Function* f = map.find(t.offset)) t.function = map.display_name(*f);
+      }
+    }
+  }
+  const ThreadStop* main = nullptr;
+  for (const ThreadStop& t : out.threads) {
+    if (is_libcuda(t.module) && (main == nullptr || t.tid == pid)) main = &t;
+  }
+  std::string where = main == nullptr
+                          ? std::string("an unknown place (no libcuda frame found)")
+                          : fmt::format("{}+0x{:x}{}", short_module(main->module), main->offset,
+                                        main->function.empty() ? "" : " (" + main->function + ")");
+  if (!out.waits.empty()) {
+    const rp_wait& w = out.waits.back();
+    out.message = fmt::format(
+        "libcuda waits at {} for the semaphore at 0x{:x} = 0x{:x} (released after work of class "
+        "0x{:x} on channel 0x{:x}); replay does not execute compute work",
+        where, w.gpu_va, w.payload, w.engine_class, w.channel_handle);
+  } else {
+    out.message = fmt::format(
+        "the program made no progress for {:.1f} s; it is at {} (no GPU work left undone: it "
+        "waits for something the recording does not answer)",
+        out.idle_s, where);
+  }
+  (void)rec;
+}
+
+void build_report(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
+                  const rp_state& state, const uint8_t* answered, const Environment& env,
+                  ReplayReport& rep) {
+  rep.driver_version = rec.header.driver_version.value_or("");
+  rep.recorded_calls = table.calls.size();
+  for (size_t k = 0; k < table.calls.size(); ++k) rep.answered += answered[k] != 0;
+  rep.synthesized = table.synthesized;
+  rep.gaps = table.gaps;
+  rep.injected = table.injected;
+  rep.environment = env.recorded
+                        ? "recorded (the trace's environment events)"
+                        : fmt::format("defaults from the header: GPU {} {:04x}:{:04x}, driver {}",
+                                      env.gpu_bdf, env.gpu_pci_id >> 16, env.gpu_pci_id & 0xffff,
+                                      rep.driver_version.empty() ? "?" : rep.driver_version);
+  rep.processes = state.processes;
+  rep.gpu_entries = state.gpu_entries;
+  rep.gpu_releases = state.gpu_releases;
+  rep.log_lost = log.lost;
+  for (const LogRecord& r : log.records) {
+    if (r.sys == RP_LOG_ENV) {
+      ++rep.env_calls;
+      continue;
+    }
+    if (r.sys == RP_LOG_REFUSED) {
+      rep.refusal = r.text;
+      rep.end = "refused";
+      continue;
+    }
+    if (r.sys < RP_OPEN || r.sys > RP_MUNMAP) continue;
+    ++rep.replayed_calls;
+    if (r.outcome < RP_OUT_ANSWERED || r.outcome > RP_OUT_PASSED) continue;
+    auto oc = static_cast<Outcome>(r.outcome - RP_OUT_ANSWERED);
+    ++rep.by_outcome[static_cast<int>(oc)];
+    if (oc == Outcome::kAnswered) continue;
+    Deviation d;
+    d.kind = oc == Outcome::kOutOfOrder ? "out_of_order" : "unrecorded";
+    d.outcome = oc;
+    d.replay_seq = r.seq;
+    bool has_event = r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size();
+    if (has_event) d.recorded_seq = table.calls[static_cast<size_t>(r.answered)].seq;
+    trace::Event ev = event_of(r, table);
+    d.what = describe_live(rec, ev);
+    switch (oc) {
+      case Outcome::kOutOfOrder:
+        d.answer = fmt::format("as recorded (seq {})", d.recorded_seq.value_or(0));
+        break;
+      case Outcome::kTwin:
+        d.answer =
+            fmt::format("like its nearest recorded twin (seq {})", d.recorded_seq.value_or(0));
+        break;
+      case Outcome::kFreelike:
+        d.answer = "succeeded (unrecorded free, unmap or close)";
+        break;
+      case Outcome::kNotSupported:
+        d.answer =
+            r.ret == -1 ? "failed with EOPNOTSUPP (no status member)" : "NV_ERR_NOT_SUPPORTED";
+        break;
+      case Outcome::kNoDevice:
+        d.answer = "ENOENT (the recording never opened it)";
+        break;
+      case Outcome::kPassed:
+        d.answer = "carried out by the replay";
+        break;
+      default:
+        break;
+    }
+    rep.deviations.push_back(std::move(d));
+  }
+  // Recorded calls never asked, as runs in each role: in the middle of what the program did
+  // ("skipped") or after the last call it made in that role ("not_reached").
+  for (size_t k = 0; k < table.calls.size();) {
+    if (answered[k] != 0) {
+      ++k;
+      continue;
+    }
+    size_t j = k;
+    while (j < table.calls.size() && answered[j] == 0 && table.calls[j].role == table.calls[k].role)
+      ++j;
+    bool trailing = j == table.calls.size() || table.calls[j].role != table.calls[k].role;
+    Deviation d;
+    d.kind = trailing ? "not_reached" : "skipped";
+    d.recorded_seq = table.calls[k].seq;
+    d.count = j - k;
+    d.what = table.calls[k].what;
+    rep.deviations.push_back(std::move(d));
+    k = j;
+  }
+  if (!rep.refusal.empty()) {
+    rep.verdict = 2;
+    return;
+  }
+  bool finding = rep.end == "deadline" || rep.end == "signal";
+  for (const Deviation& d : rep.deviations) {
+    if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
+        d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {
+      finding = true;
+    }
+  }
+  rep.verdict = finding ? 1 : 0;
+}
+
+}  // namespace cudatool::replay

@@ -1,0 +1,102 @@
+// One replay: a command run with the replay shim preloaded, its device calls answered from a
+// recorded trace (docs/replay.md). Builds the answer table and the environment in a private
+// directory, starts the command, watches its progress (a run that makes no progress for
+// `deadline_s` is stopped and inspected), and reads the shims' log back into a report and,
+// with `output`, a replayed trace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "replay/answers.hpp"
+#include "replay/inject.hpp"
+#include "replay/replay_log.hpp"
+
+namespace cudatool::replay {
+
+struct ReplayOptions {
+  std::vector<std::string> argv;
+  std::vector<Injection> injections;
+  std::vector<AnswerOverride> overrides;  // answers of another recording (bisect)
+  std::string output;                     // -o: the replayed trace ("" none)
+  double deadline_s = 10;                 // stop after this long without progress (0: never)
+  std::string shim;                       // libcudatool_replay.so ("" beside cudatool)
+  bool capture_output = false;            // collect the program's stdout+stderr (bisect --fails-if)
+  bool quiet_program = false;             // send the program's stdout/stderr to /dev/null
+  std::string keep_dir;                   // keep the run's files here (debugging); "" removes them
+};
+
+enum class Outcome : uint8_t {
+  kAnswered,      // in order
+  kOutOfOrder,    // by a recorded call before the thread's position
+  kFreelike,      // unrecorded free/unmap/close: succeeded
+  kTwin,          // unrecorded control: the nearest twin's answer
+  kNotSupported,  // unrecorded: NV_ERR_NOT_SUPPORTED / EOPNOTSUPP
+  kNoDevice,      // a device path the recording never opened: ENOENT
+  kPassed,        // unrecorded open/mmap/dup of a replay device: carried out
+};
+std::string_view outcome_name(Outcome o);
+
+struct Deviation {
+  std::string kind;  // "out_of_order", "unrecorded", "skipped", "not_reached"
+  Outcome outcome = Outcome::kAnswered;
+  std::optional<uint64_t> replay_seq;    // in the replayed run
+  std::optional<uint64_t> recorded_seq;  // the recorded call (answering, or skipped: the first)
+  uint64_t count = 1;                    // skipped / not reached: recorded calls in the run
+  std::string what;                      // the call, decoded
+  std::string answer;                    // what it was answered with
+};
+
+struct ThreadStop {
+  int tid = 0;
+  uint64_t pc = 0;
+  std::string module;       // the mapped file the pc (or the libcuda frame) lies in
+  uint64_t offset = 0;      // from its load base
+  std::string function;     // fn_… / a name, for libcuda frames
+  bool from_stack = false;  // the libcuda frame was found on the stack, pc lies elsewhere
+};
+
+struct Stall {
+  double idle_s = 0;  // without progress when stopped
+  std::vector<ThreadStop> threads;
+  std::vector<rp_wait> waits;  // semaphores the fake GPU could not release
+  std::string message;         // "libcuda waits at libcuda+0x… (fn_…) for the semaphore at …"
+};
+
+struct ReplayReport {
+  std::string trace;
+  std::vector<std::string> argv;
+  std::string driver_version;
+  uint64_t recorded_calls = 0;  // device calls in the answer table
+  uint64_t answered = 0;        // of them, answered (at least once)
+  uint64_t replayed_calls = 0;  // device calls the program made
+  uint64_t by_outcome[7] = {};
+  uint64_t env_calls = 0;  // environment calls answered or redirected
+  std::vector<Deviation> deviations;
+  std::vector<std::string> synthesized, gaps, injected;
+  std::string environment;  // "recorded" | "defaults (…)"
+  std::string end;          // "exit", "signal", "deadline", "refused", "not_run"
+  int exit_status = 0;      // of the program (exit code, or -signal)
+  std::optional<Stall> stall;
+  std::string refusal;  // why the shim refused (another driver's library)
+  uint64_t processes = 0;
+  uint64_t gpu_entries = 0, gpu_releases = 0;
+  uint64_t log_lost = 0;
+  std::string output;          // the replayed trace written
+  std::string program_output;  // capture_output
+  double wall_s = 0;
+  int verdict = 0;  // 0 faithful, 1 findings (deviations, stopped), 2 refused / not run
+};
+
+// Runs one replay of `rec` (already loaded). Errors: the shim is missing, the files cannot be
+// written, an injection does not apply, the command cannot be started.
+Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& options);
+
+// The replayed calls as a trace (header mode "replay", source = the recording).
+Status write_replayed_trace(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
+                            const ReplayReport& report, const std::string& path);
+
+}  // namespace cudatool::replay

@@ -1,0 +1,251 @@
+/* ioctl on a replay device fd: the live call's buffers are found as the recorders find them
+ * (nv_ioctl_abi.h), its identity read through the answer table's escape layouts, the matcher
+ * picks the recorded call that answers it, and only the bytes the kernel changed in the recording
+ * are written back (the caller's pointers and fds stay its own). Unrecorded calls get the policy
+ * of docs/replay.md. The fake GPU learns mappings and channels from the answers. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "replay_shim.h"
+
+#define NV_OK 0u
+#define NV_ERR_NOT_SUPPORTED 0x56u
+#define ARG_MAX_BYTES 16384u
+#define XFER_MAX_BYTES 4096u
+#define CHANNEL_PARAMS_MAX 4096u
+#define MAX_MEMBERS 8
+
+struct live_buf {
+  uint64_t addr;
+  uint64_t size;
+  int present;
+};
+
+static uint32_t u32_at(const uint8_t* p, uint64_t len, int32_t off) {
+  if (off < 0 || (uint64_t)off + 4 > len) return 0;
+  return nvtr_load_u32(p + off);
+}
+static uint64_t u64_at(const uint8_t* p, uint64_t len, int32_t off) {
+  if (off < 0 || (uint64_t)off + 8 > len) return 0;
+  return nvtr_load_u64(p + off);
+}
+
+static const struct nvtr_uvm_branch* uvm_branch(void) {
+  static const struct nvtr_uvm_branch* b;
+  if (b == NULL) b = nvtr_uvm_branch_for_major(rs.t->driver_major);
+  return b;
+}
+
+static int role_buf(const char* role, int in_xfer) {
+  if (role[0] == 'p') return in_xfer ? RP_BUF_XPARAMS : RP_BUF_PARAMS;
+  if (role[0] == 'r') return RP_BUF_RIGHTS;
+  return RP_BUF_XFER;
+}
+
+static void add_plans(struct live_buf* b, const struct nvtr_buf_plan* p, int n, int in_xfer) {
+  for (int i = 0; i < n; ++i) {
+    int k = role_buf(p[i].role, in_xfer);
+    b[k].addr = p[i].addr;
+    b[k].size = p[i].size > NVTR_MAX_BUFFER ? 0 : p[i].size;
+    b[k].present = 1;
+  }
+}
+
+static uint64_t log_payload(uint64_t size) {
+  return sizeof(struct rp_log_buf) + ((2 * size + 7) & ~(uint64_t)7);
+}
+
+/* What the fake GPU learns from an answered call. */
+static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
+                     const struct rp_event* e, const struct rp_ident* id, uint64_t id_addr,
+                     uint64_t id_size, const struct live_buf* b) {
+  const struct rp_gpu_layout* g = &rs.t->gpu;
+  uint8_t post[256];
+  uint64_t n = id_size < sizeof post ? id_size : sizeof post;
+  n = rs_read(id_addr, post, n);
+  if (esc != NULL && esc->status_off >= 0 && u32_at(post, n, esc->status_off) != NV_OK) return;
+  if (uvm != NULL && uvm->status_off >= 0 && u32_at(post, n, uvm->status_off) != NV_OK) return;
+  if (esc != NULL && (esc->flags & RP_ESCF_ALLOC) && rs_is_channel_class(id->cls)) {
+    uint8_t params[CHANNEL_PARAMS_MAX];
+    int32_t size = rs_class_size(id->cls);
+    uint64_t p = u64_at(post, n, 16); /* pAllocParms of NVOS21 and NVOS64 (nvos.h) */
+    if (size > 0 && (uint32_t)size <= sizeof params) {
+      uint64_t got = rs_read(p, params, (uint64_t)size);
+      rs_gpu_channel(e->h_new, id->cls, params, got);
+    }
+  } else if (esc != NULL && (esc->flags & RP_ESCF_MAP)) {
+    rs_gpu_map_memory(rs_handle(u32_at(post, n, g->map_hmemory)), u64_at(post, n, g->map_offset),
+                      u64_at(post, n, g->map_length), u64_at(post, n, g->map_linear));
+  } else if (esc != NULL && (esc->flags & RP_ESCF_MAP_DMA)) {
+    rs_gpu_map_dma(rs_handle(u32_at(post, n, g->dma_hmemory)), u64_at(post, n, g->dma_offset),
+                   u64_at(post, n, g->dma_length), u64_at(post, n, g->dma_dma_offset));
+  } else if (uvm != NULL && (uvm->flags & RP_UVMF_MAP_EXTERNAL)) {
+    rs_gpu_map_external(rs_handle(u32_at(post, n, g->map_ext_hmemory)),
+                        u64_at(post, n, g->map_ext_offset), u64_at(post, n, g->map_ext_length),
+                        u64_at(post, n, g->map_ext_base));
+  } else if (esc != NULL && (esc->flags & RP_ESCF_FREES)) {
+    rs_gpu_free(id->h_obj);
+  }
+  (void)b;
+}
+
+long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int via_syscall) {
+  int idx = rs_fd_path(fd);
+  if (idx < 0 || !rs_ready()) return shim_perform(c);
+  if (rs_t.busy) { /* a signal handler inside the shim: nothing to answer it from */
+    errno = ENOTTY;
+    return -1;
+  }
+  (void)via_syscall;
+  rs_t.busy = 1;
+  uint64_t t0 = rs_now();
+  uint32_t r32 = (uint32_t)req;
+  int kind = nvtr_dev_kind_of_path(rs_path(idx));
+  struct live_buf b[RP_BUF_COUNT];
+  memset(b, 0, sizeof b);
+  struct nvtr_buf_plan ap = nvtr_plan_arg(kind, r32, arg, uvm_branch());
+  b[RP_BUF_ARG] = (struct live_buf){arg, ap.size, 1};
+  uint8_t argb[ARG_MAX_BYTES];
+  uint64_t alen = rs_read(arg, argb, ap.size < sizeof argb ? ap.size : sizeof argb);
+  if (ap.bounded) b[RP_BUF_ARG].size = alen;
+
+  struct rp_ident id = {RP_IOCTL, (uint32_t)idx, r32, 0, 0, 0, 0, 0};
+  const uint8_t* idb = argb;
+  uint64_t idlen = alen, id_addr = arg, id_size = ap.size;
+  uint8_t xb[XFER_MAX_BYTES];
+  const struct rp_escape* esc = NULL;
+  const struct rp_uvm* uvm = NULL;
+  if (kind == NVTR_DEV_UVM) {
+    id.nr = r32;
+    uvm = rs_uvm(r32);
+  } else if (NVTR_IOC_TYPE(r32) == NVTR_NV_IOCTL_MAGIC) {
+    id.nr = NVTR_IOC_NR(r32);
+    uint32_t esize = NVTR_IOC_SIZE(r32);
+    struct nvtr_buf_plan np[2];
+    int n = nvtr_plan_nested(kind, r32, argb, alen, np);
+    add_plans(b, np, n, 0);
+    if (b[RP_BUF_XFER].present) {
+      uint64_t xs = b[RP_BUF_XFER].size < sizeof xb ? b[RP_BUF_XFER].size : sizeof xb;
+      uint64_t xlen = rs_read(b[RP_BUF_XFER].addr, xb, xs);
+      id.nr = nvtr_load_u32(argb + NVTR_XFER_CMD) & 0xffu;
+      esize = nvtr_load_u32(argb + NVTR_XFER_ARG_SIZE);
+      idb = xb;
+      idlen = xlen;
+      id_addr = b[RP_BUF_XFER].addr;
+      id_size = b[RP_BUF_XFER].size;
+      n = nvtr_plan_xfer_inner(argb, xb, xlen, np);
+      add_plans(b, np, n, 1);
+    }
+    esc = rs_escape(id.nr, esize);
+    if (esc != NULL && idlen >= esize) {
+      id.cmd = u32_at(idb, idlen, esc->cmd_off);
+      id.cls = u32_at(idb, idlen, esc->class_off);
+      id.h_client = rs_handle(u32_at(idb, idlen, esc->client_off));
+      id.h_obj = rs_handle(u32_at(idb, idlen, esc->object_off));
+    }
+  }
+  int twin_ok = esc != NULL && (esc->flags & RP_ESCF_CONTROL);
+  struct rs_match m = rs_match(&id, twin_ok);
+  const struct rp_event* e = m.event >= 0 ? rs_event((uint32_t)m.event) : NULL;
+  const struct rp_patch* patches = (const struct rp_patch*)((const char*)rs.t + rs.t->off_patches);
+  const uint8_t* blob = (const uint8_t*)rs.t + rs.t->off_blob;
+
+  /* Buffers behind pointer members (v2 traces, synthesized outputs): located through the live
+   * pointer at the recorded place. */
+  struct live_buf mb[MAX_MEMBERS];
+  uint32_t mb_patch[MAX_MEMBERS];
+  int nmb = 0;
+  uint64_t payload = 0;
+  for (int k = 0; k < RP_BUF_COUNT; ++k) {
+    if (b[k].present) payload += log_payload(b[k].size);
+  }
+  for (uint32_t i = 0; e != NULL && i < e->patch_count && nmb < MAX_MEMBERS; ++i) {
+    const struct rp_patch* p = &patches[e->patch_first + i];
+    if (p->buf != RP_BUF_MEMBER || p->parent >= RP_BUF_MEMBER || !b[p->parent].present) continue;
+    uint64_t ptr = 0;
+    if (p->ptr_off + 8 > b[p->parent].size ||
+        rs_read(b[p->parent].addr + p->ptr_off, &ptr, 8) != 8 || ptr == 0) {
+      continue;
+    }
+    mb[nmb] = (struct live_buf){ptr, p->bufsize, 1};
+    mb_patch[nmb] = e->patch_first + i;
+    payload += log_payload(p->bufsize);
+    ++nmb;
+  }
+
+  struct rs_rec w;
+  struct rp_log_buf* lb[RP_BUF_COUNT + MAX_MEMBERS];
+  memset(lb, 0, sizeof lb);
+  if (rs_log_begin(&w, RP_IOCTL, payload)) {
+    w.r->fd = fd;
+    w.r->path = idx;
+    w.r->req = r32;
+    for (int k = 0; k < RP_BUF_COUNT; ++k) {
+      if (b[k].present) lb[k] = rs_log_buf(&w, (uint16_t)k, 0, b[k].addr, (uint32_t)b[k].size);
+    }
+    for (int k = 0; k < nmb; ++k) {
+      const struct rp_patch* p = &patches[mb_patch[k]];
+      lb[RP_BUF_COUNT + k] = rs_log_buf(&w, (uint16_t)(RP_BUF_MEMBER | (p->parent << 8)),
+                                        p->ptr_off, mb[k].addr, (uint32_t)mb[k].size);
+    }
+  }
+
+  long ret = 0;
+  int err = 0, outcome = m.outcome;
+  if (e != NULL) {
+    for (uint32_t i = 0; i < e->patch_count; ++i) {
+      const struct rp_patch* p = &patches[e->patch_first + i];
+      const struct live_buf* t = NULL;
+      if (p->buf < RP_BUF_MEMBER) {
+        t = &b[p->buf];
+      } else {
+        for (int k = 0; k < nmb; ++k) {
+          if (mb_patch[k] == e->patch_first + i) t = &mb[k];
+        }
+      }
+      if (t == NULL || !t->present || t->addr == 0 || p->off >= t->size) continue;
+      uint64_t len = p->len < t->size - p->off ? p->len : t->size - p->off;
+      rs_write(t->addr + p->off, blob + p->data, len);
+    }
+    ret = e->ret;
+    err = e->ret == -1 ? e->err : 0;
+    if ((e->flags & RP_EVF_CREATES) && esc != NULL && idlen >= esc->size) {
+      uint32_t live_new = u32_at(idb, idlen, esc->new_off);
+      if (live_new != 0 && live_new != e->h_new) rs_bind_handle(live_new, e->h_new);
+    }
+    if (ret == 0) tell_gpu(esc, uvm, e, &id, id_addr, id_size, b);
+  } else {
+    /* Unrecorded: frees, unmaps and closes succeed; anything else is not supported. */
+    int freelike = (esc != NULL && (esc->flags & RP_ESCF_FREELIKE)) ||
+                   (uvm != NULL && (uvm->flags & RP_UVMF_FREELIKE));
+    int32_t status_off = esc != NULL ? esc->status_off : uvm != NULL ? uvm->status_off : -1;
+    uint32_t status = freelike ? NV_OK : NV_ERR_NOT_SUPPORTED;
+    outcome = freelike ? RP_OUT_FREELIKE : RP_OUT_NOT_SUPPORTED;
+    if (status_off >= 0 && (uint64_t)status_off + 4 <= id_size &&
+        rs_write(id_addr + (uint64_t)status_off, &status, 4) == 4) {
+      ret = 0;
+    } else if (!freelike) {
+      ret = -1;
+      err = EOPNOTSUPP;
+    }
+  }
+
+  for (int k = 0; k < RP_BUF_COUNT + nmb; ++k) rs_log_post(lb[k]);
+  if (w.r != NULL) {
+    w.r->ret = ret;
+    w.r->err = err;
+    w.r->outcome = (uint32_t)outcome;
+    w.r->answered = m.event;
+    w.r->t_ns = t0;
+    w.r->dur_ns = rs_now() - t0;
+    rs_log_commit(&w);
+  }
+  /* Progress is what the recording answers: a program that only repeats polls (twins) or asks
+   * for what was never recorded is not getting anywhere. */
+  if (e != NULL && outcome != RP_OUT_TWIN) rs_progress();
+  rs_t.busy = 0;
+  rs_gpu_poke();
+  errno = err;
+  return ret;
+}

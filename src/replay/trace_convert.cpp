@@ -1,0 +1,239 @@
+#include "replay/trace_convert.hpp"
+
+#include <sys/utsname.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+#include "replay/session.hpp"
+#include "rm/decode.hpp"
+#include "trace/trace_file.hpp"
+
+namespace cudatool::replay {
+namespace {
+
+trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
+  trace::Buffer out;
+  out.role = std::move(role);
+  out.addr = b.addr;
+  out.size = b.size;
+  out.before = b.pre;
+  out.after = b.post;
+  auto error = [&](size_t got) -> std::string {
+    if (b.size == 0 || got >= b.size) return {};
+    if (got == 0) return "EFAULT";
+    return fmt::format("EFAULT after {} of {} bytes", got, b.size);
+  };
+  out.before_error = error(b.pre.size());
+  out.after_error = error(b.post.size());
+  return out;
+}
+
+std::string_view fixed_role(uint16_t r) {
+  switch (r) {
+    case RP_BUF_ARG:
+      return "arg";
+    case RP_BUF_PARAMS:
+    case RP_BUF_XPARAMS:
+      return "params";
+    case RP_BUF_RIGHTS:
+      return "rights";
+    case RP_BUF_XFER:
+      return "xfer";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+trace::Event event_of(const LogRecord& r, const AnswerTable& table) {
+  trace::Event ev;
+  ev.seq = r.seq;
+  ev.t_ns = r.t_ns;
+  ev.dur_ns = r.dur_ns;
+  ev.has_duration = r.sys >= RP_OPEN && r.sys <= RP_MUNMAP;
+  ev.pid = r.pid;
+  ev.tid = r.tid;
+  ev.ret = r.ret;
+  ev.err = r.ret == -1 ? r.err : 0;
+  ev.fd = r.fd;
+  if (r.path >= 0 && static_cast<size_t>(r.path) < table.paths.size()) {
+    ev.path = table.paths[static_cast<size_t>(r.path)];
+  }
+  switch (r.sys) {
+    case RP_OPEN:
+      ev.sys = trace::Sys::kOpen;
+      ev.open_flags = r.flags;
+      if (ev.path.empty()) ev.path = r.text;
+      ev.fd = -1;
+      break;
+    case RP_CLOSE:
+      ev.sys = trace::Sys::kClose;
+      break;
+    case RP_DUP:
+      ev.sys = trace::Sys::kDup;
+      break;
+    case RP_MMAP:
+      ev.sys = trace::Sys::kMmap;
+      ev.addr = r.addr;
+      ev.len = r.len;
+      ev.prot = r.prot;
+      ev.map_flags = r.flags;
+      ev.offset = r.off;
+      break;
+    case RP_MUNMAP:
+      ev.sys = trace::Sys::kMunmap;
+      ev.addr = r.addr;
+      ev.len = r.len;
+      ev.fd = -1;
+      break;
+    case RP_IOCTL: {
+      ev.sys = trace::Sys::kIoctl;
+      ev.request = r.req;
+      // The order the recorders write nested buffers in: xfer, params, rights, then members.
+      for (int want : {RP_BUF_XFER, RP_BUF_PARAMS, RP_BUF_XPARAMS, RP_BUF_RIGHTS}) {
+        for (const LogBuffer& b : r.bufs) {
+          if (b.role == want) ev.nested.push_back(buffer_of(b, std::string(fixed_role(b.role))));
+        }
+      }
+      for (const LogBuffer& b : r.bufs) {
+        if (b.role == RP_BUF_ARG) ev.arg = buffer_of(b, "arg");
+        if (b.role == RP_BUF_MEMBER) {
+          std::string parent(fixed_role(b.parent));
+          ev.nested.push_back(buffer_of(b, fmt::format("{}.+0x{:x}", parent, b.ptr_off)));
+        }
+      }
+      if (!ev.arg) {
+        trace::Buffer a;
+        a.role = "arg";
+        ev.arg = a;
+      }
+      break;
+    }
+    case RP_LOG_FORK:
+      ev.sys = trace::Sys::kFork;
+      ev.child_pid = r.child;
+      ev.ret = r.child;
+      ev.fd = -1;
+      break;
+    case RP_LOG_EXEC:
+      ev.sys = trace::Sys::kExecve;
+      ev.path = r.text;
+      ev.ret = 0;
+      ev.fd = -1;
+      break;
+    default:
+      ev.sys = trace::Sys::kUnknown;
+      break;
+  }
+  return ev;
+}
+
+std::string describe_live(const Recording& rec, const trace::Event& ev) {
+  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  std::string line = rm::format_line(d);
+  if (line.size() > 160) line = line.substr(0, 157) + "...";
+  return line;
+}
+
+// The role names of member buffers: as the answering recorded call names the buffer behind the
+// pointer at that place, else the member of the parameter layout at that offset.
+static void name_members(const Recording& rec, const AnswerTable& table, const LogRecord& r,
+                         trace::Event& ev) {
+  const trace::Event* rec_ev = nullptr;
+  if (r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size()) {
+    rec_ev = &rec.events[table.calls[static_cast<size_t>(r.answered)].trace_index];
+  }
+  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  const rm::StructEntry* layout =
+      d.params_struct.empty() ? nullptr : rec.tables->find_struct(d.params_struct);
+  for (trace::Buffer& b : ev.nested) {
+    size_t plus = b.role.find(".+0x");
+    if (plus == std::string::npos) continue;
+    uint64_t ptr_off = std::stoull(b.role.substr(plus + 4), nullptr, 16);
+    std::string parent = b.role.substr(0, plus);
+    std::string name;
+    if (rec_ev != nullptr) {
+      const trace::Buffer* pb = nullptr;
+      for (const trace::Buffer& x : rec_ev->nested) {
+        if (x.role == parent) pb = &x;
+      }
+      for (const trace::Buffer& x : rec_ev->nested) {
+        if (pb == nullptr || x.role.rfind(parent + ".", 0) != 0) continue;
+        const std::vector<uint8_t>& pbytes = pb->before.empty() ? pb->after : pb->before;
+        if (ptr_off + 8 <= pbytes.size()) {
+          uint64_t v = 0;
+          std::memcpy(&v, pbytes.data() + ptr_off, 8);
+          if (v == x.addr) name = x.role;
+        }
+      }
+    }
+    if (name.empty() && layout != nullptr) {
+      for (const rm::FieldEntry& f : rec.tables->fields(*layout)) {
+        if (f.offset == ptr_off && f.type == "NvP64") name = parent + "." + std::string(f.name);
+      }
+    }
+    if (!name.empty()) b.role = name;
+  }
+}
+
+Status write_replayed_trace(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
+                            const ReplayReport& report, const std::string& path) {
+  auto w = trace::TraceWriter::create(path);
+  if (!w) return w.error();
+  trace::Header h = rec.header;
+  h.format_version = trace::kFormatVersion;
+  h.mode = "replay";
+  h.source = rec.path;
+  h.argv = report.argv;
+  h.recorder = std::string("cudatool ") + CUDATOOL_VERSION;
+  h.stacks = false;
+  h.env.clear();
+  h.placement.clear();
+  h.extra.clear();
+  utsname u{};
+  if (uname(&u) == 0) {
+    h.host = u.nodename;
+    h.kernel = u.release;
+  }
+  std::time_t now = std::time(nullptr);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  h.start_time = ts;
+  if (Status s = (*w)->write_header(h); !s.ok()) return s;
+  uint64_t t0 = log.records.empty() ? 0 : log.records.front().t_ns;
+  uint64_t seq = 0, last_t = 0;
+  int main_pid = 0;
+  for (const LogRecord& r : log.records) {
+    trace::Event ev = event_of(r, table);
+    if (ev.sys == trace::Sys::kUnknown) continue;
+    if (main_pid == 0) main_pid = r.pid;
+    name_members(rec, table, r, ev);
+    ev.seq = seq++;
+    ev.t_ns = r.t_ns >= t0 ? r.t_ns - t0 : 0;
+    last_t = std::max(last_t, ev.t_ns + ev.dur_ns);
+    if (Status s = (*w)->write_event(ev); !s.ok()) return s;
+  }
+  bool ended = report.end == "exit" || report.end == "signal";
+  if (ended) {
+    trace::Event ex;
+    ex.seq = seq++;
+    ex.t_ns = last_t;
+    ex.pid = ex.tid = main_pid;
+    ex.sys = trace::Sys::kExit;
+    ex.ret = report.exit_status;
+    if (Status s = (*w)->write_event(ex); !s.ok()) return s;
+  }
+  trace::Trailer tr;
+  tr.events = seq;
+  tr.reason = report.end == "deadline" ? "interrupted" : report.exit_status < 0 ? "signal" : "exit";
+  tr.exit_status = report.exit_status;
+  tr.lost = report.log_lost;
+  if (Status s = (*w)->write_trailer(tr); !s.ok()) return s;
+  return (*w)->close();
+}
+
+}  // namespace cudatool::replay

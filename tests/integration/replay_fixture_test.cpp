@@ -1,0 +1,259 @@
+// `cudatool replay` on nv_client (tests/fixtures/nvtrace), replayed from its own recordings made
+// here with `cudatool trace` on fake device nodes (which are deleted before the replay: nothing
+// of them may be needed): RM control/alloc, XFER, UVM, bad pointers, mmap, dup, three threads, a
+// forked child and an exec; injections, unrecorded calls, skipped calls; bad input.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <filesystem>
+#include <map>
+
+#include "harness.hpp"
+#include "replay_support.hpp"
+#include "rm/tables.hpp"
+#include "trace_check.hpp"
+
+namespace cudatool::test {
+namespace {
+
+using nlohmann::json;
+
+std::string client() {
+  return fixtures_dir() + "/nv_client";
+}
+
+struct Recorded {
+  std::string dir;    // the fake device directory (gone after record())
+  std::string trace;  // preload-mode recording
+  std::vector<json> printed;
+};
+
+// Records `nv_client DIR mode` on fake device nodes, then deletes the nodes.
+Recorded record(const std::string& name, const std::string& mode) {
+  Recorded r;
+  r.dir = make_fake_devices(name);
+  r.trace = temp_dir() + "/" + name + ".jsonl";
+  RunResult t = run({cudatool_bin(), "trace", "--mode", "preload", "-q", "-o", r.trace, "--devices",
+                     r.dir + "/*", "--", client(), r.dir, mode});
+  EXPECT_EQ(t.status, 0) << t.err;
+  r.printed = load_printed(t.out);
+  std::filesystem::remove_all(r.dir);
+  return r;
+}
+
+std::map<uint64_t, uint64_t> uvm_sizes_580() {
+  std::map<uint64_t, uint64_t> m;
+  for (const rm::UvmEntry& u : rm::all_branches().back().uvm_ioctls()) {
+    if (u.params_size >= 0) m[u.nr] = static_cast<uint64_t>(u.params_size);
+  }
+  return m;
+}
+
+// What a call got back, independent of addresses, fds, pids: the key names the call by what the
+// program put in (request, the parameter bytes nv_client fills with a pattern of the command).
+struct Answer {
+  long ret;
+  int err;
+  std::vector<std::string> posts;  // nested buffers after the call
+  std::string arg_post;            // argument after the call, when it holds no pointer
+};
+std::multimap<std::string, Answer> answers(const std::vector<json>& printed) {
+  std::multimap<std::string, Answer> m;
+  for (const json& e : printed) {
+    if (e["sys"] != "ioctl") continue;
+    std::string key = e["req"].get<std::string>();
+    Answer a{e["ret"].get<long>(), e["errno"].get<int>(), {}, {}};
+    for (const json& n : e["nested"]) {
+      key += "/" + n.value("pre", std::string());
+      a.posts.push_back(n.value("post", std::string()));
+    }
+    if (e["nested"].empty()) a.arg_post = e["arg"].value("post", std::string());
+    m.emplace(key, a);
+  }
+  return m;
+}
+
+void expect_same_answers(const std::vector<json>& recorded, const std::vector<json>& replayed) {
+  auto a = answers(recorded), b = answers(replayed);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    ASSERT_EQ(ia->first, ib->first);
+    EXPECT_EQ(ia->second.ret, ib->second.ret) << ia->first;
+    EXPECT_EQ(ia->second.err, ib->second.err) << ia->first;
+    EXPECT_EQ(ia->second.posts, ib->second.posts) << ia->first;
+    EXPECT_EQ(ia->second.arg_post, ib->second.arg_post) << ia->first;
+  }
+}
+
+TEST(ReplayFixture, NvClientGetsItsRecordedAnswers) {
+  Recorded rec = record("rp-full", "full");
+  ASSERT_GT(rec.printed.size(), 40u);
+  std::set<std::string> nodes = host_nvidia_nodes();
+  std::string out = temp_dir() + "/rp-full-replayed.jsonl";
+  ReplayRun r = replay(rec.trace, {"-o", out}, {client(), rec.dir, "full"});
+  EXPECT_EQ(r.run.status, 0) << r.run.err;
+  EXPECT_EQ(host_nvidia_nodes(), nodes);
+  EXPECT_FALSE(std::filesystem::exists(rec.dir)) << "the replay created the device directory";
+  auto printed = load_printed(r.run.out);
+  ASSERT_EQ(printed.size(), rec.printed.size()) << r.run.out;
+  expect_same_answers(rec.printed, printed);
+  // The replayed trace holds exactly the calls the program made, with the bytes it saw.
+  TraceFile t = load_trace(out);
+  EXPECT_EQ(t.header["mode"], "replay");
+  EXPECT_EQ(t.header["source"], rec.trace);
+  EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes_580()), 2u);
+  for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << p;
+  // Every recorded call answered, in order; no deviation.
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["schema"], "cudatool.replay/1");
+  EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]);
+  EXPECT_EQ(r.report["by_outcome"]["answered"], r.report["replayed_calls"]);
+  EXPECT_TRUE(r.report["deviations"].empty()) << r.report["deviations"].dump(1);
+  EXPECT_EQ(r.report["end"], "exit");
+  EXPECT_EQ(r.report["exit_status"], 0);
+  EXPECT_EQ(r.report["verdict"], 0);
+  EXPECT_GE(r.report["processes"].get<int>(), 3);  // the program, its child, the exec'd image
+  // ab sees no divergence between the recording and the replayed run.
+  RunResult ab = run({cudatool_bin(), "ab", rec.trace, out});
+  EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
+}
+
+TEST(ReplayFixture, InjectionsChangeWhatTheProgramGets) {
+  Recorded rec = record("rp-inject", "full");
+  // The first RM control on nvidiactl, and the UVM_INITIALIZE: their recorded seqs.
+  TraceFile t = load_trace(rec.trace);
+  int64_t control = -1, uvm_init = -1;
+  for (const json& e : t.events) {
+    if (e["sys"] != "ioctl") continue;
+    if (control < 0 && e["req"] == "0xc020462a") control = e["seq"];
+    if (uvm_init < 0 && e["req"] == "0x30000001") uvm_init = e["seq"];
+  }
+  ASSERT_GE(control, 0);
+  ASSERT_GE(uvm_init, 0);
+  ReplayRun r = replay(rec.trace,
+                       {"--inject", "seq=" + std::to_string(control) + ",status=0x56", "--inject",
+                        "seq=" + std::to_string(uvm_init) + ",errno=EIO"},
+                       {client(), rec.dir, "full"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["injected"].size(), 2u) << r.report.dump(1);
+  auto printed = load_printed(r.run.out);
+  int seen = 0;
+  for (const json& e : printed) {
+    if (e["sys"] != "ioctl") continue;
+    if (e["req"] == "0x30000001") {
+      EXPECT_EQ(e["ret"], -1);
+      EXPECT_EQ(e["errno"], 5);
+      ++seen;
+    }
+    if (e["req"] == "0xc020462a" && seen < 10) {
+      // NVOS54 status (offset 28) after the call: NV_ERR_NOT_SUPPORTED, once.
+      std::string post = e["arg"]["post"];
+      if (post.substr(56, 8) == "56000000") seen += 10;
+    }
+  }
+  EXPECT_EQ(seen, 11) << "the status injection or the errno injection did not show";
+  // A spec that matches nothing, and one that does not parse: bad input.
+  ReplayRun none = replay(rec.trace, {"--inject", "cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,status=1"},
+                          {client(), rec.dir, "full"});
+  EXPECT_EQ(none.run.status, 2) << none.run.err;
+  EXPECT_NE(none.run.err.find("has 0 such calls"), std::string::npos) << none.run.err;
+  ReplayRun bad = replay(rec.trace, {"--inject", "seq=x,status=1"}, {client(), rec.dir, "full"});
+  EXPECT_EQ(bad.run.status, 2);
+  EXPECT_NE(bad.run.err.find("'x' is not a number"), std::string::npos) << bad.run.err;
+}
+
+TEST(ReplayFixture, UnrecordedCallsGetThePolicyAndAStallIsStopped) {
+  // Recorded: open and three RM controls (then a crash). Replayed: the same, then an RM control
+  // of a new command every 20 ms: unrecorded, no twin, so NV_ERR_NOT_SUPPORTED, and no progress:
+  // the deadline stops the program.
+  Recorded rec = record("rp-few", "segv");
+  ReplayRun r = replay(rec.trace, {"--deadline", "1"}, {client(), rec.dir, "loop"}, 60);
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.run.status, 1);
+  EXPECT_EQ(r.report["end"], "deadline");
+  EXPECT_EQ(r.report["verdict"], 1);
+  EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]);
+  ASSERT_TRUE(r.report["stall"].is_object());
+  EXPECT_NE(r.report["stall"]["message"].get<std::string>().find("no progress"), std::string::npos)
+      << r.report["stall"].dump(1);
+  size_t not_supported = 0;
+  for (const json& d : deviations(r.report, "unrecorded")) {
+    not_supported += d["outcome"] == "unrecorded_not_supported";
+  }
+  EXPECT_GE(not_supported, 5u) << r.report["deviations"].dump(1);
+  size_t loops = 0;
+  for (const json& e : load_printed(r.run.out)) {
+    if (e["sys"] != "ioctl") continue;
+    std::string post = e["arg"]["post"];                        // NVOS54: cmd at 8, status at 28
+    if (post.size() >= 64 && post.substr(18, 6) == "048020") {  // cmd 0x208004xx
+      EXPECT_EQ(post.substr(56, 8), "56000000") << post;
+      ++loops;
+    }
+  }
+  EXPECT_GE(loops, 5u) << r.run.out;
+  // Opens of a device path the recording never opened: ENOENT.
+  ReplayRun u = replay(rec.trace, {}, {client(), rec.dir, "uvm"});
+  ASSERT_TRUE(u.report.is_object()) << u.run.err;
+  size_t no_device = 0;
+  for (const json& d : deviations(u.report, "unrecorded")) no_device += d["outcome"] == "no_device";
+  EXPECT_EQ(no_device, 1u) << u.report["deviations"].dump(1);
+  for (const json& e : load_printed(u.run.out)) {
+    if (e["sys"] == "open") {
+      EXPECT_EQ(e["ret"], -1);
+      EXPECT_EQ(e["errno"], ENOENT);
+    }
+  }
+}
+
+TEST(ReplayFixture, SkippedCallsAreReported) {
+  // The full recording answers the UVM-only program: the rest of it is never asked.
+  Recorded full = record("rp-full2", "full");
+  ReplayRun s = replay(full.trace, {}, {client(), full.dir, "uvm"});
+  ASSERT_TRUE(s.report.is_object()) << s.run.err;
+  EXPECT_EQ(s.report["verdict"], 1);
+  uint64_t never = 0;
+  for (const char* k : {"skipped", "not_reached"}) {
+    for (const json& d : deviations(s.report, k)) never += d["count"].get<uint64_t>();
+  }
+  EXPECT_EQ(never + s.report["answered"].get<uint64_t>(),
+            s.report["recorded_calls"].get<uint64_t>());
+  EXPECT_GT(never, 20u);
+  EXPECT_GT(s.report["answered"].get<uint64_t>(), 3u);
+}
+
+TEST(ReplayFixture, BadInputIsRefusedClearly) {
+  Recorded rec = record("rp-bad", "uvm");
+  std::string text = read_file(rec.trace);
+  // Not a trace; a header only (no device calls); a trace cut in the middle of a line; hostile
+  // member values.
+  std::string garbage = write_temp("rp-garbage.jsonl", "this is not a trace\n");
+  std::string header_only = write_temp("rp-header.jsonl", text.substr(0, text.find('\n') + 1));
+  std::string cut = write_temp("rp-cut.jsonl", text.substr(0, text.size() * 2 / 3));
+  std::string hostile = text;
+  for (std::string from : {"\"size\":", "\"req\":\"0x"}) {
+    for (size_t at = hostile.find(from); at != std::string::npos; at = hostile.find(from, at + 1)) {
+      hostile.insert(at + from.size(), from[1] == 's' ? "99999999999" : "ff");
+    }
+  }
+  std::string hostile_path = write_temp("rp-hostile.jsonl", hostile);
+  for (const std::string& t : {garbage, header_only}) {
+    ReplayRun r = replay(t, {}, {client(), rec.dir, "uvm"});
+    EXPECT_EQ(r.run.status, 2) << t << ": " << r.run.err;
+    EXPECT_FALSE(r.run.timed_out);
+    EXPECT_NE(r.run.err.find("error"), std::string::npos) << r.run.err;
+  }
+  for (const std::string& t : {cut, hostile_path}) {
+    ReplayRun r = replay(t, {}, {client(), rec.dir, "uvm"}, 60);
+    EXPECT_FALSE(r.run.timed_out) << t;
+    EXPECT_TRUE(r.run.status == 1 || r.run.status == 2) << t << ": " << r.run.err;
+    EXPECT_EQ(r.run.signal, 0) << t;
+  }
+  // No command, two traces without --bisect, a negative deadline: usage errors.
+  EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace}).status, 2);
+  EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace, rec.trace, "--", "true"}).status, 2);
+  EXPECT_EQ(run({cudatool_bin(), "replay", "--deadline", "-1", rec.trace, "--", "true"}).status, 2);
+}
+
+}  // namespace
+}  // namespace cudatool::test

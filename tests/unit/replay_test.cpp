@@ -1,0 +1,353 @@
+// The replay layer's pure logic: --inject specs, ddmin, the answer table built from a trace
+// (identities, the bytes written back, injections, synthesized outputs) and the shims' log.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "base/bytes.hpp"
+#include "replay/answers.hpp"
+#include "replay/bisect.hpp"
+#include "replay/inject.hpp"
+#include "replay/replay_abi.h"
+#include "replay/replay_log.hpp"
+#include "rm/tables.hpp"
+#include "trace/trace_json.hpp"
+
+namespace cudatool::replay {
+namespace {
+
+TEST(ReplayInject, ParsesTheSpecsOfTheDocs) {
+  auto a = parse_injection("seq=44,status=0x56");
+  ASSERT_TRUE(a) << a.error().message();
+  EXPECT_EQ(a->seq, 44u);
+  EXPECT_EQ(a->status, "0x56");
+  auto b = parse_injection("cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,status=NV_ERR_NOT_SUPPORTED");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->cmd, "NV2080_CTRL_CMD_FB_GET_INFO_V2");
+  EXPECT_EQ(b->nth, 1u);
+  auto c = parse_injection("seq=66,member=params.grInfoList[3].data,value=0");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->member, "params.grInfoList[3].data");
+  EXPECT_EQ(c->value, 0u);
+  auto d = parse_injection("call=mmap,nth=2,errno=ENOMEM");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(parse_errno(d->err), ENOMEM);
+  auto e = parse_injection("seq=3,ret=-1");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->ret, -1);
+}
+
+TEST(ReplayInject, RejectsBadSpecsWithTheReason) {
+  struct Case {
+    const char* spec;
+    const char* reason;
+  } cases[] = {
+      {"", "empty"},
+      {"seq=x,status=1", "'x' is not a number"},
+      {"status=1", "no selector"},
+      {"seq=1", "no effect"},
+      {"seq=1,cmd=2,status=1", "one selector"},
+      {"seq=1,status=1,errno=EIO", "one effect"},
+      {"seq=1,member=params.x", "needs value="},
+      {"seq=1,value=3,status=1", "belongs to member="},
+      {"seq=1,nth=2,status=1", "selects among"},
+      {"cmd=1,nth=0,status=1", "counts from 1"},
+      {"seq=1,errno=EWHAT", "neither an errno"},
+      {"seq=1,,status=1", "empty item"},
+      {"seq=1,status", "key=value"},
+      {"seq=1,colour=red", "unknown key"},
+      {"seq=1,seq=2,status=1", "given twice"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_injection(c.spec);
+    ASSERT_FALSE(r) << c.spec;
+    EXPECT_NE(r.error().message().find(c.reason), std::string::npos)
+        << c.spec << ": " << r.error().message();
+  }
+}
+
+TEST(ReplayBisect, DdminFindsAPlantedCulpritAndNothingMore) {
+  for (std::set<uint32_t> culprit :
+       std::vector<std::set<uint32_t>>{{17}, {3, 41}, {0, 9, 23, 60}, {5, 6, 7, 8}}) {
+    uint32_t tries = 0;
+    auto fails = [&](const std::vector<uint32_t>& s) {
+      ++tries;
+      std::set<uint32_t> in(s.begin(), s.end());
+      for (uint32_t c : culprit) {
+        if (in.count(c) == 0) return false;
+      }
+      return true;
+    };
+    std::vector<uint32_t> got = ddmin(64, fails);
+    EXPECT_EQ(std::set<uint32_t>(got.begin(), got.end()), culprit);
+    EXPECT_LT(tries, 200u) << "ddmin of " << culprit.size() << " culprits took " << tries;
+  }
+}
+
+// A small trace: a client allocation (the kernel picks the handle), an RM control whose
+// parameters come back changed in two places, a UVM call, an mmap.
+trace::Event ioctl(uint64_t seq, const std::string& path, uint32_t req, std::vector<uint8_t> pre,
+                   std::vector<uint8_t> post) {
+  trace::Event e;
+  e.seq = seq;
+  e.pid = e.tid = 100;
+  e.sys = trace::Sys::kIoctl;
+  e.fd = 3;
+  e.path = path;
+  e.request = req;
+  trace::Buffer b;
+  b.role = "arg";
+  b.addr = 0x7ffd0000;
+  b.size = pre.size();
+  b.before = std::move(pre);
+  b.after = std::move(post);
+  e.arg = b;
+  return e;
+}
+
+std::string small_trace(bool with_members) {
+  trace::Header h;
+  h.driver_version = "580.159.04";
+  h.mode = "preload";
+  h.devices = "/dev/nvidia*";
+  std::vector<trace::Event> ev;
+  trace::Event open;
+  open.seq = 0;
+  open.pid = open.tid = 100;
+  open.sys = trace::Sys::kOpen;
+  open.path = "/dev/nvidiactl";
+  open.ret = 3;
+  ev.push_back(open);
+  // NV_ESC_RM_ALLOC (NVOS21) of NV01_ROOT_CLIENT (0x41): hObjectNew comes back 0xc1d00001.
+  std::vector<uint8_t> pre(32, 0), post(32, 0);
+  store_le<uint32_t>(pre.data() + 12, 0x41);
+  post = pre;
+  store_le<uint32_t>(post.data() + 8, 0xc1d00001);
+  ev.push_back(ioctl(1, "/dev/nvidiactl", 0xc020462b, pre, post));
+  // NV_ESC_RM_CONTROL NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION (0x101) with 40 bytes of params.
+  std::vector<uint8_t> c(32, 0);
+  store_le<uint32_t>(c.data() + 0, 0xc1d00001);
+  store_le<uint32_t>(c.data() + 4, 0xc1d00001);
+  store_le<uint32_t>(c.data() + 8, 0x101);
+  store_le<uint64_t>(c.data() + 16, 0x7ffd1000);
+  store_le<uint32_t>(c.data() + 24, 40);
+  trace::Event ctl = ioctl(2, "/dev/nvidiactl", 0xc020462a, c, c);
+  trace::Buffer p;
+  p.role = "params";
+  p.addr = 0x7ffd1000;
+  p.size = 40;
+  p.before.assign(40, 0);
+  store_le<uint32_t>(p.before.data(), 64);               // sizeOfStrings
+  store_le<uint64_t>(p.before.data() + 8, 0x7ffd2000);   // pDriverVersionBuffer
+  store_le<uint64_t>(p.before.data() + 16, 0x7ffd3000);  // pVersionBuffer
+  store_le<uint64_t>(p.before.data() + 24, 0x7ffd4000);  // pTitleBuffer
+  p.after = p.before;
+  store_le<uint32_t>(p.after.data() + 32, 0x1234);  // changelistNumber
+  store_le<uint32_t>(p.after.data() + 36, 0x5678);
+  ctl.nested.push_back(p);
+  if (with_members) {
+    trace::Buffer m;
+    m.role = "params.pDriverVersionBuffer";
+    m.addr = 0x7ffd2000;
+    m.size = 64;
+    m.before.assign(64, 0);
+    m.after = m.before;
+    std::memcpy(m.after.data(), "580.159.04", 10);
+    ctl.nested.push_back(m);
+  }
+  ev.push_back(ctl);
+  trace::Event mm;
+  mm.seq = 3;
+  mm.pid = mm.tid = 100;
+  mm.sys = trace::Sys::kMmap;
+  mm.fd = 3;
+  mm.path = "/dev/nvidiactl";
+  mm.len = 4096;
+  mm.ret = 0x7f0000000000;
+  ev.push_back(mm);
+  // Written as the trace writer writes (trace_json.cpp), read back by the recording loader.
+  std::string out;
+  trace::append_header_line(out, h);
+  for (const trace::Event& e : ev) trace::append_event_line(out, e);
+  return out;
+}
+
+struct TableView {
+  const rp_table* t;
+  explicit TableView(const std::vector<uint8_t>& b)
+      : t(reinterpret_cast<const rp_table*>(b.data())) {}
+  const rp_event& event(uint32_t i) const {
+    return reinterpret_cast<const rp_event*>(reinterpret_cast<const uint8_t*>(t) +
+                                             t->off_events)[i];
+  }
+  const rp_patch& patch(uint32_t i) const {
+    return reinterpret_cast<const rp_patch*>(reinterpret_cast<const uint8_t*>(t) +
+                                             t->off_patches)[i];
+  }
+  const uint8_t* blob() const { return reinterpret_cast<const uint8_t*>(t) + t->off_blob; }
+};
+
+TEST(ReplayAnswers, WritesBackOnlyTheChangedBytes) {
+  auto rec = recording_from_memory(small_trace(true), "small.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message();
+  auto table = build_answer_table(*rec, {});
+  ASSERT_TRUE(table) << table.error().message();
+  ASSERT_EQ(table->calls.size(), 4u);
+  TableView v(table->bytes);
+  EXPECT_EQ(v.t->magic, RP_TABLE_MAGIC);
+  EXPECT_EQ(v.t->size, table->bytes.size());
+  // The client allocation: identity by class, parent 0; answer: the 4 bytes of hObjectNew.
+  const rp_event& alloc = v.event(1);
+  EXPECT_EQ(alloc.id.sys, RP_IOCTL);
+  EXPECT_EQ(alloc.id.nr, 0x2bu);
+  EXPECT_EQ(alloc.id.cls, 0x41u);
+  EXPECT_EQ(alloc.h_new, 0u);
+  ASSERT_EQ(alloc.patch_count, 1u);
+  const rp_patch& p = v.patch(alloc.patch_first);
+  EXPECT_EQ(p.buf, RP_BUF_ARG);
+  EXPECT_EQ(p.off, 8u);
+  EXPECT_EQ(p.len, 4u);
+  EXPECT_EQ(load_le<uint32_t>(v.blob() + p.data), 0xc1d00001u);
+  // The control: identity by command and handles; answer: params bytes 32..39 and the member.
+  const rp_event& ctl = v.event(2);
+  EXPECT_EQ(ctl.id.cmd, 0x101u);
+  EXPECT_EQ(ctl.id.h_client, 0xc1d00001u);
+  EXPECT_EQ(ctl.id.h_obj, 0xc1d00001u);
+  bool params = false, member = false;
+  for (uint32_t i = 0; i < ctl.patch_count; ++i) {
+    const rp_patch& q = v.patch(ctl.patch_first + i);
+    if (q.buf == RP_BUF_PARAMS) {
+      params = q.off == 32 && q.len == 8;
+    } else if (q.buf == RP_BUF_MEMBER) {
+      member = q.parent == RP_BUF_PARAMS && q.ptr_off == 8 && q.off == 0 && q.len == 10 &&
+               q.bufsize == 64 && std::memcmp(v.blob() + q.data, "580.159.04", 10) == 0;
+    }
+  }
+  EXPECT_TRUE(params);
+  EXPECT_TRUE(member);
+  EXPECT_TRUE(table->synthesized.empty()) << "the trace holds the strings";
+}
+
+TEST(ReplayAnswers, SynthesizesTheBuildVersionStringsATraceLacks) {
+  auto rec = recording_from_memory(small_trace(false), "small.jsonl");
+  ASSERT_TRUE(rec);
+  auto table = build_answer_table(*rec, {});
+  ASSERT_TRUE(table);
+  ASSERT_EQ(table->synthesized.size(), 1u);
+  EXPECT_NE(table->synthesized[0].find("580.159.04"), std::string::npos);
+  EXPECT_TRUE(table->calls[2].synthesized);
+  TableView v(table->bytes);
+  const rp_event& ctl = v.event(2);
+  std::set<uint32_t> ptrs;
+  for (uint32_t i = 0; i < ctl.patch_count; ++i) {
+    const rp_patch& q = v.patch(ctl.patch_first + i);
+    if (q.buf != RP_BUF_MEMBER) continue;
+    ptrs.insert(q.ptr_off);
+    std::string s(reinterpret_cast<const char*>(v.blob() + q.data), q.len);
+    EXPECT_NE(s.find("580.159.04"), std::string::npos) << s;
+    EXPECT_EQ(s.back(), '\0');
+  }
+  // pDriverVersionBuffer, pVersionBuffer, pTitleBuffer
+  // (NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS)
+  EXPECT_EQ(ptrs, (std::set<uint32_t>{8, 16, 24}));
+}
+
+TEST(ReplayAnswers, InjectionsLandOnTheNamedBytes) {
+  auto rec = recording_from_memory(small_trace(true), "small.jsonl");
+  ASSERT_TRUE(rec);
+  TableOptions o;
+  for (const char* spec :
+       {"seq=2,status=NV_ERR_NOT_SUPPORTED", "seq=1,member=arg.hClass,value=0x1",
+        "call=mmap,errno=ENOMEM", "seq=2,member=params.pDriverVersionBuffer+0x4,value=7"}) {
+    auto inj = parse_injection(spec);
+    ASSERT_TRUE(inj) << spec;
+    o.injections.push_back(*inj);
+  }
+  auto table = build_answer_table(*rec, o);
+  ASSERT_TRUE(table) << table.error().message();
+  EXPECT_EQ(table->injected.size(), 4u);
+  TableView v(table->bytes);
+  // status: the NVOS54 status member, offset 28 of the argument, last patch of the event.
+  const rp_event& ctl = v.event(2);
+  EXPECT_TRUE(ctl.flags & RP_EVF_INJECTED);
+  bool status = false, member = false;
+  for (uint32_t i = 0; i < ctl.patch_count; ++i) {
+    const rp_patch& q = v.patch(ctl.patch_first + i);
+    if (q.buf == RP_BUF_ARG && q.off == 28 && q.len == 4) {
+      status = load_le<uint32_t>(v.blob() + q.data) == 0x56;
+    }
+    if (q.buf == RP_BUF_MEMBER && q.off == 4 && q.len == 4 && q.ptr_off == 8) {
+      member = load_le<uint32_t>(v.blob() + q.data) == 7;
+    }
+  }
+  EXPECT_TRUE(status);
+  EXPECT_TRUE(member);
+  const rp_event& alloc = v.event(1);
+  const rp_patch& cls = v.patch(alloc.patch_first + alloc.patch_count - 1);
+  EXPECT_EQ(cls.off, 12u);  // NVOS21.hClass
+  EXPECT_EQ(load_le<uint32_t>(v.blob() + cls.data), 1u);
+  const rp_event& mm = v.event(3);
+  EXPECT_EQ(mm.ret, -1);
+  EXPECT_EQ(mm.err, ENOMEM);
+  // Selectors that match nothing, and effects that do not apply, are errors.
+  for (const char* spec : {"seq=99,status=1", "cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,status=1",
+                           "cmd=NO_SUCH_CONTROL,status=1", "call=mmap,status=1",
+                           "seq=2,member=params.noSuchMember,value=1",
+                           "seq=2,member=params.pVersionBuffer[1],value=1"}) {
+    TableOptions bad;
+    bad.injections.push_back(*parse_injection(spec));
+    auto t = build_answer_table(*rec, bad);
+    EXPECT_FALSE(t) << spec;
+  }
+}
+
+TEST(ReplayLog, ReadsRecordsAndStopsAtDamage) {
+  std::vector<uint8_t> img(4096, 0);
+  rp_log_head h{RP_LOG_MAGIC, 64, img.size(), 0};
+  std::memcpy(img.data(), &h, sizeof h);
+  auto put = [&](uint64_t off, uint32_t sys, uint64_t seq, uint32_t nbufs,
+                 const std::vector<uint8_t>& pre) -> uint64_t {
+    rp_log_rec r{};
+    uint64_t buf_bytes = nbufs ? sizeof(rp_log_buf) + ((2 * pre.size() + 7) & ~size_t{7}) : 0;
+    r.size = static_cast<uint32_t>(sizeof r + buf_bytes);
+    r.sys = sys;
+    r.seq = seq;
+    r.ret = 0;
+    r.nbufs = nbufs;
+    std::memcpy(img.data() + off, &r, sizeof r);
+    if (nbufs) {
+      rp_log_buf b{};
+      b.role = RP_BUF_ARG;
+      b.size = static_cast<uint32_t>(pre.size());
+      b.pre_len = b.post_len = b.size;
+      std::memcpy(img.data() + off + sizeof r, &b, sizeof b);
+      std::memcpy(img.data() + off + sizeof r + sizeof b, pre.data(), pre.size());
+      std::memcpy(img.data() + off + sizeof r + sizeof b + pre.size(), pre.data(), pre.size());
+    }
+    return off + r.size;
+  };
+  uint64_t off = put(64, RP_IOCTL, 1, 1, {1, 2, 3, 4, 5});
+  off = put(off, RP_OPEN, 0, 0, {});
+  uint64_t end = off;
+  store_le<uint64_t>(img.data() + 8, end);
+  auto log = parse_log(ByteView(img.data(), img.size()));
+  ASSERT_TRUE(log);
+  ASSERT_EQ(log->records.size(), 2u);
+  EXPECT_EQ(log->records[0].sys, static_cast<uint32_t>(RP_OPEN));  // sorted by seq
+  ASSERT_EQ(log->records[1].bufs.size(), 1u);
+  EXPECT_EQ(log->records[1].bufs[0].pre, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(log->diagnostics.empty());
+  // A buffer that claims more bytes than its record holds: reported, the record dropped.
+  store_le<uint32_t>(img.data() + 64 + sizeof(rp_log_rec) + 16, 0x100000);
+  auto damaged = parse_log(ByteView(img.data(), img.size()));
+  ASSERT_TRUE(damaged);
+  EXPECT_EQ(damaged->records.size(), 1u);
+  EXPECT_FALSE(damaged->diagnostics.empty());
+  // Not a log at all.
+  std::vector<uint8_t> zeros(64, 0);
+  EXPECT_FALSE(parse_log(ByteView(zeros.data(), zeros.size())));
+}
+
+}  // namespace
+}  // namespace cudatool::replay
