@@ -233,4 +233,34 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
   }
 }
 
+bool arch_less(std::string_view a, std::string_view b) {
+  struct Key {
+    std::string_view prefix;  // up to the first digit
+    bool numbered = false;
+    uint64_t number = 0;
+    std::string_view suffix;  // after the digits
+  };
+  auto key = [](std::string_view s) {
+    Key k;
+    size_t i = 0;
+    while (i < s.size() && (s[i] < '0' || s[i] > '9')) ++i;
+    k.prefix = s.substr(0, i);
+    size_t j = i;
+    // At most 18 digits, so that the number fits; longer runs go to the suffix.
+    while (j < s.size() && j - i < 18 && s[j] >= '0' && s[j] <= '9') {
+      k.number = k.number * 10 + static_cast<uint64_t>(s[j] - '0');
+      ++j;
+    }
+    k.numbered = j > i;
+    k.suffix = s.substr(j);
+    return k;
+  };
+  Key x = key(a), y = key(b);
+  if (x.prefix != y.prefix) return x.prefix < y.prefix;
+  if (x.numbered != y.numbered) return x.numbered;
+  if (x.number != y.number) return x.number < y.number;
+  if (x.suffix != y.suffix) return x.suffix < y.suffix;
+  return false;
+}
+
 }  // namespace cudatool::cuda

@@ -92,4 +92,14 @@ std::optional<ArchOption> arch_from_options(std::string_view options);
 // "12.4" from 124.
 std::string toolkit_version_string(uint32_t v);
 
+// Orders architecture names by number, not as text: sm_50 < sm_90 < sm_90a < sm_100 < sm_100a <
+// sm_100f < sm_121 (as text, sm_100 would sort before sm_50). Names are compared by their prefix
+// ("sm_", "compute_"), then the number, then the suffix; a name without a number ("sm_?", "-")
+// comes after the numbered ones of its prefix.
+bool arch_less(std::string_view a, std::string_view b);
+struct ArchLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return arch_less(a, b); }
+};
+
 }  // namespace cudatool::cuda
