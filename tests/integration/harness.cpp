@@ -142,8 +142,9 @@ std::vector<DriverBuild> shared_builds() {
 }
 
 std::string shared_data_dir(const std::string& file) {
+  // Set, it is the only place looked at (so that a test run can also prove the skip).
   if (const char* e = std::getenv("CUDATOOL_SHARED_DATA"); e != nullptr && *e != '\0') {
-    if (readable(std::string(e) + "/" + file)) return e;
+    return readable(std::string(e) + "/" + file) ? std::string(e) : std::string();
   }
   for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data"}) {
     if (readable(d + "/" + file)) return d;
@@ -162,12 +163,15 @@ BuildReadiness prepare_build(const DriverBuild& b) {
   std::string dir = shared_data_dir(b.xz_name);
   if (dir.empty()) {
     r.skip = true;
+    const char* env = std::getenv("CUDATOOL_SHARED_DATA");
+    std::string where =
+        env != nullptr && *env != '\0'
+            ? "$CUDATOOL_SHARED_DATA (" + std::string(env) + ")"
+            : source_dir() + "/../shared/data or " + source_dir() + "/../../shared/data";
     r.message = "SKIPPED: " + b.xz_name + " (libcuda " + b.version +
-                ", NVIDIA's binary, not in the tree) was not found in "
-                "$CUDATOOL_SHARED_DATA, " +
-                source_dir() + "/../shared/data or " + source_dir() +
-                "/../../shared/data; put it in one of them (or point CUDATOOL_SHARED_DATA at the "
-                "directory that holds it) to test this build";
+                ", NVIDIA's binary, never in the tree) was not found in " + where +
+                "; put it there, or point CUDATOOL_SHARED_DATA at the directory that holds it, to "
+                "test this build";
     return r;
   }
   std::string xz = dir + "/" + b.xz_name;

@@ -52,8 +52,8 @@ std::string drivers_dir();
 // libcuda 580.159.04, the only 570+ build at hand, read as libcuda.so.580.159.04.xz from the
 // shared data directory and unpacked into this build tree (<build>/real-data) on first use.
 std::vector<DriverBuild> shared_builds();
-// $CUDATOOL_SHARED_DATA, else ../shared/data beside the source tree (or beside a worktree one
-// level deeper) when it holds the file; "" when none does.
+// $CUDATOOL_SHARED_DATA when set (then only there), else ../shared/data beside the source tree
+// (or beside a worktree one level deeper) when it holds the file; "" when none does.
 std::string shared_data_dir(const std::string& file);
 
 // Whether a build can be tested: a Debian build must be in the cache (else a failure saying how
