@@ -14,7 +14,7 @@ namespace cudatool::cli {
 namespace {
 
 struct ReplayCliOptions {
-  std::vector<std::string> args;  // TRACE (or GOOD BAD) [--] CMD ARGS…
+  std::vector<std::string> args;  // TRACE (or GOOD BAD) -- CMD ARGS…, as left over by CLI11
   std::vector<std::string> injects;
   std::string output;
   std::string report;
@@ -149,9 +149,9 @@ void register_replay(CLI::App& app, int* exit_code) {
                   "the replay shim (default: libcudatool_replay.so beside cudatool)");
   cmd->add_option("--keep", o->keep, "keep the answer table, log and environment tree in DIR");
   cmd->add_flag("-q,--quiet", o->quiet, "print no report");
-  cmd->add_option("ARGS", o->args, "TRACE (GOOD BAD with --bisect), then -- CMD [ARGS...]")
-      ->take_all();
-  cmd->positionals_at_end();
+  // TRACE (GOOD BAD with --bisect), then -- CMD [ARGS...]: options may stand between TRACE and
+  // "--", so the positionals are taken from what CLI11 leaves over.
+  cmd->allow_extras();
   cmd->footer(
       "Examples:\n"
       "  cudatool replay run.trace -- ./work kern.cubin\n"
@@ -173,7 +173,10 @@ void register_replay(CLI::App& app, int* exit_code) {
       "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"
       "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
       "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.");
-  cmd->callback([o, exit_code] { *exit_code = run_replay_cmd(*o); });
+  cmd->callback([o, exit_code, cmd] {
+    o->args = cmd->remaining();
+    *exit_code = run_replay_cmd(*o);
+  });
 }
 
 }  // namespace cudatool::cli

@@ -73,8 +73,19 @@ uint64_t load_base(const std::vector<MapEntry>& maps, const std::string& path) {
   return base;
 }
 
-// pc, and the innermost return address into an executable mapping of libcuda found on the
-// stack (a scan: libcuda has no frame pointers; the first such word is its caller's frame).
+// Whether a mapped file is part of the plumbing a waiting program sits in, not its own code:
+// the C library, the dynamic loader, the replay shim.
+bool is_plumbing(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  for (const char* p : {"libc.so", "libc-", "ld-linux", "libpthread", "libcudatool_replay"}) {
+    if (base.rfind(p, 0) == 0) return true;
+  }
+  return path.empty() || path[0] != '/';
+}
+
+// The frame to name: libcuda's when there is one, else the program's own code (the first module
+// that is not plumbing). From the pc, else the innermost return address into such a module found
+// on the stack (a scan: libcuda has no frame pointers; the first such word is its caller's).
 void sample(pid_t tid, const std::vector<MapEntry>& maps, ThreadStop& t) {
   t.tid = tid;
   if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) return;
@@ -84,28 +95,27 @@ void sample(pid_t tid, const std::vector<MapEntry>& maps, ThreadStop& t) {
   user_regs_struct regs{};
   if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return;
   t.pc = regs.rip;
-  const MapEntry* m = map_of(maps, t.pc);
-  if (m != nullptr && is_libcuda(m->path)) {
-    t.module = m->path;
-    t.offset = t.pc - load_base(maps, m->path);
-    return;
-  }
-  if (m != nullptr) {
-    t.module = m->path;
-    t.offset = t.pc - load_base(maps, m->path);
-  }
-  std::vector<uint64_t> words(2048);
-  iovec local{words.data(), words.size() * 8},
-      remote{reinterpret_cast<void*>(regs.rsp), words.size() * 8};
+  std::vector<uint64_t> words(4096);
+  iovec local{words.data(), words.size() * 8};
+  iovec remote{reinterpret_cast<void*>(regs.rsp), words.size() * 8};
   ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
-  for (ssize_t i = 0; n > 0 && i < n / 8; ++i) {
-    const MapEntry* w = map_of(maps, words[static_cast<size_t>(i)]);
-    if (w != nullptr && w->exec && is_libcuda(w->path)) {
-      t.module = w->path;
-      t.offset = words[static_cast<size_t>(i)] - load_base(maps, w->path);
-      t.from_stack = true;
+  std::vector<uint64_t> frames{t.pc};
+  for (ssize_t i = 0; n > 0 && i < n / 8; ++i) frames.push_back(words[static_cast<size_t>(i)]);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const MapEntry* m = map_of(maps, frames[i]);
+      if (m == nullptr || !m->exec) continue;
+      bool want = pass == 0 ? is_libcuda(m->path) : !is_plumbing(m->path);
+      if (!want) continue;
+      t.module = m->path;
+      t.offset = frames[i] - load_base(maps, m->path);
+      t.from_stack = i != 0;
       return;
     }
+  }
+  if (const MapEntry* m = map_of(maps, t.pc)) {
+    t.module = m->path;
+    t.offset = t.pc - load_base(maps, m->path);
   }
 }
 
@@ -134,41 +144,44 @@ void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall
     sample(tid, maps, t);
     out.threads.push_back(t);
   }
-  // Names for the libcuda frames (the function map of the static side).
-  std::string lib;
-  for (const ThreadStop& t : out.threads) {
-    if (is_libcuda(t.module)) lib = t.module;
-  }
-  if (!lib.empty()) {
-    auto img = DriverImage::open(lib);
-    if (img) {
-      FunctionMap& map = (*img)->facet<FunctionMap>();
-      add_driver_table_names(**img, map);
-      for (ThreadStop& t : out.threads) {
-        if (t.module != lib) continue;
-        if (const Function* f = map.find(t.offset)) t.function = map.display_name(*f);
-      }
+  // Names for the frames (the function map of the static side: symbols, unwind tables, and for
+  // libcuda the dispatch names).
+  std::map<std::string, std::unique_ptr<DriverImage>> images;
+  for (ThreadStop& t : out.threads) {
+    if (t.module.empty() || is_plumbing(t.module)) continue;
+    auto& img = images[t.module];
+    if (!img) {
+      auto opened = DriverImage::open(t.module);
+      if (!opened) continue;
+      img = std::move(*opened);
+      if (is_libcuda(t.module)) add_driver_table_names(*img, img->facet<FunctionMap>());
     }
+    FunctionMap& map = img->facet<FunctionMap>();
+    if (const Function* f = map.find(t.offset)) t.function = map.display_name(*f);
   }
   const ThreadStop* main = nullptr;
   for (const ThreadStop& t : out.threads) {
-    if (is_libcuda(t.module) && (main == nullptr || t.tid == pid)) main = &t;
+    bool good = !t.module.empty() && !is_plumbing(t.module);
+    bool better = main == nullptr || (is_libcuda(t.module) && !is_libcuda(main->module)) ||
+                  (t.tid == pid && is_libcuda(t.module) == is_libcuda(main->module));
+    if (good && better) main = &t;
   }
+  std::string who = main == nullptr ? "the program" : short_module(main->module);
   std::string where = main == nullptr
-                          ? std::string("an unknown place (no libcuda frame found)")
+                          ? std::string("an unknown place (no frame of the program found)")
                           : fmt::format("{}+0x{:x}{}", short_module(main->module), main->offset,
                                         main->function.empty() ? "" : " (" + main->function + ")");
   if (!out.waits.empty()) {
     const rp_wait& w = out.waits.back();
     out.message = fmt::format(
-        "libcuda waits at {} for the semaphore at 0x{:x} = 0x{:x} (released after work of class "
-        "0x{:x} on channel 0x{:x}); replay does not execute compute work",
-        where, w.gpu_va, w.payload, w.engine_class, w.channel_handle);
+        "{} waits at {} for the semaphore at 0x{:x} = 0x{:x} (released after compute work on "
+        "channel 0x{:x}); replay does not execute compute work",
+        who, where, w.gpu_va, w.payload, w.channel_handle);
   } else {
     out.message = fmt::format(
-        "the program made no progress for {:.1f} s; it is at {} (no GPU work left undone: it "
+        "the program made no progress for {:.1f} s; {} is at {} (no GPU work was left undone: it "
         "waits for something the recording does not answer)",
-        out.idle_s, where);
+        out.idle_s, who, where);
   }
   (void)rec;
 }

@@ -1,0 +1,122 @@
+// The replay's fake GPU, on a fixture library (tests/fixtures/replay/nv_lib.c) replayed from
+// its own recording on fake device nodes: the library picks its handles as libcuda does, maps a
+// memory object, allocates a GPFIFO channel in it and submits work. Recorded on fake nodes
+// nothing runs the channel and every ioctl fails; replayed with those answers made successes
+// (--inject ret=0), the fake GPU carries out the host and copy-engine work, and stops at a
+// compute launch with a report that names the semaphore the library waits for.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness.hpp"
+#include "replay_support.hpp"
+#include "trace_check.hpp"
+
+namespace cudatool::test {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> lib_cmd(const std::string& dir, const std::string& mode,
+                                 const std::string& timeout_ms = "300") {
+  return {fixtures_dir() + "/nv_lib_main", fixtures_dir() + "/libnv_fixture.so", dir, mode,
+          timeout_ms};
+}
+
+struct LibRecording {
+  std::string dir, trace;
+  std::vector<json> printed;
+  std::vector<std::string> injections;  // every allocation and the map answered with success
+};
+
+LibRecording record_lib(const std::string& name, const std::string& mode) {
+  LibRecording r;
+  r.dir = make_fake_devices(name);
+  r.trace = temp_dir() + "/" + name + ".jsonl";
+  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode", "preload", "-q", "-o",
+                                r.trace, "--devices", r.dir + "/*", "--"};
+  auto cmd = lib_cmd(r.dir, mode, "50");
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  RunResult t = run(argv);
+  EXPECT_EQ(t.status, 0) << t.err;
+  r.printed = load_printed(t.out);
+  TraceFile tf = load_trace(r.trace);
+  for (const json& e : tf.events) {
+    if (e["sys"] != "ioctl") continue;
+    std::string req = e["req"];
+    if (req == "0xc020462b" || req == "0xc038464e") {  // NV_ESC_RM_ALLOC (NVOS21), _MAP_MEMORY
+      r.injections.push_back("--inject");
+      r.injections.push_back("seq=" + std::to_string(e["seq"].get<int>()) + ",ret=0");
+    }
+  }
+  EXPECT_EQ(r.injections.size(), 2u * 5);  // client, device, memory, map, channel
+  std::filesystem::remove_all(r.dir);
+  return r;
+}
+
+json work_line(const std::vector<json>& printed) {
+  for (const json& e : printed) {
+    if (e.contains("work")) return e;
+  }
+  return json();
+}
+
+TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
+  LibRecording rec = record_lib("rg-ce", "ce");
+  json recorded = work_line(rec.printed);
+  ASSERT_TRUE(recorded.is_object());
+  EXPECT_EQ(recorded["host"], false);  // nothing executes a channel on fake nodes
+  EXPECT_EQ(recorded["copied"], false);
+  ReplayRun r = replay(rec.trace, rec.injections, lib_cmd(rec.dir, "ce"));
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  json work = work_line(load_printed(r.run.out));
+  ASSERT_TRUE(work.is_object()) << r.run.out;
+  EXPECT_EQ(work["host"], true) << r.report.dump(1);
+  EXPECT_EQ(work["ce"], true);
+  EXPECT_EQ(work["copied"], true);
+  EXPECT_EQ(work["gp_get"], 1);  // GPGet followed GPPut
+  EXPECT_EQ(r.report["fake_gpu"]["gpfifo_entries"], 1);
+  EXPECT_EQ(r.report["fake_gpu"]["semaphore_releases"], 2);
+  EXPECT_EQ(r.report["injected"].size(), 5u);
+  // The threads' and the child's controls were answered as recorded (ENOTTY on fake nodes).
+  size_t controls = 0;
+  for (const json& e : load_printed(r.run.out)) {
+    if (e.contains("call") && e["call"].get<std::string>().rfind("control-", 0) == 0) {
+      EXPECT_EQ(e["ret"], -1) << e.dump();
+      ++controls;
+    }
+  }
+  EXPECT_EQ(controls, 3u);
+  EXPECT_EQ(r.report["end"], "exit");
+}
+
+TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
+  LibRecording rec = record_lib("rg-launch", "launch");
+  std::vector<std::string> extra = rec.injections;
+  extra.insert(extra.end(), {"--deadline", "1"});
+  ReplayRun r = replay(rec.trace, extra, lib_cmd(rec.dir, "launch", "600000"), 60);
+  EXPECT_FALSE(r.run.timed_out);
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.run.status, 1);
+  EXPECT_EQ(r.report["end"], "deadline");
+  uint64_t mem = 0;
+  for (const json& e : load_printed(r.run.out)) {
+    if (e.contains("mem")) mem = std::stoull(e["mem"].get<std::string>(), nullptr, 16);
+  }
+  ASSERT_NE(mem, 0u) << r.run.out;
+  const json& stall = r.report["stall"];
+  ASSERT_TRUE(stall.is_object());
+  ASSERT_EQ(stall["waits"].size(), 1u) << stall.dump(1);
+  // The host release after the launch: semaphore at mem + 0xc00, payload 0x1234 (nv_lib.c).
+  EXPECT_EQ(std::stoull(stall["waits"][0]["gpu_va"].get<std::string>(), nullptr, 16), mem + 0xc00);
+  EXPECT_EQ(stall["waits"][0]["payload"], "0x1234");
+  std::string msg = stall["message"];
+  EXPECT_NE(msg.find("libnv_fixture.so waits at libnv_fixture.so+0x"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nvf_run"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("= 0x1234"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("replay does not execute compute work"), std::string::npos) << msg;
+  EXPECT_EQ(r.report["fake_gpu"]["gpfifo_entries"], 0);  // the entry that holds the launch stays
+}
+
+}  // namespace
+}  // namespace cudatool::test

@@ -1,0 +1,136 @@
+// `cudatool replay` with the real libcuda 580.159.04 (the shared data directory; unpacked into
+// the build tree, never committed) answered from the real capture of work.c on an H200
+// (tests/data/captures/trace_a, imported): cuInit and the device queries give what the recording
+// says, the primary context is created (the fake GPU carries out the channels' semaphores),
+// injections give the failures the H200 gave, the replayed trace compares with the recording,
+// and a trace of another driver version is refused. Without the library: SKIPPED, and why.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ab/normalize.hpp"
+#include "harness.hpp"
+#include "replay_support.hpp"
+#include "trace_check.hpp"
+
+namespace cudatool::test {
+namespace {
+
+using nlohmann::json;
+
+std::string probe() {
+  return fixtures_dir() + "/cuda_probe";
+}
+
+// The capture imported as a trace (once per test binary and version).
+std::string imported(const std::string& name, const std::string& version) {
+  std::string out = temp_dir() + "/replay-" + name + "-" + version + ".jsonl";
+  if (read_file(out).empty()) {
+    RunResult r = run({cudatool_bin(), "import", captures_dir() + "/" + name + ".jsonl.xz", "-o",
+                       out, "--driver-version", version});
+    EXPECT_EQ(r.status, 0) << r.err;
+  }
+  return out;
+}
+
+// Each line cuda_probe printed, by call name (the last one of a name wins) and the device facts.
+struct Probe {
+  std::map<std::string, int> ret;
+  json device;
+  std::vector<std::string> order;
+};
+Probe parse_probe(const std::string& out) {
+  Probe p;
+  for (const json& e : load_printed(out)) {
+    if (e.contains("call")) {
+      p.ret[e["call"]] = e.value("ret", -1);
+      p.order.push_back(e["call"]);
+    }
+    if (e.contains("device")) p.device = e["device"];
+  }
+  return p;
+}
+
+class ReplayReal : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    build_ = shared_builds().front();
+    CUDATOOL_REQUIRE_BUILD(build_);
+    trace_ = imported("trace_a", build_.version);
+  }
+  ReplayRun replay_probe(const std::string& mode, std::vector<std::string> extra = {},
+                         const std::string& trace = "") {
+    extra.insert(extra.begin(), {"--deadline", "5"});
+    return replay(trace.empty() ? trace_ : trace, extra, {probe(), build_.lib_path, mode}, 180);
+  }
+  DriverBuild build_;
+  std::string trace_;
+};
+
+TEST_F(ReplayReal, CuInitAndDeviceQueriesReturnTheRecordedValues) {
+  std::set<std::string> nodes = host_nvidia_nodes();
+  ReplayRun r = replay_probe("init");
+  EXPECT_EQ(host_nvidia_nodes(), nodes) << "device nodes appeared on the host";
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  Probe p = parse_probe(r.run.out);
+  EXPECT_EQ(p.ret["cuInit"], 0) << r.run.out << r.report.dump(1);
+  ASSERT_TRUE(p.device.is_object()) << r.run.out;
+  // What the recording says: the GPU's name (NV2080_CTRL_CMD_GPU_GET_NAME_STRING, as ab reads it)
+  // and the driver version of the header.
+  auto norm = ab::normalize_file(trace_);
+  ASSERT_TRUE(norm);
+  EXPECT_EQ(p.device["name"], (*norm)->gpu.name);
+  EXPECT_EQ(p.device["count"], 1);
+  EXPECT_EQ(p.device["cc"], "9.0");
+  EXPECT_GT(p.device["mem"].get<uint64_t>(), 0u);
+  EXPECT_GT(p.device["sms"].get<int>(), 0);
+  // The build-version strings the capture lacks were supplied from the header, and said so.
+  EXPECT_FALSE(r.report["synthesized"].empty());
+  EXPECT_EQ(r.report["end"], "exit");
+  EXPECT_EQ(r.report["exit_status"], 0);
+}
+
+TEST_F(ReplayReal, InjectedFbInfoFailureMakesCuInitFailWith100) {
+  ReplayRun r = replay_probe(
+      "init", {"--inject", "cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,status=NV_ERR_NOT_SUPPORTED"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  Probe p = parse_probe(r.run.out);
+  EXPECT_EQ(p.ret["cuInit"], 100) << r.run.out;  // CUDA_ERROR_NO_DEVICE
+  ASSERT_EQ(r.report["injected"].size(), 1u);
+  EXPECT_NE(r.report["injected"][0].get<std::string>().find("NV_ERR_NOT_SUPPORTED"),
+            std::string::npos);
+}
+
+TEST_F(ReplayReal, PrimaryContextIsCreated) {
+  ReplayRun r = replay_probe("ctx");
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  Probe p = parse_probe(r.run.out);
+  EXPECT_EQ(p.ret["cuDevicePrimaryCtxRetain"], 0) << r.run.out << r.report.dump(1);
+  EXPECT_EQ(p.ret["cuCtxSetCurrent"], 0);
+  EXPECT_GT(r.report["fake_gpu"]["semaphore_releases"].get<uint64_t>(), 0u);
+}
+
+TEST_F(ReplayReal, InjectedChannelFailuresMakeContextCreationFailWith801) {
+  for (const char* spec : {"cmd=NV906F_CTRL_GET_CLASS_ENGINEID,nth=1,status=NV_ERR_NOT_SUPPORTED",
+                           "cmd=NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,nth=1,status=NV_ERR_NOT_SUPPORTED"}) {
+    ReplayRun r = replay_probe("ctx", {"--inject", spec});
+    ASSERT_TRUE(r.report.is_object()) << r.run.err;
+    Probe p = parse_probe(r.run.out);
+    EXPECT_EQ(p.ret["cuInit"], 0) << spec;
+    EXPECT_EQ(p.ret["cuDevicePrimaryCtxRetain"], 801) << spec << "\n" << r.run.out;
+  }
+}
+
+TEST_F(ReplayReal, ATraceOfAnotherDriverIsRefused) {
+  std::string other = imported("trace_a", "550.163.01");
+  ReplayRun r = replay_probe("init", {}, other);
+  EXPECT_EQ(r.run.status, 2) << r.run.err;
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["end"], "refused");
+  std::string why = r.report["refusal"];
+  EXPECT_NE(why.find("580.159.04"), std::string::npos) << why;
+  EXPECT_NE(why.find("550.163.01"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace cudatool::test
