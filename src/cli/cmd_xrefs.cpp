@@ -229,7 +229,7 @@ int run_path(Context& c, const XrefTarget& from, const XrefTarget& to) {
     auto named = [&](uint64_t a) {
       AddressInfo i = describe_address(c.x, &c.names, a);
       std::string t = target_text(i);
-      return t.empty() ? hex(a) : fmt::format("{} ({})", hex(a), t);
+      return t.empty() ? hex(a) : fmt::format("{} at {}", t, hex(a));
     };
     if (s.slot == 0) return n + ", takes the address of " + named(s.ref->target);
     if (s.slot == s.ref->target) return n + ", reads the pointer in " + named(s.slot);

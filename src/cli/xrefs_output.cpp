@@ -61,9 +61,10 @@ std::string target_text(const AddressInfo& a) {
     case AddressInfo::Kind::kFunction:
       return a.offset == 0 ? a.name : fmt::format("{}+{:#x}", a.name, a.offset);
     case AddressInfo::Kind::kPlt:
+      return a.name;
     case AddressInfo::Kind::kGot:
     case AddressInfo::Kind::kData:
-      return a.section.empty() ? a.name : fmt::format("{} {}", a.section, a.name);
+      return a.section.empty() ? a.name : fmt::format("{} ({})", a.name, a.section);
     case AddressInfo::Kind::kString:
       return quoted(a.string->text);
     case AddressInfo::Kind::kNone:
