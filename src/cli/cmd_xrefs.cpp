@@ -196,11 +196,10 @@ int run_strings(Context& c) {
     w.end_array();
     end_json(w, c);
   } else {
-    c.out += fmt::format(
-        "strings {} {}: {} of {} referenced strings, {} references from {} "
-        "functions\n",
-        is_regex ? "matching" : "containing", quoted(q, 200), hits.size(), c.x.strings().size(),
-        total, distinct_functions(all));
+    c.out += fmt::format("strings {} {}: {} of {} referenced strings, {} from {}\n",
+                         is_regex ? "matching" : "containing", quoted(q, 200), hits.size(),
+                         c.x.strings().size(), plural(total, "reference"),
+                         plural(distinct_functions(all), "function"));
     for (size_t i = 0; i < hits.size(); ++i) {
       c.out += fmt::format("{} {} {}\n", hex(hits[i]->address), hits[i]->section,
                            quoted(hits[i]->text, 120));
