@@ -281,8 +281,9 @@ class CallGraph {
       return;
     }
     // A data object: the relocated code pointers in it, up to the next address code refers to.
-    uint64_t hi = std::min(x_.next_target_after(r->target), r->target + kTableWindow);
-    if (hi < r->target) hi = ~uint64_t{0};
+    const uint64_t window =
+        r->target > ~uint64_t{0} - kTableWindow ? ~uint64_t{0} : r->target + kTableWindow;
+    const uint64_t hi = std::min(x_.next_target_after(r->target), window);
     for (const Ref& p : x_.pointers_in(r->target, hi)) {
       if (auto to = node_at(p.target, /*start_only=*/true)) push(from, {*to, r, p.site, true});
     }
