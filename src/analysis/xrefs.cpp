@@ -130,16 +130,17 @@ void XrefIndex::find_plt() {
         ++off;
         continue;
       }
-      const uint8_t* p = r.bytes.data() + off;
+      const ByteView insn = r.bytes.clamp(off, in->length);
       // jmp *disp32(%rip): FF /4 with a RIP-relative operand.
       if (in->map == 0 && !in->vex && in->opcode == 0xff && in->rip_relative &&
           ((in->modrm >> 3) & 7) == 4) {
-        auto disp = static_cast<int32_t>(load_le<uint32_t>(p + in->addr_field_offset));
+        auto disp = static_cast<int32_t>(insn.read<uint32_t>(in->addr_field_offset).value_or(0));
         uint64_t slot = r.start + off + in->length + static_cast<uint64_t>(int64_t{disp});
         if (const GotSlot* g = got_at(slot)) {
           uint64_t at = r.start + off;
           // An IBT stub starts with endbr64 (F3 0F 1E FA); callers jump there.
-          if (off >= 4 && std::memcmp(p - 4, "\xf3\x0f\x1e\xfa", 4) == 0) at -= 4;
+          auto before = off >= 4 ? r.bytes.read<uint32_t>(off - 4) : std::nullopt;
+          if (before == 0xfa1e0ff3u) at -= 4;
           plt_.push_back({at, slot, g->name, r.name});
         }
       }
@@ -185,7 +186,11 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
       continue;
     }
     ++stats_.instructions;
-    const uint8_t* p = r.bytes.data() + off;
+    // The decoder checked that the instruction lies inside the view: reads in it cannot fail.
+    const ByteView insn = r.bytes.clamp(off, in->length);
+    auto field32 = [&] {
+      return static_cast<int32_t>(insn.read<uint32_t>(in->addr_field_offset).value_or(0));
+    };
     const uint64_t next = addr + in->length;
     off += in->length;
 
@@ -208,8 +213,7 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
     };
 
     if (in->rip_relative) {
-      auto disp = static_cast<int32_t>(load_le<uint32_t>(p + in->addr_field_offset));
-      uint64_t target = next + static_cast<uint64_t>(int64_t{disp});
+      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
       RefKind kind = RefKind::kLoad;
       uint8_t flags = 0;
       const uint8_t reg = (in->modrm >> 3) & 7;
@@ -239,15 +243,14 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
     if (in->vex) continue;
     if (in->map == 0) {
       if ((in->opcode == 0xe8 || in->opcode == 0xe9) && in->addr_field_size == 4) {
-        auto rel = static_cast<int32_t>(load_le<uint32_t>(p + in->addr_field_offset));
-        uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
+        uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
         if (in->opcode == 0xe8) {
           add(target, RefKind::kCall, 0);
         } else if (outside(target)) {
           add(target, RefKind::kTailJump, 0);
         }
       } else if (in->opcode == 0xeb || (in->opcode >= 0x70 && in->opcode <= 0x7f)) {
-        auto rel = static_cast<int8_t>(p[in->length - 1]);
+        auto rel = static_cast<int8_t>(insn.read<uint8_t>(in->length - 1).value_or(0));
         uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
         if (outside(target)) {
           add(target, RefKind::kTailJump, in->opcode == 0xeb ? 0 : Ref::kConditional);
@@ -255,8 +258,7 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
       }
     } else if (in->map == 1 && in->opcode >= 0x80 && in->opcode <= 0x8f &&
                in->addr_field_size == 4) {
-      auto rel = static_cast<int32_t>(load_le<uint32_t>(p + in->addr_field_offset));
-      uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
+      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
       if (outside(target)) add(target, RefKind::kTailJump, Ref::kConditional);
     }
   }
