@@ -7,6 +7,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "frames_helpers.hpp"
@@ -20,8 +21,11 @@ using Edge = std::tuple<std::string, std::string, std::string>;  // from, kind, 
 
 class XrefsFixture : public ::testing::Test {
  protected:
-  static std::string lib() { return fixtures_dir() + "/xrefs/stripped/libxrefs.so"; }
-  static std::string unstripped() { return fixtures_dir() + "/xrefs/unstripped/libxrefs.so"; }
+  // variant_: "" (no CET) or "-ibt" (endbr64 everywhere, .plt.sec stubs).
+  std::string lib() const { return fixtures_dir() + "/xrefs/stripped/libxrefs" + variant_ + ".so"; }
+  std::string unstripped() const {
+    return fixtures_dir() + "/xrefs/unstripped/libxrefs" + variant_ + ".so";
+  }
 
   void SetUp() override {
     for (const auto& s : readelf_symbols(unstripped(), /*dynamic_only=*/false)) {
@@ -73,12 +77,23 @@ class XrefsFixture : public ::testing::Test {
     return "?";
   }
 
+  void check_exact_graph();
+
+  std::string variant_;
   std::map<uint64_t, std::pair<std::string, uint64_t>> symbols_;
   std::vector<ReadelfSection> sections_;
 };
 
-TEST_F(XrefsFixture, IndexIsExactlyTheGraphOfTheSource) {
-  const std::string db = build_index(lib(), "fixture");
+class XrefsFixtureIbt : public XrefsFixture {
+ protected:
+  void SetUp() override {
+    variant_ = "-ibt";
+    XrefsFixture::SetUp();
+  }
+};
+
+void XrefsFixture::check_exact_graph() {
+  const std::string db = build_index(lib(), "fixture" + variant_);
   std::set<Edge> got;
   for (const auto& r : sqlite_rows(db,
                                    "SELECT r.site, r.kind, r.target, f.start, r.conditional FROM "
@@ -122,23 +137,22 @@ TEST_F(XrefsFixture, IndexIsExactlyTheGraphOfTheSource) {
       {"xr_path", "call", "path_mid"},
       {"path_mid", "tail_jump", "path_low"},
       {"path_low", "call", "ioctl@plt"},
-      // The PLT stubs: lazy PLT0 pushes and jumps through .got.plt; each stub jumps through its
-      // import's slot.
-      {".plt", "load", ".got.plt+0x8"},
-      {".plt", "load", ".got.plt+0x10"},
-      {".plt", "load", "puts@got"},
-      {".plt", "load", "mmap@got"},
-      {".plt", "load", "ioctl@got"},
-      {".plt", "load", "open@got"},
-      {".plt.got", "load", "close@got"},
   };
-  for (const auto& e : expected) {
-    EXPECT_EQ(got.count(e), 1u) << "missing: " << std::get<0>(e) << " " << std::get<1>(e) << " "
-                                << std::get<2>(e);
+  // The PLT stubs: lazy PLT0 pushes and jumps through .got.plt; each stub (in .plt.sec with IBT)
+  // jumps through its import's slot.
+  std::set<Edge> expected_all = expected;
+  const std::string stubs = variant_.empty() ? ".plt" : ".plt.sec";
+  for (const char* e : {".got.plt+0x8", ".got.plt+0x10"}) expected_all.emplace(".plt", "load", e);
+  for (const char* e : {"puts@got", "mmap@got", "ioctl@got", "open@got"})
+    expected_all.emplace(stubs, "load", e);
+  expected_all.emplace(".plt.got", "load", "close@got");
+  for (const auto& e : expected_all) {
+    EXPECT_EQ(got.count(e), 1u) << variant_ << " missing: " << std::get<0>(e) << " "
+                                << std::get<1>(e) << " " << std::get<2>(e);
   }
   for (const auto& e : got) {
-    EXPECT_EQ(expected.count(e), 1u)
-        << "unexpected: " << std::get<0>(e) << " " << std::get<1>(e) << " " << std::get<2>(e);
+    EXPECT_EQ(expected_all.count(e), 1u) << variant_ << " unexpected: " << std::get<0>(e) << " "
+                                         << std::get<1>(e) << " " << std::get<2>(e);
   }
   // The PLT counts are objdump's too.
   ObjdumpXrefs od = objdump_xrefs(lib());
@@ -147,6 +161,26 @@ TEST_F(XrefsFixture, IndexIsExactlyTheGraphOfTheSource) {
   for (const auto& r : plt) mine[r[0]] = std::stoull(r[1]);
   EXPECT_EQ(mine, od.plt_branches);
   EXPECT_EQ(mine["ioctl"], 3u);
+  // Each PLT entry is where objdump puts its <NAME@plt> label (after endbr64 stubs too).
+  RunResult labels = sh("objdump -d -j .plt -j .plt.got -j .plt.sec '" + lib() +
+                        "' | grep -E '^[0-9a-f]+ <[^>]+@plt>:$'");
+  std::set<std::pair<uint64_t, std::string>> od_labels, ours;
+  std::istringstream ls(labels.out);
+  for (std::string a, n; ls >> a >> n;) {
+    od_labels.emplace(std::stoull(a, nullptr, 16), n.substr(1, n.find("@plt") - 1));
+  }
+  for (const auto& r : sqlite_rows(db, "SELECT address, name FROM plt"))
+    ours.emplace(std::stoull(r[0]), r[1]);
+  EXPECT_EQ(ours, od_labels);
+  EXPECT_EQ(ours.size(), 5u);
+}
+
+TEST_F(XrefsFixture, IndexIsExactlyTheGraphOfTheSource) {
+  check_exact_graph();
+}
+
+TEST_F(XrefsFixtureIbt, IndexIsExactlyTheGraphOfTheSource) {
+  check_exact_graph();
 }
 
 TEST_F(XrefsFixture, TargetsAndFrom) {
