@@ -20,12 +20,10 @@ def find_gen(ctx):
 
 
 def find_capture(ctx, name):
-    for d in (os.path.join(ctx.root, "..", "shared", "data"), os.path.join(ctx.root, "..", "..", "shared", "data"),
-              "/work/shared/data"):
-        p = os.path.join(d, name)
-        if os.path.exists(p):
-            return p
-    return None
+    """The real captures ship in tests/data/captures ($CUDATOOL_CAPTURES overrides)."""
+    d = os.environ.get("CUDATOOL_CAPTURES") or os.path.join(ctx.root, "tests", "data", "captures")
+    p = os.path.join(d, name)
+    return p if os.path.exists(p) else None
 
 
 def naive(a, b, work):
@@ -39,7 +37,7 @@ def cases(ctx):
     gen = find_gen(ctx)
     cap_a, cap_b = find_capture(ctx, "trace_a.jsonl.xz"), find_capture(ctx, "trace_b.jsonl.xz")
     if gen is None or cap_a is None or cap_b is None:
-        print("bench ab: needs build-bench/bench/ab_gen (cmake --preset bench) and ../shared/data")
+        print("bench ab: needs build-bench/bench/ab_gen (cmake --preset bench) and tests/data/captures")
         return []
     work = tempfile.mkdtemp(prefix="cudatool-bench-ab-")
     a, b = os.path.join(work, "a.trace"), os.path.join(work, "b.trace")

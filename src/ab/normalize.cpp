@@ -28,6 +28,9 @@ constexpr std::array kMmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 
 constexpr std::array kMunmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 8}};
 constexpr std::array kPathLayout{CallMember{"path", 0, 0}};
 constexpr std::array kNameLayout{CallMember{"sys", 0, 0}};
+// Environment events (v2): the answer's numbers, then op, path and target as text.
+constexpr std::array kEnvLayout{CallMember{"mode", 0, 8}, CallMember{"rdev", 8, 8},
+                                CallMember{"size", 16, 8}, CallMember{"path", 24, 0}};
 
 }  // namespace
 
@@ -61,6 +64,14 @@ std::span<const CallMember> call_layout(trace::Sys s) {
       return kPathLayout;
     case trace::Sys::kUnknown:
       return kNameLayout;
+    case trace::Sys::kStat:
+    case trace::Sys::kFile:
+    case trace::Sys::kMknod:
+    case trace::Sys::kSymlink:
+    case trace::Sys::kReadlink:
+    case trace::Sys::kChmod:
+    case trace::Sys::kUnlink:
+      return kEnvLayout;
     default:
       return {};
   }
@@ -215,6 +226,23 @@ void Normalizer::add(const trace::Event& ev) {
     case trace::Sys::kUnknown: {
       CallImage ci;
       ci.text(ev.sys_raw);
+      add_call_image(ci, {});
+      break;
+    }
+    case trace::Sys::kStat:
+    case trace::Sys::kFile:
+    case trace::Sys::kMknod:
+    case trace::Sys::kSymlink:
+    case trace::Sys::kReadlink:
+    case trace::Sys::kChmod:
+    case trace::Sys::kUnlink: {
+      CallImage ci;
+      for (uint64_t v : {ev.mode, ev.rdev, ev.st_size}) ci.u64(v);
+      ci.text(ev.op);
+      ci.text(std::string_view("\0", 1));
+      ci.text(ev.path);
+      ci.text(std::string_view("\0", 1));
+      ci.text(ev.target);
       add_call_image(ci, {});
       break;
     }

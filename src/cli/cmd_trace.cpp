@@ -6,8 +6,8 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "trace/devices.hpp"
-#include "trace/recorder.hpp"
+#include "record/devices.hpp"
+#include "record/recorder.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
@@ -16,7 +16,7 @@ namespace {
 struct TraceOptions {
   std::string output = "trace.jsonl";
   std::string mode = "ptrace";
-  std::string devices = std::string(trace::kDefaultDevices);
+  std::string devices = std::string(record::kDefaultDevices);
   std::string cpu = "same";
   uint64_t max_buffer = 16u << 20;
   std::string preload_lib;
@@ -26,7 +26,7 @@ struct TraceOptions {
   std::vector<std::string> command;
 };
 
-std::string render_text(const TraceOptions& o, const trace::RecordSummary& s) {
+std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
   std::string out = fmt::format("cudatool: {} events to {} ({} mode, {})\n", s.events, o.output,
                                 o.mode, s.placement);
   std::string kinds;
@@ -57,7 +57,7 @@ std::string render_text(const TraceOptions& o, const trace::RecordSummary& s) {
   return out;
 }
 
-std::string render_json(const TraceOptions& o, const trace::RecordSummary& s) {
+std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -102,7 +102,7 @@ int run_trace(TraceOptions& o) {
     print_error("trace: --pid needs --mode ptrace (a running process cannot load the shim)");
     return kExitBadInput;
   }
-  trace::RecordOptions ro;
+  record::RecordOptions ro;
   ro.argv = o.command;
   ro.attach_pid = o.pid;
   ro.devices = o.devices;
@@ -110,11 +110,11 @@ int run_trace(TraceOptions& o) {
   ro.max_buffer = o.max_buffer;
   ro.preload_lib = o.preload_lib;
   ro.count_events = !o.quiet;
-  Result<trace::RecordSummary> sum = Error{};
+  Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
-    sum = trace::record_preload(ro, o.output);
+    sum = record::record_preload(ro, o.output);
   } else {
-    if (auto c = trace::choose_cpu(o.cpu); !c) {
+    if (auto c = record::choose_cpu(o.cpu); !c) {
       print_error(c.error());
       return kExitBadInput;
     }
@@ -123,7 +123,7 @@ int run_trace(TraceOptions& o) {
       print_error(w.error());
       return kExitBadInput;
     }
-    sum = trace::record_ptrace(ro, **w);
+    sum = record::record_ptrace(ro, **w);
   }
   if (!sum) {
     print_error(sum.error());

@@ -380,7 +380,7 @@ void decode_other(const trace::Event& ev, Decoded& d) {
 }  // namespace
 
 // By the last component of the path, as the recorders classify device paths
-// (trace/nv_ioctl_abi.h): a trace recorded with --devices on nodes outside /dev (a container's
+// (rm/nv_ioctl_abi.h): a trace recorded with --devices on nodes outside /dev (a container's
 // mount, the test fixtures' fake nodes) decodes alike.
 Device classify_device(std::string_view path) {
   if (path.find("/nvidia-caps") != std::string_view::npos) return Device::kCaps;

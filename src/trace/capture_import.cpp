@@ -5,8 +5,8 @@
 
 #include "base/hex.hpp"
 #include "base/json_reader.hpp"
+#include "rm/nv_ioctl_abi.h"
 #include "trace/line_source.hpp"
-#include "trace/nv_ioctl_abi.h"
 
 namespace cudatool::trace {
 namespace {

@@ -6,7 +6,7 @@
 namespace cudatool::trace {
 namespace {
 
-constexpr std::array<std::pair<Sys, std::string_view>, 9> kNames{{
+constexpr std::array<std::pair<Sys, std::string_view>, 16> kNames{{
     {Sys::kOpen, "open"},
     {Sys::kClose, "close"},
     {Sys::kDup, "dup"},
@@ -16,6 +16,13 @@ constexpr std::array<std::pair<Sys, std::string_view>, 9> kNames{{
     {Sys::kExecve, "execve"},
     {Sys::kFork, "fork"},
     {Sys::kExit, "exit"},
+    {Sys::kStat, "stat"},
+    {Sys::kFile, "file"},
+    {Sys::kMknod, "mknod"},
+    {Sys::kSymlink, "symlink"},
+    {Sys::kReadlink, "readlink"},
+    {Sys::kChmod, "chmod"},
+    {Sys::kUnlink, "unlink"},
 }};
 
 }  // namespace

@@ -14,7 +14,10 @@
 namespace cudatool::trace {
 
 // Version of the trace file format written by this build (header field "cudatool_trace").
-inline constexpr int kFormatVersion = 1;
+// Version 2 added call stacks and module records, the environment events (stat, file, mknod,
+// symlink, readlink, chmod, unlink), nested buffers behind pointer members ("params.<member>")
+// and `unrecorded`; version 1 traces read as before (docs/trace-format.md).
+inline constexpr int kFormatVersion = 2;
 
 // A member this build does not know (written by a newer recorder), kept as its raw JSON text so
 // that reading and writing a trace loses nothing.
@@ -24,16 +27,26 @@ struct ExtraField {
 };
 
 enum class Sys : uint8_t {
-  kOpen,     // open/openat/openat2/creat: `path`, `open_flags`, ret = fd
-  kClose,    // close: `fd`
-  kDup,      // dup/dup2/dup3/fcntl(F_DUPFD*): `fd` (old), ret = new fd
-  kIoctl,    // ioctl: `fd`, `request`, `arg`, `nested`
-  kMmap,     // mmap: `fd`, `addr` (hint), `len`, `prot`, `map_flags`, `offset`, ret = address
-  kMunmap,   // munmap: `addr`, `len`
-  kExecve,   // a traced process replaced its image: `path` (new program)
-  kFork,     // a traced process created `child_pid` (fork/vfork/clone of a process)
-  kExit,     // a traced process or thread ended: ret = exit status, or -signal
-  kUnknown,  // a record of a kind this build does not know (read from a newer trace)
+  kOpen,    // open/openat/openat2/creat: `path`, `open_flags`, ret = fd
+  kClose,   // close: `fd`
+  kDup,     // dup/dup2/dup3/fcntl(F_DUPFD*): `fd` (old), ret = new fd
+  kIoctl,   // ioctl: `fd`, `request`, `arg`, `nested`
+  kMmap,    // mmap: `fd`, `addr` (hint), `len`, `prot`, `map_flags`, `offset`, ret = address
+  kMunmap,  // munmap: `addr`, `len`
+  kExecve,  // a traced process replaced its image: `path` (new program)
+  kFork,    // a traced process created `child_pid` (fork/vfork/clone of a process)
+  kExit,    // a traced process or thread ended: ret = exit status, or -signal
+  // The driver's view of the system (v2): calls on environment paths (/proc/driver/nvidia,
+  // /sys/module/nvidia*, /sys/bus/pci/devices, the /dev/nvidia* nodes themselves). `op` names the
+  // call as the program made it ("stat", "lstat", "statx", "access", "fopen", "mknod", …).
+  kStat,      // stat/lstat/fstatat/statx/access of `path`: `has_stat` + mode, rdev, st_size
+  kFile,      // an environment file or directory opened: `path`, `open_flags`, `content`/`entries`
+  kMknod,     // mknod of `path`: `mode`, `rdev`
+  kSymlink,   // symlink `path` -> `target`
+  kReadlink,  // readlink of `path`: `target`
+  kChmod,     // chmod of `path` to `mode`
+  kUnlink,    // unlink/remove/rmdir of `path`
+  kUnknown,   // a record of a kind this build does not know (read from a newer trace); last
 };
 
 std::string_view sys_name(Sys s);  // "open", "close", "dup", "ioctl", …
@@ -57,6 +70,13 @@ struct Buffer {
   std::string before_error;
   std::string after_error;
   std::vector<ExtraField> extra;
+};
+
+// Something a recorder could not record for a call, and why (v2), e.g. {"params", "capture
+// format: paramsSize 0, RM sizes the parameters by the class"}.
+struct Unrecorded {
+  std::string what;  // a buffer role ("params", "params.grInfoList"), or "stack", …
+  std::string why;
 };
 
 struct Event {
@@ -86,8 +106,39 @@ struct Event {
   // ioctl: `arg` is always present for ioctls; arg->addr is the raw third argument and
   // arg->size 0 when it is not read as a buffer (an integer argument, an unknown size).
   std::optional<Buffer> arg;
+  // RM escapes: the parameter buffers the argument points to ("params", "rights", "xfer"), and
+  // (v2) the buffers behind their pointer members, role "<buffer>.<member>" ("params.grInfoList").
   std::vector<Buffer> nested;
-  std::vector<ExtraField> extra;  // members this build does not know, in file order
+  // v2: the user-space call stack when the call was made: code addresses, innermost first (the
+  // first may lie in libc), at most the recorder's frame limit. Empty: not recorded.
+  std::vector<uint64_t> stack;
+  // Why the walk stopped before the outermost frame ("no unwind information at 0x…", "frame
+  // limit 32", "signal frame"); empty when it ended normally or when there is no stack.
+  std::string stack_error;
+  // Environment events (v2; see Sys).
+  std::string op;         // the call as made: "stat", "__xstat", "statx", "fopen", "opendir", …
+  std::string target;     // symlink: the link's target; readlink: the text read
+  uint64_t mode = 0;      // stat: st_mode; mknod, chmod: the mode asked for; access: the amode
+  uint64_t rdev = 0;      // stat: st_rdev; mknod: the device asked for
+  uint64_t st_size = 0;   // stat: st_size
+  bool has_stat = false;  // stat: mode/rdev/st_size hold the answer (the call succeeded)
+  std::optional<Buffer> content;     // file: the bytes of the file (role "content", in `after`)
+  std::vector<std::string> entries;  // file on a directory: its names, sorted, without . and ..
+  bool has_entries = false;
+  std::vector<Unrecorded> unrecorded;  // v2: what could not be recorded for this call, and why
+  std::vector<ExtraField> extra;       // members this build does not know, in file order
+};
+
+// A loaded ELF object of a traced process (v2): a record line of its own, written before the
+// first event whose stack holds an address in it. Frames resolve as path + (address - base).
+struct Module {
+  int32_t pid = 0;
+  std::string path;      // as the process mapped it
+  std::string build_id;  // hex of NT_GNU_BUILD_ID; "" when the object has none
+  uint64_t base = 0;     // load bias: runtime address = base + ELF virtual address
+  uint64_t lo = 0;       // the mapped range of its segments, [lo, hi)
+  uint64_t hi = 0;
+  std::vector<ExtraField> extra;
 };
 
 struct Header {
@@ -104,6 +155,8 @@ struct Header {
   std::string gpu;                            // optional free text (PCI id, name) when known
   std::string recorder;                       // "cudatool 0.1.0"
   std::string placement;                      // ptrace: "same-cpu 1", "any"; "" when not set
+  bool stacks = false;                        // v2: events carry call stacks
+  std::string env;                            // v2: globs of the environment paths recorded
   std::vector<ExtraField> extra;
 };
 

@@ -142,6 +142,12 @@ Status TraceWriter::write_event(const Event& e) {
   return st;
 }
 
+Status TraceWriter::write_module(const Module& m) {
+  line_.clear();
+  append_module_line(line_, m);
+  return emit(line_);
+}
+
 Status TraceWriter::write_trailer(const Trailer& t) {
   line_.clear();
   append_trailer_line(line_, t);
@@ -255,6 +261,16 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
     case LineKind::kHeader:
       report(offset, "", "a second trace header (traces concatenated?): ignored");
       return false;
+    case LineKind::kModule: {
+      Module m;
+      Status st = parse_module_line(piece, offset, m);
+      if (!st.ok()) {
+        report(st.error().offset.value_or(offset), st.error().field, st.error().reason);
+      } else {
+        modules_.push_back(std::move(m));
+      }
+      return false;
+    }
     case LineKind::kEvent:
       break;
   }

@@ -50,6 +50,8 @@ class TraceWriter {
   // block), so that a kill of the process loses nothing written.
   Status write_header(const Header& h);
   Status write_event(const Event& e);
+  // A module record (v2): before the first event whose stack needs it.
+  Status write_module(const Module& m);
   Status write_trailer(const Trailer& t);
   // Writes bytes that are already complete trace lines (the preload spool).
   Status write_raw_lines(std::string_view lines);
@@ -103,6 +105,9 @@ class TraceReader {
 
   // The trailer line, once next() has returned false; empty when the recorder did not finish.
   [[nodiscard]] const std::optional<Trailer>& trailer() const { return trailer_; }
+  // The module records (v2) read so far, in file order: every module an event's stack refers to
+  // precedes that event, so after next() returned it they are all here.
+  [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
   [[nodiscard]] const Diagnostics& diagnostics() const { return diag_; }
   // Line number (1-based) of the line the last event came from.
   [[nodiscard]] uint64_t line_number() const { return line_no_; }
@@ -120,6 +125,7 @@ class TraceReader {
   std::unique_ptr<LineSource> src_;
   Header header_;
   std::optional<Trailer> trailer_;
+  std::vector<Module> modules_;
   Diagnostics diag_;
   uint64_t line_no_ = 0;
   bool truncated_ = false;

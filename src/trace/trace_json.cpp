@@ -111,6 +111,50 @@ void write_buffer(Line& l, const Buffer& b) {
   l.ch('}');
 }
 
+// The members of an environment event (v2) before `ret`: op, path and what the kind adds.
+void write_environment(Line& l, const Event& e) {
+  l.key("op");
+  l.str(e.op);
+  l.key("path");
+  l.str(e.path);
+  switch (e.sys) {
+    case Sys::kStat:
+      if (e.has_stat) {
+        l.key("mode");
+        l.hex(e.mode);
+        l.key("rdev");
+        l.hex(e.rdev);
+        l.key("size");
+        l.num(e.st_size);
+      } else if (e.mode != 0) {
+        l.key("mode");  // access(2): the amode asked for
+        l.hex(e.mode);
+      }
+      break;
+    case Sys::kFile:
+      l.key("flags");
+      l.hex(e.open_flags);
+      break;
+    case Sys::kMknod:
+      l.key("mode");
+      l.hex(e.mode);
+      l.key("rdev");
+      l.hex(e.rdev);
+      break;
+    case Sys::kSymlink:
+    case Sys::kReadlink:
+      l.key("target");
+      l.str(e.target);
+      break;
+    case Sys::kChmod:
+      l.key("mode");
+      l.hex(e.mode);
+      break;
+    default:
+      break;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading
 
@@ -186,7 +230,9 @@ class LineParser {
   }
   std::string field_name() const {
     if (buffer_ == -2) return std::string(key_);
-    std::string prefix = buffer_ == -1 ? "arg." : "nested[" + std::to_string(buffer_) + "].";
+    std::string prefix = buffer_ == -1   ? "arg."
+                         : buffer_ == -3 ? "content."
+                                         : "nested[" + std::to_string(buffer_) + "].";
     return prefix + std::string(key_);
   }
 
@@ -260,7 +306,40 @@ void reset_event(Event& e) {
   e.open_flags = e.addr = e.len = e.prot = e.map_flags = e.offset = 0;
   e.child_pid = 0;
   // arg and nested keep their storage (reset after parsing when absent from the line).
+  e.stack.clear();
+  e.stack_error.clear();
+  e.op.clear();
+  e.target.clear();
+  e.mode = e.rdev = e.st_size = 0;
+  e.has_stat = false;
+  e.entries.clear();
+  e.has_entries = false;
+  e.unrecorded.clear();
   e.extra.clear();
+}
+
+bool parse_unrecorded(LineParser& p, std::vector<Unrecorded>& out) {
+  auto& r = p.r();
+  if (!r.enter_array()) return false;
+  while (r.next_element()) {
+    if (!r.enter_object()) return false;
+    Unrecorded u;
+    std::string_view k;
+    while (r.next_member(k)) {
+      bool ok = true;
+      if (k == "what") {
+        ok = r.string(u.what);
+      } else if (k == "why") {
+        ok = r.string(u.why);
+      } else {
+        std::string_view raw;
+        ok = r.raw(raw);  // a member a newer writer added: not kept
+      }
+      if (!ok) return false;
+    }
+    out.push_back(std::move(u));
+  }
+  return r.ok();
 }
 
 }  // namespace
@@ -288,6 +367,8 @@ void append_header_line(std::string& out, const Header& h) {
   if (!h.gpu.empty()) w.kv("gpu", h.gpu);
   if (!h.recorder.empty()) w.kv("recorder", h.recorder);
   if (!h.placement.empty()) w.kv("placement", h.placement);
+  if (h.stacks) w.kv("stacks", true);
+  if (!h.env.empty()) w.kv("env", h.env);
   write_extra(w, h.extra);
   w.end_object();
   w.finish();
@@ -363,6 +444,15 @@ void append_event_line(std::string& out, const Event& e) {
       l.key("child");
       l.num(int64_t{e.child_pid});
       break;
+    case Sys::kStat:
+    case Sys::kFile:
+    case Sys::kMknod:
+    case Sys::kSymlink:
+    case Sys::kReadlink:
+    case Sys::kChmod:
+    case Sys::kUnlink:
+      write_environment(l, e);
+      break;
     case Sys::kExit:
     case Sys::kUnknown:
       break;
@@ -388,6 +478,46 @@ void append_event_line(std::string& out, const Event& e) {
     }
     l.ch(']');
   }
+  if (e.content) {
+    l.key("content");
+    write_buffer(l, *e.content);
+  }
+  if (e.has_entries) {
+    l.key("entries");
+    l.ch('[');
+    for (size_t i = 0; i < e.entries.size(); ++i) {
+      if (i > 0) l.ch(',');
+      l.str(e.entries[i]);
+    }
+    l.ch(']');
+  }
+  if (!e.unrecorded.empty()) {
+    l.key("unrecorded");
+    l.ch('[');
+    for (size_t i = 0; i < e.unrecorded.size(); ++i) {
+      if (i > 0) l.ch(',');
+      l.ch('{');
+      l.key("what", true);
+      l.str(e.unrecorded[i].what);
+      l.key("why");
+      l.str(e.unrecorded[i].why);
+      l.ch('}');
+    }
+    l.ch(']');
+  }
+  if (!e.stack.empty()) {
+    l.key("stack");
+    l.ch('[');
+    for (size_t i = 0; i < e.stack.size(); ++i) {
+      if (i > 0) l.ch(',');
+      l.hex(e.stack[i]);
+    }
+    l.ch(']');
+  }
+  if (!e.stack_error.empty()) {
+    l.key("stack_error");
+    l.str(e.stack_error);
+  }
   l.extra(e.extra);
   l.raw("}\n");
 }
@@ -409,14 +539,78 @@ void append_trailer_line(std::string& out, const Trailer& t) {
   w.finish();
 }
 
+void append_module_line(std::string& out, const Module& m) {
+  Line l(out);
+  l.raw("{\"module\":{");
+  l.key("pid", true);
+  l.num(int64_t{m.pid});
+  l.key("path");
+  l.str(m.path);
+  l.key("build_id");
+  l.str(m.build_id);
+  l.key("base");
+  l.hex(m.base);
+  l.key("lo");
+  l.hex(m.lo);
+  l.key("hi");
+  l.hex(m.hi);
+  l.extra(m.extra);
+  l.raw("}}\n");
+}
+
 LineKind classify_line(std::string_view line) {
   JsonReader r(line);
   std::string_view k;
   if (r.enter_object() && r.next_member(k)) {
     if (k == "cudatool_trace") return LineKind::kHeader;
     if (k == "end") return LineKind::kTrailer;
+    if (k == "module") return LineKind::kModule;
   }
   return LineKind::kEvent;
+}
+
+Status parse_module_line(std::string_view line, uint64_t offset, Module& m) {
+  m = Module{};
+  LineParser p(line, offset);
+  auto& r = p.r();
+  bool have_module = false;
+  if (r.enter_object()) {
+    std::string_view k;
+    while (r.next_member(k)) {
+      if (k != "module") {
+        std::string_view raw;
+        if (!r.raw(raw)) break;
+        continue;
+      }
+      have_module = true;
+      if (!r.enter_object()) break;
+      while (r.next_member(k)) {
+        p.set_field(k);
+        bool ok = true;
+        if (k == "pid") {
+          ok = p.i32(m.pid);
+        } else if (k == "path") {
+          ok = p.str(m.path);
+        } else if (k == "build_id") {
+          ok = p.str(m.build_id);
+        } else if (k == "base") {
+          ok = p.u64(m.base);
+        } else if (k == "lo") {
+          ok = p.u64(m.lo);
+        } else if (k == "hi") {
+          ok = p.u64(m.hi);
+        } else {
+          ok = p.extra(m.extra, k);
+        }
+        if (!ok) break;
+      }
+    }
+  }
+  Status st = p.finish();
+  if (!st.ok()) return st;
+  if (!have_module) return make_error("", "module", offset, "module line without \"module\"");
+  if (m.hi < m.lo) return make_error("", "hi", offset, "module range ends before it starts");
+  return Status::success();
 }
 
 Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
@@ -470,6 +664,10 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
         ok = p.str(h.recorder);
       } else if (k == "placement") {
         ok = p.str(h.placement);
+      } else if (k == "stacks") {
+        ok = r.boolean(h.stacks);
+      } else if (k == "env") {
+        ok = p.str(h.env);
       } else {
         ok = p.extra(h.extra, k);
       }
@@ -489,7 +687,7 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
   reset_event(e);
   LineParser p(line, offset);
   auto& r = p.r();
-  bool have_sys = false, have_arg = false;
+  bool have_sys = false, have_arg = false, have_content = false;
   size_t nested = 0;
   if (r.enter_object()) {
     std::string_view k;
@@ -505,6 +703,19 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             ok = r.string(e.sys_raw);
             e.sys = sys_from_name(e.sys_raw);
             have_sys = ok;
+          } else if (k == "stack") {
+            if ((ok = r.enter_array())) {
+              while (r.next_element()) {
+                uint64_t a = 0;
+                if (!(ok = p.u64(a))) break;
+                e.stack.push_back(a);
+              }
+            }
+          } else if (k == "stack_error") {
+            ok = r.string(e.stack_error);
+          } else if (k == "size") {
+            ok = p.u64(e.st_size);
+            e.has_stat = ok;
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -514,6 +725,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             ok = p.u64(e.t_ns);
           } else if (k == "tid") {
             ok = p.i32(e.tid);
+          } else if (k == "target") {
+            ok = r.string(e.target);
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -553,6 +766,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             ok = p.u64(e.request);
           } else if (k == "ret") {
             ok = p.i64(e.ret);
+          } else if (k == "rdev") {
+            ok = p.u64(e.rdev);
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -560,6 +775,14 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
         case 'e':
           if (k == "errno") {
             ok = p.i32(e.err);
+          } else if (k == "entries") {
+            if ((ok = r.enter_array())) {
+              e.has_entries = true;
+              while (r.next_element()) {
+                e.entries.emplace_back();
+                if (!(ok = r.string(e.entries.back()))) break;
+              }
+            }
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -582,9 +805,25 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             ok = p.extra(e.extra, k);
           }
           break;
+        case 'm':
+          if (k == "mode") {
+            ok = p.u64(e.mode);
+          } else {
+            ok = p.extra(e.extra, k);
+          }
+          break;
+        case 'u':
+          if (k == "unrecorded") {
+            ok = parse_unrecorded(p, e.unrecorded);
+          } else {
+            ok = p.extra(e.extra, k);
+          }
+          break;
         case 'o':
           if (k == "off") {
             ok = p.u64(e.offset);
+          } else if (k == "op") {
+            ok = r.string(e.op);
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -592,6 +831,10 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
         case 'c':
           if (k == "child") {
             ok = p.i32(e.child_pid);
+          } else if (k == "content") {
+            if (!e.content) e.content.emplace();
+            ok = parse_buffer(p, *e.content, -3);
+            have_content = true;
           } else {
             ok = p.extra(e.extra, k);
           }
@@ -616,12 +859,18 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
     }
   }
   if (!have_arg) e.arg.reset();
+  if (!have_content) e.content.reset();
   e.nested.resize(nested);
   Status st = p.finish();
   if (!st.ok()) return st;
   if (!have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
-  if (e.sys != Sys::kOpen) e.open_flags = 0;
+  if (e.sys != Sys::kOpen && e.sys != Sys::kFile) e.open_flags = 0;
   if (e.sys != Sys::kMmap) e.map_flags = 0;
+  // "size" is st_size only in a stat event that succeeded.
+  if (e.sys != Sys::kStat) {
+    e.has_stat = false;
+    e.st_size = 0;
+  }
   return Status::success();
 }
 

@@ -16,11 +16,12 @@ namespace cudatool::trace {
 void append_header_line(std::string& out, const Header& h);
 void append_event_line(std::string& out, const Event& e);
 void append_trailer_line(std::string& out, const Trailer& t);
+void append_module_line(std::string& out, const Module& m);
 
-enum class LineKind { kHeader, kEvent, kTrailer };
+enum class LineKind { kHeader, kEvent, kTrailer, kModule };
 
 // What a line is, from its first member: {"cudatool_trace": …} header, {"end": …} trailer,
-// anything else an event. Does not validate the rest.
+// {"module": …} module record (v2), anything else an event. Does not validate the rest.
 LineKind classify_line(std::string_view line);
 
 // Parse one line (without its '\n'). `offset` is the file offset of the line's first byte, used
@@ -28,5 +29,6 @@ LineKind classify_line(std::string_view line);
 Status parse_header_line(std::string_view line, uint64_t offset, Header& out);
 Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
+Status parse_module_line(std::string_view line, uint64_t offset, Module& out);
 
 }  // namespace cudatool::trace

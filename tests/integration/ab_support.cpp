@@ -18,7 +18,8 @@ const AbTrace& ab_capture(const std::string& name) {
   AbTrace& t = cache[name];
   std::string capture = captures_dir() + "/" + name;
   if (access(capture.c_str(), R_OK) != 0) {
-    ADD_FAILURE() << capture << " is missing: the real captures live in ../shared/data (or set "
+    ADD_FAILURE() << capture
+                  << " is missing: the real captures ship in tests/data/captures (or set "
                   << "CUDATOOL_CAPTURES)";
     return t;
   }

@@ -1,6 +1,6 @@
-// Shared by the `cudatool ab` integration tests: the real captures of ../shared/data imported to
-// traces (by the cudatool binary), read back as events, and mutated copies written with the trace
-// writer.
+// Shared by the `cudatool ab` integration tests: the real captures of tests/data/captures imported
+// to traces (by the cudatool binary), read back as events, and mutated copies written with the
+// trace writer.
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@ struct AbTrace {
   std::vector<trace::Event> events;
 };
 
-// ../shared/data (or $CUDATOOL_CAPTURES) / name, imported once per test process with
+// tests/data/captures (or $CUDATOOL_CAPTURES) / name, imported once per test process with
 // `cudatool import --driver-version 580.159.04` (the capture's README gives the version); fails
 // the calling test (ADD_FAILURE) when the capture is missing.
 const AbTrace& ab_capture(const std::string& name);

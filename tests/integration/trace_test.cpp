@@ -167,7 +167,7 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
   ASSERT_GT(printed.size(), 40u) << r.out;
   TraceFile t = load_trace(out);
   EXPECT_TRUE(t.bad_lines.empty());
-  EXPECT_EQ(t.header["cudatool_trace"], 1);
+  EXPECT_EQ(t.header["cudatool_trace"], trace::kFormatVersion);
   EXPECT_EQ(t.header["mode"], mode());
   EXPECT_EQ(t.header["argv"][0], client());
   EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes(branch_of(t.header))), 2u);

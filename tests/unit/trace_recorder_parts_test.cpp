@@ -15,15 +15,17 @@
 #include <cstring>
 #include <random>
 
+#include "record/devices.hpp"
+#include "record/glob_match.h"
+#include "record/seccomp_filter.hpp"
+#include "record/tracee_memory.hpp"
+#include "rm/nv_ioctl_abi.h"
 #include "rm/tables.hpp"
-#include "trace/devices.hpp"
-#include "trace/glob_match.h"
-#include "trace/nv_ioctl_abi.h"
-#include "trace/seccomp_filter.hpp"
-#include "trace/tracee_memory.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
+
+using trace::Buffer;
 
 // NVIDIA's structures, declared as nvos.h and nv-ioctl.h declare them (NvP64 is an 8-aligned
 // 64-bit value): the compiler computes the offsets the recorder hard-codes.
@@ -289,4 +291,4 @@ TEST(Devices, MappingTableSplitsOnPartialUnmap) {
 }
 
 }  // namespace
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -15,11 +15,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "trace/ptrace_recorder_impl.hpp"
-#include "trace/seccomp_filter.hpp"
-#include "trace/signals.hpp"
+#include "record/ptrace_recorder_impl.hpp"
+#include "record/seccomp_filter.hpp"
+#include "record/signals.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 bool read_status_field(int tid, const char* field, int& out) {
@@ -547,4 +547,4 @@ Result<RecordSummary> record_ptrace(const RecordOptions& options, TraceWriter& o
   return r.run();
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "trace/ptrace_recorder_impl.hpp"
-#include "trace/tracee_memory.hpp"
+#include "record/ptrace_recorder_impl.hpp"
+#include "record/tracee_memory.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 std::string read_link(const std::string& p) {
@@ -409,4 +409,4 @@ void PtraceRecorder::on_exit(Thread& t, int64_t rval, bool is_error) {
   emit(ev);
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

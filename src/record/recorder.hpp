@@ -12,7 +12,15 @@
 #include "trace/event.hpp"
 #include "trace/trace_file.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
+
+// The recorders produce the trace layer's model (trace/event.hpp) through its writer.
+using trace::Buffer;
+using trace::Event;
+using trace::Header;
+using trace::Sys;
+using trace::TraceWriter;
+using trace::Trailer;
 
 struct RecordOptions {
   std::vector<std::string> argv;  // the command to run (launch mode)
@@ -62,4 +70,4 @@ Result<RecordSummary> record_preload(const RecordOptions& options, const std::st
 // this process may not run on.
 Result<int> choose_cpu(const std::string& spec);
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

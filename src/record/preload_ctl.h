@@ -1,6 +1,6 @@
 /*
  * The control block shared by `cudatool trace --mode preload` and every copy of the preload shim
- * (src/trace/preload/) in the traced processes: a small file mapped MAP_SHARED by all of them.
+ * (src/record/preload/) in the traced processes: a small file mapped MAP_SHARED by all of them.
  * Plain C, read by both sides.
  *
  * Events are appended to the trace file itself, which every shim maps MAP_SHARED: a writer

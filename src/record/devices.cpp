@@ -1,8 +1,8 @@
-#include "trace/devices.hpp"
+#include "record/devices.hpp"
 
-#include "trace/glob_match.h"
+#include "record/glob_match.h"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 DeviceMatcher::DeviceMatcher(std::string_view globs) : spec_(globs) {
   size_t start = 0;
@@ -91,4 +91,4 @@ std::string absolute_path(std::string_view base_dir, std::string_view path) {
   return out.empty() ? "/" : out;
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -89,7 +89,7 @@ static inline int nvtr_dev_kind_of_path(const char* path) {
  * same major, else the nearest (a tie goes to the newer), else — no version — the newest. A
  * request the table does not know (or whose size was not measured) is read with a bound:
  * NVTR_UVM_BOUNDED_READ bytes, clipped at the end of the mapping. */
-#include "../rm/generated/uvm_sizes.h"
+#include "generated/uvm_sizes.h"
 
 #define NVTR_UVM_BOUNDED_READ 4096u
 

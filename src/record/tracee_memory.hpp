@@ -8,10 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "rm/nv_ioctl_abi.h"
 #include "trace/event.hpp"
-#include "trace/nv_ioctl_abi.h"
 
-namespace cudatool::trace {
+namespace cudatool::record {
+
+using trace::Buffer;
 
 struct ReadResult {
   uint64_t got = 0;  // bytes read from the start
@@ -66,4 +68,4 @@ void fill_buffer(Reader&& reader, const nvtr_buf_plan& plan, uint64_t cap, bool 
   error = partial_error(r.err, r.got, plan.size);
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

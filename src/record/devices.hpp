@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 inline constexpr std::string_view kDefaultDevices = "/dev/nvidia*";
 
@@ -60,4 +60,4 @@ bool overlaps(const MappingTable& maps, uint64_t addr, uint64_t len);
 // path as the program named it, not resolved through symlinks).
 std::string absolute_path(std::string_view base_dir, std::string_view path);
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

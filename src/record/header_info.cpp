@@ -9,9 +9,9 @@
 #include <fstream>
 #include <regex>
 
-#include "trace/recorder.hpp"
+#include "record/recorder.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 Header make_header(const std::vector<std::string>& argv, const std::string& mode,
                    const std::string& devices) {
@@ -72,4 +72,4 @@ Result<int> choose_cpu(const std::string& spec) {
   return cpu;
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

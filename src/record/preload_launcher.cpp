@@ -16,13 +16,13 @@
 #include <cstring>
 #include <ctime>
 
-#include "trace/nv_ioctl_abi.h"
-#include "trace/preload_ctl.h"
-#include "trace/recorder.hpp"
-#include "trace/signals.hpp"
+#include "record/preload_ctl.h"
+#include "record/recorder.hpp"
+#include "record/signals.hpp"
+#include "rm/nv_ioctl_abi.h"
 #include "trace/trace_file.hpp"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 Error err(std::string what) {
@@ -210,7 +210,7 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   sum.events = tr.events;
   if (o.count_events) {
     // Per-kind and per-device counts, read back from the trace (which checks it, too).
-    auto r = TraceReader::open(events_path);
+    auto r = trace::TraceReader::open(events_path);
     if (!r) return r.error();
     Event ev;
     sum.events = 0;
@@ -223,7 +223,7 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   if (zst) {
     auto z = TraceWriter::create(out_path, TraceWriter::Compression::kZstd);
     if (!z) return z.error();
-    auto in = LineSource::open(events_path);
+    auto in = trace::LineSource::open(events_path);
     if (!in) return in.error();
     std::string_view line;
     uint64_t off = 0;
@@ -256,4 +256,4 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   return sum;
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -1,4 +1,4 @@
-#include "trace/tracee_memory.hpp"
+#include "record/tracee_memory.hpp"
 
 #include <sys/uio.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <iterator>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 constexpr uint64_t kPage = 4096;
@@ -138,4 +138,4 @@ std::string partial_error(int err, uint64_t got, uint64_t size) {
   return fmt::format("{} after {} of {} bytes", name, got, size);
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../nv_ioctl_abi.h"
+#include "../../rm/nv_ioctl_abi.h"
 #include "../preload_ctl.h"
 
 #define SHIM_HIDDEN __attribute__((visibility("hidden")))
@@ -43,10 +43,20 @@ enum shim_sys {
   SHIM_MMAP,
   SHIM_MUNMAP,
   SHIM_EXECVE,
-  SHIM_FORK
+  SHIM_FORK,
+  /* v2: the environment events (docs/trace-format.md) */
+  SHIM_STAT,
+  SHIM_FILE,
+  SHIM_MKNOD,
+  SHIM_SYMLINK,
+  SHIM_READLINK,
+  SHIM_CHMOD,
+  SHIM_UNLINK
 };
 
-#define SHIM_MAX_BUFS 5 /* the argument, and up to 4 nested buffers (XFER + its own two) */
+/* The argument, its nested buffers (XFER, params, rights) and those behind pointer members. */
+#define SHIM_MAX_BUFS 16
+#define SHIM_MAX_FRAMES 32 /* v2: call stack depth */
 
 struct shim_buf {
   struct nvtr_buf_plan plan;
@@ -70,8 +80,23 @@ struct shim_event {
   int err;
   uint64_t flags, addr, len, prot, off;
   int child;
+  /* v2: call stack (frames[] after bufs: only nframes is cleared per call) */
+  int nframes;
+  const char* stack_error; /* NULL: the walk ended normally */
+  /* v2: environment events */
+  const char* op;     /* the call as the program made it: "stat", "fopen", … */
+  const char* target; /* symlink, readlink */
+  uint64_t mode, rdev, st_size;
+  int has_stat;
+  const uint8_t* content; /* file: the bytes read (content_len), when has_content */
+  uint64_t content_len;
+  int has_content, content_bounded;
+  const char* entries; /* file on a directory: NUL-terminated names, one after the other */
+  uint64_t entries_len;
+  int has_entries;
   int nbufs; /* ioctl: bufs[0] is the argument */
   struct shim_buf bufs[SHIM_MAX_BUFS];
+  uint64_t frames[SHIM_MAX_FRAMES];
 };
 
 /* ---- per-thread state (initial-exec TLS) ---- */

@@ -1,4 +1,4 @@
-#include "trace/seccomp_filter.hpp"
+#include "record/seccomp_filter.hpp"
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
@@ -87,4 +87,4 @@ int install_filter(const std::vector<sock_filter>& filter) {
   return errno;
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

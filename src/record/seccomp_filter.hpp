@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 // ioctl, open, openat, openat2, creat, close, close_range, dup, dup2, dup3, fcntl(F_DUPFD,
 // F_DUPFD_CLOEXEC), mmap of a file (not MAP_ANONYMOUS), munmap, execve, execveat. x86-64 only;
@@ -18,4 +18,4 @@ std::vector<sock_filter> recorder_filter();
 // Returns 0 or an errno.
 int install_filter(const std::vector<sock_filter>& filter);
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 class RecorderSignals {
  public:
@@ -25,4 +25,4 @@ class RecorderSignals {
   [[nodiscard]] int last() const;
 };
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

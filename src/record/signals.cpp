@@ -1,10 +1,10 @@
-#include "trace/signals.hpp"
+#include "record/signals.hpp"
 
 #include <signal.h>
 
 #include <iterator>
 
-namespace cudatool::trace {
+namespace cudatool::record {
 namespace {
 
 volatile sig_atomic_t g_count = 0;
@@ -50,4 +50,4 @@ int RecorderSignals::last() const {
   return g_last;
 }
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

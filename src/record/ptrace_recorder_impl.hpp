@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trace/devices.hpp"
-#include "trace/nv_ioctl_abi.h"
-#include "trace/recorder.hpp"
+#include "record/devices.hpp"
+#include "record/recorder.hpp"
+#include "rm/nv_ioctl_abi.h"
 
-namespace cudatool::trace {
+namespace cudatool::record {
 
 class RecorderSignals;
 
@@ -130,4 +130,4 @@ class PtraceRecorder {
   std::string end_reason_;
 };
 
-}  // namespace cudatool::trace
+}  // namespace cudatool::record

@@ -1,0 +1,287 @@
+/* The recording behaviour of the preload shim (hooks.h): each call is performed through the next
+ * definition (libc's, or another interposer's) and recorded when it concerns a device. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/limits.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+#include "hooks.h"
+#include "shim.h"
+
+/* The event of a call about to be made; its time is taken by start() just before the call. */
+static void begin(struct shim_event* ev, int sys) {
+  memset(ev, 0, offsetof(struct shim_event, bufs));
+  ev->sys = sys;
+  ev->pid = shim_pid;
+  ev->tid = shim_tid();
+  ev->fd = -1;
+}
+
+static void start(struct shim_event* ev) {
+  ev->t = shim_now();
+}
+
+static void finish(struct shim_event* ev, long r, int err) {
+  ev->dur = shim_now() - ev->t;
+  ev->has_dur = 1;
+  ev->ret = r;
+  ev->err = r == -1 ? err : 0;
+}
+
+/* ---- ioctl ---- */
+
+/* Reads one buffer's `before` side into scratch slot 0 at *used. */
+static int read_pre(struct shim_buf* b, size_t* used) {
+  b->pre_len = b->post_len = 0;
+  b->pre_err = b->post_err = 0;
+  b->over_cap = b->plan.size > shim_max_buffer();
+  if (b->plan.size == 0 || b->over_cap) return 0;
+  uint8_t* base = shim_scratch(0, *used + 2 * b->plan.size, 1);
+  if (base == NULL) return -1;
+  b->pre_at = *used;
+  b->post_at = *used + b->plan.size;
+  *used += 2 * b->plan.size;
+  b->pre_len =
+      shim_read(b->plan.addr, base + b->pre_at, b->plan.size, b->plan.bounded, &b->pre_err);
+  return 0;
+}
+
+static void read_post(struct shim_buf* b, uint8_t* base) {
+  if (b->plan.size == 0 || b->over_cap) return;
+  b->post_len =
+      shim_read(b->plan.addr, base + b->post_at, b->plan.size, b->plan.bounded, &b->post_err);
+}
+
+long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int via_syscall) {
+  int idx = shim_dev_of_fd(fd);
+  if (idx < 0 || !shim_ready()) return shim_perform(c);
+  shim_count(via_syscall ? &shim_ctl->route_syscall : &shim_ctl->route_ioctl);
+  if (shim_t.busy) {
+    shim_count(&shim_ctl->lost);
+    return shim_perform(c);
+  }
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_IOCTL);
+  ev.fd = fd;
+  ev.path = shim_path(idx);
+  ev.req = (uint32_t)req; /* the kernel takes an unsigned int */
+  int kind = shim_path_kind(idx);
+  size_t used = 0;
+  int ok = 1;
+  ev.bufs[0].plan = nvtr_plan_arg(kind, (uint32_t)req, arg, shim_uvm_branch());
+  ev.nbufs = 1;
+  ok = read_pre(&ev.bufs[0], &used) == 0;
+  if (ok) {
+    struct nvtr_buf_plan plans[2];
+    uint8_t* base = shim_scratch(0, 0, 1);
+    int n =
+        nvtr_plan_nested(kind, (uint32_t)req, base + ev.bufs[0].pre_at, ev.bufs[0].pre_len, plans);
+    for (int i = 0; i < n && ok; ++i) {
+      ev.bufs[ev.nbufs].plan = plans[i];
+      ok = read_pre(&ev.bufs[ev.nbufs++], &used) == 0;
+    }
+    /* An XFER's target holds the parameters of another escape, with its own nested buffers. */
+    if (ok && n == 1 && plans[0].role[0] == 'x') {
+      base = shim_scratch(0, 0, 1);
+      const struct shim_buf* x = &ev.bufs[1];
+      int m = nvtr_plan_xfer_inner(base + ev.bufs[0].pre_at, base + x->pre_at, x->pre_len, plans);
+      for (int i = 0; i < m && ok; ++i) {
+        ev.bufs[ev.nbufs].plan = plans[i];
+        ok = read_pre(&ev.bufs[ev.nbufs++], &used) == 0;
+      }
+    }
+  }
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (ok) {
+    uint8_t* base = shim_scratch(0, 0, 1);
+    for (int i = 0; i < ev.nbufs; ++i) {
+      read_post(&ev.bufs[i], base);
+      ev.bufs[i].pre = base + ev.bufs[i].pre_at;
+      ev.bufs[i].post = base + ev.bufs[i].post_at;
+    }
+    shim_emit(&ev);
+  } else {
+    shim_count(&shim_ctl->lost);
+  }
+  shim_scratch_trim();
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+/* ---- fds ---- */
+
+long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) {
+  char abs[PATH_MAX];
+  int idx = -1;
+  if (!shim_ready() || shim_t.busy || !shim_device_path(dirfd, path, abs, &idx)) {
+    return shim_perform(c);
+  }
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_OPEN);
+  ev.path = shim_path(idx);
+  ev.flags = flags;
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (r >= 0) shim_fd_set((int)r, idx);
+  shim_emit(&ev);
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+long beh_close(struct shim_call* c, int fd) {
+  int idx = shim_dev_of_fd(fd);
+  if (idx < 0 || !shim_ready()) return shim_perform(c);
+  if (shim_t.busy) {
+    long r = shim_perform(c);
+    shim_fd_clear(fd);
+    shim_count(&shim_ctl->lost);
+    return r;
+  }
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_CLOSE);
+  ev.fd = fd;
+  ev.path = shim_path(idx);
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (r == 0 || err != EBADF) shim_fd_clear(fd); /* Linux releases the fd even on EINTR/EIO */
+  shim_emit(&ev);
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+long beh_close_range(struct shim_call* c, unsigned lo, unsigned hi, unsigned flags) {
+  long r = shim_perform(c);
+  int err = errno;
+  if (r != 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0 || !shim_ready()) return r;
+  for (unsigned fd = lo; fd <= hi && fd < 65536; ++fd) {
+    int idx = shim_dev_of_fd((int)fd);
+    if (idx < 0) continue;
+    shim_fd_clear((int)fd);
+    if (shim_t.busy) continue;
+    shim_t.busy = 1;
+    struct shim_event ev;
+    begin(&ev, SHIM_CLOSE);
+    ev.fd = (int)fd;
+    ev.path = shim_path(idx);
+    start(&ev);
+    finish(&ev, 0, 0);
+    shim_emit(&ev);
+    shim_t.busy = 0;
+  }
+  errno = err;
+  return r;
+}
+
+/* dup, dup2, dup3, fcntl(F_DUPFD*): newfd -1 when the call picks it. */
+long beh_dup(struct shim_call* c, int oldfd, int newfd) {
+  int idx = shim_dev_of_fd(oldfd);
+  int replaced = newfd >= 0 && newfd != oldfd && shim_dev_of_fd(newfd) >= 0;
+  if ((idx < 0 && !replaced) || !shim_ready()) return shim_perform(c);
+  if (idx < 0 || shim_t.busy) {
+    long r = shim_perform(c);
+    if (r >= 0) {
+      if (idx >= 0) {
+        shim_fd_set((int)r, idx);
+        shim_count(&shim_ctl->lost);
+      } else {
+        shim_fd_clear((int)r); /* another file put over a device fd */
+      }
+    }
+    return r;
+  }
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_DUP);
+  ev.fd = oldfd;
+  ev.path = shim_path(idx);
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (r >= 0) shim_fd_set((int)r, idx);
+  shim_emit(&ev);
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+/* ---- mappings ---- */
+
+long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int flags, int fd,
+              uint64_t off) {
+  int idx = (flags & MAP_ANONYMOUS) ? -1 : shim_dev_of_fd(fd);
+  if (idx < 0 || !shim_ready()) return shim_perform(c);
+  if (shim_t.busy) {
+    shim_count(&shim_ctl->lost);
+    return shim_perform(c);
+  }
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_MMAP);
+  ev.fd = fd;
+  ev.path = shim_path(idx);
+  ev.addr = addr;
+  ev.len = len;
+  ev.prot = (uint64_t)(unsigned)prot;
+  ev.flags = (uint64_t)(unsigned)flags;
+  ev.off = off;
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (r != -1) shim_map_add((uint64_t)r, len, idx);
+  shim_emit(&ev);
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
+  if (!shim_ready() || shim_t.busy || !shim_map_overlaps(addr, len)) return shim_perform(c);
+  shim_t.busy = 1;
+  struct shim_event ev;
+  begin(&ev, SHIM_MUNMAP);
+  ev.addr = addr;
+  ev.len = len;
+  start(&ev);
+  long r = shim_perform(c);
+  int err = errno;
+  finish(&ev, r, err);
+  if (r == 0) {
+    int idx = shim_map_remove(addr, len);
+    if (idx >= 0) ev.path = shim_path(idx);
+  }
+  shim_emit(&ev);
+  shim_t.busy = 0;
+  errno = err;
+  return r;
+}
+
+/* ---- calls on paths and fstat: performed, not recorded (yet) ---- */
+
+long beh_path(struct shim_call* c) {
+  return shim_perform(c);
+}
+
+long beh_fstat(struct shim_call* c, int fd) {
+  (void)fd;
+  return shim_perform(c);
+}
