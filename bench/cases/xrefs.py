@@ -2,27 +2,35 @@
 `xrefs` query from a fresh process against `objdump -d`, which a user would otherwise run (and
 then grep) to find call sites; and one query on the SQLite file with the sqlite3 CLI. On the
 550 build and on 580.159.04 from ../shared/data (unpacked beside the cudatool binary the bench
-uses, in bench-data/), the 96 MB build with 35,417 FDEs. objdump takes tens of seconds on 580, so
+uses, in real-data/ as the tests do), the 96 MB build with 35,417 FDEs. objdump takes tens of seconds on 580, so
 those cases run 3 times after one warmup. Peak RSS of `index` and `objdump -d` is reported once."""
 import os
 import subprocess
+import sys
 
 
 def shared_580(ctx):
+    """The 580 build as the test harness finds it: $CUDATOOL_SHARED_DATA when set (then only
+    there), else ../shared/data beside the tree or beside a worktree one level deeper; unpacked
+    once into <build>/real-data beside the cudatool binary used."""
     name = "libcuda.so.580.159.04"
-    dirs = [os.environ.get("CUDATOOL_SHARED_DATA", ""), os.path.join(ctx.root, "..", "shared", "data"),
-            os.path.join(ctx.root, "..", "..", "shared", "data")]
-    src = next((os.path.join(d, name + ".xz") for d in dirs if d and os.path.exists(os.path.join(d, name + ".xz"))),
+    env = os.environ.get("CUDATOOL_SHARED_DATA", "")
+    dirs = [env] if env else [os.path.join(ctx.root, "..", "shared", "data"),
+                              os.path.join(ctx.root, "..", "..", "shared", "data")]
+    src = next((os.path.join(d, name + ".xz") for d in dirs if os.path.exists(os.path.join(d, name + ".xz"))),
                None)
     if src is None:
+        print("bench: xrefs: %s.xz not found (set CUDATOOL_SHARED_DATA); 580 cases left out" % name,
+              file=sys.stderr)
         return None
-    dest_dir = os.path.join(os.path.dirname(ctx.cudatool), "bench-data")
+    dest_dir = os.path.join(os.path.dirname(ctx.cudatool), "real-data")
     dest = os.path.join(dest_dir, name)
-    if not os.path.exists(dest):
+    if not os.path.exists(dest) or os.path.getmtime(dest) < os.path.getmtime(src):
         os.makedirs(dest_dir, exist_ok=True)
-        with open(dest + ".tmp", "wb") as f:
+        tmp = "%s.tmp.%d" % (dest, os.getpid())
+        with open(tmp, "wb") as f:
             subprocess.run(["xz", "-dc", src], stdout=f, check=True)
-        os.rename(dest + ".tmp", dest)
+        os.rename(tmp, dest)
     return dest
 
 

@@ -1,5 +1,5 @@
 // The cross-reference index of every real build (the Debian builds of tools/drivers.list and
-// 580.159.04 from ../shared/data) against independent tools, at test time:
+// the shared 580.159.04, harness.hpp's shared_builds()) against independent tools, at test time:
 //  - every direct call and jump that objdump -d labels <NAME@plt> is in the index, counted per
 //    target (ioctl, mmap, open, …), and the index has no others;
 //  - every direct call site objdump prints in .text is in the index, and no other;
@@ -43,10 +43,8 @@ std::string sample_difference(const Pairs& a, const Pairs& b) {
 class XrefsReal : public ::testing::TestWithParam<DriverBuild> {
  protected:
   void SetUp() override {
-    std::string why;
-    lib_ = xref_lib(GetParam(), &why);
-    if (lib_.empty() && GetParam().lib_path.empty()) GTEST_SKIP() << why;
-    ASSERT_FALSE(lib_.empty()) << why;
+    CUDATOOL_REQUIRE_BUILD(GetParam());
+    lib_ = GetParam().lib_path;
   }
   std::string lib_;
 };
@@ -152,7 +150,10 @@ TEST_P(XrefsReal, NamesAreTheFunctionMapsNames) {
   EXPECT_EQ(f.json["named"].get<size_t>(), named);
 }
 
-INSTANTIATE_TEST_SUITE_P(Real, XrefsReal, ::testing::ValuesIn(xref_builds()), driver_test_name);
+INSTANTIATE_TEST_SUITE_P(Debian, XrefsReal, ::testing::ValuesIn(driver_builds()), driver_test_name);
+// libcuda 580.159.04 from the shared test data (skipped, saying how to get it, when absent).
+INSTANTIATE_TEST_SUITE_P(SharedData, XrefsReal, ::testing::ValuesIn(shared_builds()),
+                         driver_test_name);
 
 }  // namespace
 }  // namespace cudatool::test

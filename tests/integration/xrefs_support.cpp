@@ -1,11 +1,9 @@
 #include "xrefs_support.hpp"
 
 #include <sqlite3.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -165,63 +163,6 @@ std::vector<std::vector<std::string>> sqlite_rows(const std::string& db, const s
   sqlite3_finalize(st);
   sqlite3_close(h);
   return rows;
-}
-
-std::vector<DriverBuild> xref_builds() {
-  std::vector<DriverBuild> b = driver_builds();
-  DriverBuild s;
-  s.package = "libcuda (../shared/data)";
-  s.version = "580.159.04";
-  b.push_back(s);
-  return b;
-}
-
-std::string shared_580(std::string* why) {
-  const std::string name = "libcuda.so.580.159.04";
-  std::string src;
-  std::vector<std::string> dirs;
-  if (const char* e = std::getenv("CUDATOOL_SHARED_DATA"); e != nullptr && *e != '\0')
-    dirs.emplace_back(e);
-  dirs.push_back(source_dir() + "/../shared/data");
-  dirs.push_back(source_dir() + "/../../shared/data");
-  for (const auto& d : dirs) {
-    if (access((d + "/" + name + ".xz").c_str(), R_OK) == 0) {
-      src = d + "/" + name + ".xz";
-      break;
-    }
-  }
-  if (src.empty()) {
-    *why = name +
-           ".xz not found in $CUDATOOL_SHARED_DATA, <source>/../shared/data or "
-           "<source>/../../shared/data: it is NVIDIA's binary, kept beside the project "
-           "(never in it); point CUDATOOL_SHARED_DATA at the directory that holds it";
-    return {};
-  }
-  const std::string dir = fixtures_dir() + "/../data";
-  const std::string dest = dir + "/" + name;
-  struct stat sb {};
-  if (::stat(dest.c_str(), &sb) == 0 && sb.st_size > 0) return dest;
-  ::mkdir(dir.c_str(), 0755);
-  const std::string tmp = dest + ".tmp." + std::to_string(getpid());
-  RunResult r =
-      sh("xz -dc '" + src + "' > '" + tmp + "' && mv -f '" + tmp + "' '" + dest + "'", 600);
-  if (r.status != 0) {
-    std::remove(tmp.c_str());
-    *why = "cannot unpack " + src + ": " + r.err;
-    return {};
-  }
-  return dest;
-}
-
-std::string xref_lib(const DriverBuild& b, std::string* why) {
-  if (!b.lib_path.empty()) {
-    if (access(b.lib_path.c_str(), R_OK) != 0) {
-      *why = b.lib_path + " is missing: run tools/fetch-drivers.sh";
-      return {};
-    }
-    return b.lib_path;
-  }
-  return shared_580(why);
 }
 
 std::string build_index(const std::string& lib, const std::string& name) {

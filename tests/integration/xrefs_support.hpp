@@ -49,16 +49,6 @@ std::vector<std::pair<uint64_t, uint64_t>> readelf_relative(const std::string& l
 // Rows of a query on an SQLite file, every value as text ("" for NULL).
 std::vector<std::vector<std::string>> sqlite_rows(const std::string& db, const std::string& sql);
 
-// tools/drivers.list's builds plus 580.159.04 from ../shared/data (version "580.159.04",
-// lib_path empty: shared_580() finds and unpacks it at test time).
-std::vector<DriverBuild> xref_builds();
-// The unpacked 580.159.04 in the build tree (tests/data/), or "" with *why set when
-// libcuda.so.580.159.04.xz is not found: $CUDATOOL_SHARED_DATA, <source>/../shared/data,
-// <source>/../../shared/data.
-std::string shared_580(std::string* why);
-// lib_path, or for 580 the unpacked copy; "" (and *why) when unavailable.
-std::string xref_lib(const DriverBuild& b, std::string* why);
-
 // "cudatool index LIB -o <temp>/<name>.sqlite"; returns the file (asserts success).
 std::string build_index(const std::string& lib, const std::string& name);
 
