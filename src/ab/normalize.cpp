@@ -28,9 +28,11 @@ constexpr std::array kMmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 
 constexpr std::array kMunmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 8}};
 constexpr std::array kPathLayout{CallMember{"path", 0, 0}};
 constexpr std::array kNameLayout{CallMember{"sys", 0, 0}};
-// Environment events (v2): the answer's numbers, then op, path and target as text.
+// Environment events (v2, normalize_env.cpp): the answer's numbers and the flags, then the path
+// (and a link's target) as text.
 constexpr std::array kEnvLayout{CallMember{"mode", 0, 8}, CallMember{"rdev", 8, 8},
-                                CallMember{"size", 16, 8}, CallMember{"path", 24, 0}};
+                                CallMember{"size", 16, 8}, CallMember{"flags", 24, 8},
+                                CallMember{"path", 32, 0}};
 
 }  // namespace
 
@@ -46,6 +48,8 @@ std::string_view role_name(Role r) {
       return "xfer";
     case Role::kRights:
       return "rights";
+    case Role::kContent:
+      return "content";
     case Role::kOther:
       break;
   }
@@ -100,8 +104,8 @@ Normalizer::State::State(NormalizedTrace& o, const rm::Tables& tables,
     n = std::max<size_t>(n, size_t{s.first_field} + s.field_count);
   }
   field_cache.assign(n, 0);
-  for (Role r :
-       {Role::kCall, Role::kArg, Role::kParams, Role::kXfer, Role::kRights, Role::kOther}) {
+  for (Role r : {Role::kCall, Role::kArg, Role::kParams, Role::kXfer, Role::kRights, Role::kOther,
+                 Role::kContent}) {
     set_name(mix(detail::kTagBuffer, static_cast<uint64_t>(r)), std::string(role_name(r)));
   }
 }
@@ -235,18 +239,12 @@ void Normalizer::add(const trace::Event& ev) {
     case trace::Sys::kSymlink:
     case trace::Sys::kReadlink:
     case trace::Sys::kChmod:
-    case trace::Sys::kUnlink: {
-      CallImage ci;
-      for (uint64_t v : {ev.mode, ev.rdev, ev.st_size}) ci.u64(v);
-      ci.text(ev.op);
-      ci.text(std::string_view("\0", 1));
-      ci.text(ev.path);
-      ci.text(std::string_view("\0", 1));
-      ci.text(ev.target);
-      add_call_image(ci, {});
+    case trace::Sys::kUnlink:
+      detail::add_environment(s, ev, ne);
       break;
-    }
     case trace::Sys::kFork:  // the child's pid differs between runs; its calls carry the facts
+      ne.ret = ev.err == 0 && ev.ret >= 0 ? 0 : ev.ret;
+      break;
     case trace::Sys::kExit:
       break;
   }
@@ -256,7 +254,10 @@ void Normalizer::add(const trace::Event& ev) {
   key = mix(key, ne.request);
   key = mix(key, ne.nr);
   if (ne.cmd) key = mix(key, *ne.cmd + (uint64_t{1} << 32));
-  if (ev.sys == trace::Sys::kOpen) key = mix(key, hash_bytes(ev.path.data(), ev.path.size()));
+  // Opens and environment events are calls on a path: another path is another call.
+  if (ev.sys == trace::Sys::kOpen || trace::is_environment(ev.sys)) {
+    key = mix(key, hash_bytes(ev.path.data(), ev.path.size()));
+  }
   ne.key = key;
   uint64_t shape = mix(key, static_cast<uint64_t>(ne.ret));
   shape = mix(shape, ne.ret_sym != 0);

@@ -51,7 +51,8 @@ struct Subst {
 
 // Which buffer of an event an image comes from. kCall: the members of the system call itself
 // (open flags and path, mmap addr/len/prot/flags/offset, …), laid out by call_layout().
-enum class Role : uint8_t { kCall, kArg, kParams, kXfer, kRights, kOther };
+// kContent (v2): an environment file's bytes, or a directory's names (one per line).
+enum class Role : uint8_t { kCall, kArg, kParams, kXfer, kRights, kOther, kContent };
 std::string_view role_name(Role r);
 
 struct CallMember {

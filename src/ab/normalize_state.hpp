@@ -152,6 +152,8 @@ namespace detail {
 // normalize_ioctl.cpp: the buffers and RM identity of an ioctl.
 void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne);
 Role role_of(std::string_view role);
+// normalize_env.cpp: the members and content of an environment event (stat, file, mknod, …).
+void add_environment(Normalizer::State& s, const trace::Event& ev, NormEvent& ne);
 }  // namespace detail
 
 }  // namespace cudatool::ab
