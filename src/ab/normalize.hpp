@@ -12,8 +12,9 @@
 //
 // and fields known to vary between identical runs are masked by rule (ab/rules.hpp). Each event
 // keeps its normalised argument images (member bytes, symbols out of line) so that a divergence
-// can name the members that differ, and two hashes: `key` (which call: alignment may pair two
-// events with the same key) and `full` (everything compared).
+// can name the members that differ, and hashes: `key` (which call: alignment may pair two events
+// with the same key), `input` (the call, its objects and its input bytes: what was asked),
+// `shape` (everything compared but which names the symbols are) and `full` (everything compared).
 #pragma once
 
 #include <cstdint>
@@ -104,6 +105,7 @@ struct NormEvent {
   uint64_t ret_sym = 0;  // open/dup: the new fd's symbol; mmap: the mapping's symbol
   int32_t err = 0;
   uint64_t key = 0;     // which call
+  uint64_t input = 0;   // which call, on which names, with which input bytes: what was asked
   uint64_t shape = 0;   // everything compared but the names symbols stand for
   uint64_t full = 0;    // everything compared
   uint64_t buffer = 0;  // first buffer in NormalizedTrace::buffers
