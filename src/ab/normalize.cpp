@@ -110,6 +110,7 @@ Normalizer::Normalizer(NormalizedTrace& out, const rm::Tables& tables,
                        const NormalizeOptions& options)
     : out_(out), st_(std::make_unique<State>(out, tables, options)) {
   out_.tables = &tables;
+  if (options.api_namer) st_->api_namer = options.api_namer(out_.header);
 }
 
 Normalizer::~Normalizer() = default;
@@ -285,6 +286,13 @@ void Normalizer::add(const trace::Event& ev) {
   ne.shape = shape;
   ne.input = input;
   ne.full = mix(shape, names);
+  if (s.api_namer) {
+    if (std::optional<std::string> api = s.api_namer(ev); api && !api->empty()) {
+      auto [it, added] = s.api_ids.try_emplace(*api, static_cast<uint32_t>(out_.api_names.size()));
+      if (added) out_.api_names.push_back(*api);
+      ne.api = it->second;
+    }
+  }
   out_.events.push_back(ne);
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -111,6 +112,7 @@ struct NormEvent {
   uint64_t buffer = 0;  // first buffer in NormalizedTrace::buffers
   uint32_t buffer_count = 0;
   const rm::Tables* tables = nullptr;
+  uint32_t api = 0;  // the CUDA API call in progress: index into NormalizedTrace::api_names
 };
 
 struct GpuIdentity {
@@ -136,16 +138,26 @@ struct NormalizedTrace {
   std::vector<int32_t> thread_tids;                 // role → tid
   std::unordered_map<uint64_t, std::string> names;  // symbol id → display name
   MaskCounts masks;
+  // Names of CUDA API calls (NormalizeOptions::api_namer); [0] is "", for events it did not name.
+  std::vector<std::string> api_names{std::string()};
 
   [[nodiscard]] std::string name(uint64_t sym) const;
   // "params+0x10", "c0/2", "/dev/nvidiactl#1", "0x0".
   [[nodiscard]] std::string describe(const Subst& s) const;
 };
 
+// Names the CUDA API call in progress when an event was made ("cuDevicePrimaryCtxRetain"), or
+// nothing. The recorder's call stacks and the trace's module map are what can answer it; ab/ only
+// asks.
+using ApiNamer = std::function<std::optional<std::string>(const trace::Event&)>;
+
 struct NormalizeOptions {
   // Apply the rules of ab/rules.cpp for members that vary between identical runs. Off only to
   // show that each rule is needed.
   bool rules = true;
+  // Made once per trace from its header (where a module map would be), then asked for each
+  // event; unset (the default) or returning an empty ApiNamer: no event is named.
+  std::function<ApiNamer(const trace::Header&)> api_namer;
 };
 
 class Normalizer {
