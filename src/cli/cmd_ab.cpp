@@ -74,7 +74,9 @@ void register_ab(CLI::App& app, int* exit_code) {
       "inserted,\n"
       "missing and reordered calls are found; the report starts with the first divergence and its\n"
       "context, decoded (escape, control command, class, status by name), with the members that\n"
-      "differ. Traces from different drivers or GPUs are flagged before anything else.\n"
+      "differ. Traces from different drivers or GPUs are flagged before anything else. A run\n"
+      "that stops early (a failure, a teardown, an exit) is one finding: the calls of the other\n"
+      "run that it never made are counted, not listed (--all lists them).\n"
       "\n"
       "Exit status: 0 equivalent, 1 divergent, 2 bad input (unreadable file, not a trace, damaged\n"
       "lines: the comparison of what could be read is still printed).");
