@@ -229,7 +229,7 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
     }
     out.push_back(std::string("then ") + s + " " + what + "ended after " +
                   plural(ms.total, "event", "events") + ending(ms) + ";");
-    out.push_back(std::string(1, o) + " made " + plural(mo.events, "more call", "more calls") +
+    out.push_back(std::string(1, o) + " made " + plural(ee.remaining, "more call", "more calls") +
                   ending(mo) + ".");
     std::string where = ee.after == kNone
                             ? std::string("at the start")

@@ -27,7 +27,7 @@ button { font-size: 12px; }
 #list { flex: 1; overflow: auto; position: relative; font: 12px monospace; }
 #canvas { position: relative; }
 #window { position: absolute; left: 0; right: 0; }
-.r { display: grid; grid-template-columns: 2ch 6ch 6ch minmax(0, 1fr) 18ch minmax(0, 1fr) 18ch;
+.r { display: grid; grid-template-columns: 2ch 6ch 6ch minmax(0, 1fr) 24ch minmax(0, 1fr) 24ch;
      column-gap: 1ch; height: var(--h);
      line-height: var(--h); white-space: nowrap; cursor: pointer; border-bottom: 1px solid #f0f0f0; }
 .r > span { overflow: hidden; text-overflow: ellipsis; }
