@@ -168,9 +168,15 @@ def check(b, page, filters, width, height, screenshot=None):
 
     # Expand the first divergence with a click on it.
     f = report["first"]
+    report["expanded"] = None
     if f:
         b.click((f["left"] + f["right"]) / 2, (f["top"] + f["bottom"]) / 2)
-        b.until("!!document.querySelector('#window .d')", 10)
+        try:
+            b.until("!!document.querySelector('#window .d')", 10)
+        except RuntimeError as e:  # the caller says what is missing
+            report["problems"] = [str(e)]
+            f = None
+    if f:
         report["expanded"] = b.eval("""(function(){
           const d = document.querySelector('#window .d');
           const names = (side) => Array.from(d.querySelectorAll('.side.' + side + ' .m .mn')).map(e => e.textContent);

@@ -179,7 +179,8 @@ TEST(AbHtml, InAHeadlessBrowser) {
 
   // Clicking it shows the decoded members of both calls, and the member that differs.
   const json& x = j["expanded"];
-  ASSERT_TRUE(x.is_object());
+  ASSERT_TRUE(x.is_object()) << "clicking the first divergence expanded nothing: "
+                             << j.value("problems", json::array()).dump();
   EXPECT_EQ(x["row"], c.divergences.front().entry);
   rm::Decoded da = decoded('a', p.n);
   for (const rm::Field& f : da.args) {
