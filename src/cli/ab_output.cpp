@@ -230,8 +230,9 @@ void aftermath_json(JsonWriter& w, const ab::Aftermath& m) {
   w.begin_object();
   w.kv("events_after", m.events).kv("teardown", m.teardown);
   w.key("calls").begin_array();
-  for (const auto& [call, n] : m.calls)
+  for (const auto& [call, n] : m.calls) {
     w.begin_object().kv("call", call).kv("count", n).end_object();
+  }
   w.end_array();
   w.kv("events", m.total);
   w.kv_or_null("end_reason", m.end_reason.value_or(""));
