@@ -9,6 +9,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils elfutils gdb sqlite3 linux-perf strace xz-utils zstd jq dpkg-dev apt
   python3 python3-pyelftools hyperfine clang-format debian-archive-keyring
+  chromium  # the `ab --html` page is tested in it, headless (tests/browser/ab_html_check.py)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -114,6 +114,7 @@ Normalizer::Normalizer(NormalizedTrace& out, const rm::Tables& tables,
                        const NormalizeOptions& options)
     : out_(out), st_(std::make_unique<State>(out, tables, options)) {
   out_.tables = &tables;
+  if (options.api_namer) st_->api_namer = options.api_namer(out_.header);
 }
 
 Normalizer::~Normalizer() = default;
@@ -264,22 +265,35 @@ void Normalizer::add(const trace::Event& ev) {
   shape = mix(shape, static_cast<uint64_t>(static_cast<uint32_t>(ne.err)));
   shape = mix(shape, ne.fd != 0);
   uint64_t names = mix(ne.ret_sym, ne.fd);
+  // What was asked: the call's own members and every buffer as it was before the call, with the
+  // names in them (the object an RM call is about is a handle member of its argument).
+  uint64_t input = mix(key, ne.fd);
   for (uint64_t i = ne.buffer; i < out_.buffers.size(); ++i) {
     const NormBuffer& nb = out_.buffers[i];
-    shape = mix(shape, (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable);
-    shape = mix(shape, nb.compared);
-    shape = mix(shape, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    bool is_input = nb.role == Role::kCall || !nb.after;
+    uint64_t tag = (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable;
+    uint64_t content = mix(nb.compared, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    shape = mix(mix(shape, tag), content);
+    if (is_input) input = mix(mix(input, tag), content);
     for (uint64_t k = nb.subst; k < nb.subst + nb.subst_count; ++k) {
       const Subst& x = out_.substs[k];
-      shape = mix(shape, (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) |
-                             static_cast<uint64_t>(x.kind));
-      shape = mix(shape, x.delta);
+      uint64_t where =
+          (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) | static_cast<uint64_t>(x.kind);
+      shape = mix(mix(shape, where), x.delta);
       names = mix(names, x.base);
+      if (is_input) input = mix(mix(mix(input, where), x.delta), x.base);
     }
   }
   ne.shape = shape;
-  uint64_t full = mix(shape, names);
-  ne.full = full;
+  ne.input = input;
+  ne.full = mix(shape, names);
+  if (s.api_namer) {
+    if (std::optional<std::string> api = s.api_namer(ev); api && !api->empty()) {
+      auto [it, added] = s.api_ids.try_emplace(*api, static_cast<uint32_t>(out_.api_names.size()));
+      if (added) out_.api_names.push_back(*api);
+      ne.api = it->second;
+    }
+  }
   out_.events.push_back(ne);
 }
 
