@@ -14,6 +14,8 @@ namespace cudatool::cli {
 namespace {
 
 struct ReplayCliOptions {
+  std::string trace, bisect_good;  // as CLI11 fills them
+  std::vector<std::string> command;
   std::vector<std::string> args;  // TRACE (or GOOD BAD) -- CMD ARGS…, as left over by CLI11
   std::vector<std::string> injects;
   std::string output;
@@ -127,9 +129,11 @@ void register_replay(CLI::App& app, int* exit_code) {
       "replay",
       "Run a program with its kernel-driver calls answered from a recorded trace (no GPU needed)");
   cmd->add_option(
-      "--inject", o->injects,
-      "change one recorded answer (repeatable): seq=N or cmd=/class=/call=NAME[,nth=K], "
-      "then status=, member=PATH,value=, errno= or ret=");
+         "--inject", o->injects,
+         "change one recorded answer (repeatable): seq=N or cmd=/class=/call=NAME[,nth=K], "
+         "then status=, member=PATH,value=, errno= or ret=")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("-o,--output", o->output,
                   "write the replayed run as a trace (header mode \"replay\"), for cudatool ab");
   cmd->add_option("--deadline", o->deadline,
@@ -139,9 +143,10 @@ void register_replay(CLI::App& app, int* exit_code) {
   cmd->add_option("--report", o->report, "write the report to this file instead of stderr");
   cmd->add_flag("--program-status", o->program_status,
                 "exit with the program's own status (128+N for signal N) instead of the verdict");
-  cmd->add_flag("--bisect", o->bisect,
-                "GOOD.trace BAD.trace: find the smallest set of BAD's answers that makes the "
-                "command fail as BAD failed");
+  cmd->add_option(
+      "--bisect", o->bisect_good,
+      "GOOD.trace (then BAD.trace as TRACE): find the smallest set of BAD's answers that makes the "
+      "command fail as BAD failed");
   cmd->add_option("--fails-if", o->fails_if,
                   "--bisect: a try fails when the program's output (stdout and stderr) matches "
                   "this extended regex (default: BAD's exit status)");
@@ -149,9 +154,10 @@ void register_replay(CLI::App& app, int* exit_code) {
                   "the replay shim (default: libcudatool_replay.so beside cudatool)");
   cmd->add_option("--keep", o->keep, "keep the answer table, log and environment tree in DIR");
   cmd->add_flag("-q,--quiet", o->quiet, "print no report");
-  // TRACE (GOOD BAD with --bisect), then -- CMD [ARGS...]: options may stand between TRACE and
-  // "--", so the positionals are taken from what CLI11 leaves over.
-  cmd->allow_extras();
+  // TRACE, then -- CMD [ARGS...] (CLI11 drops the "--"). --bisect takes GOOD.trace as its value,
+  // so that `--bisect GOOD BAD -- CMD` leaves one trace positional.
+  cmd->add_option("TRACE", o->trace, "the recording (BAD.trace with --bisect GOOD.trace)");
+  cmd->add_option("CMD", o->command, "the command to run, after --")->take_all();
   cmd->footer(
       "Examples:\n"
       "  cudatool replay run.trace -- ./work kern.cubin\n"
@@ -173,8 +179,12 @@ void register_replay(CLI::App& app, int* exit_code) {
       "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"
       "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
       "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.");
-  cmd->callback([o, exit_code, cmd] {
-    o->args = cmd->remaining();
+  cmd->callback([o, exit_code] {
+    o->bisect = !o->bisect_good.empty();
+    if (o->bisect) o->args.push_back(o->bisect_good);
+    if (!o->trace.empty()) o->args.push_back(o->trace);
+    if (!o->command.empty()) o->args.emplace_back("--");
+    o->args.insert(o->args.end(), o->command.begin(), o->command.end());
     *exit_code = run_replay_cmd(*o);
   });
 }

@@ -59,7 +59,7 @@ static long new_device_fd(uint64_t flags) {
   int sv[2];
   int type = SOCK_STREAM | ((flags & O_CLOEXEC) ? SOCK_CLOEXEC : 0) |
              ((flags & O_NONBLOCK) ? SOCK_NONBLOCK : 0);
-  long r = RS_SYS(SYS_socketpair, AF_UNIX, type, sv);
+  long r = rs_sys6(SYS_socketpair, AF_UNIX, type, 0, (long)sv, 0, 0);
   if (r < 0) {
     errno = (int)-r;
     return -1;
