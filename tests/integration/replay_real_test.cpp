@@ -1,8 +1,7 @@
 // `cudatool replay` with the real libcuda 580.159.04 (the shared data directory; unpacked into
 // the build tree, never committed) answered from the real capture of work.c on an H200
 // (tests/data/captures/trace_a, imported): cuInit and the device queries give what the recording
-// says, the primary context is created (the fake GPU carries out the channels' semaphores),
-// injections give the failures the H200 gave, the replayed trace compares with the recording,
+// says, injections give the failures the H200 gave, the replayed trace compares with the recording,
 // and a trace of another driver version is refused. Without the library: SKIPPED, and why.
 #include <gtest/gtest.h>
 
@@ -81,9 +80,12 @@ TEST_F(ReplayReal, CuInitAndDeviceQueriesReturnTheRecordedValues) {
   ASSERT_TRUE(norm);
   EXPECT_EQ(p.device["name"], (*norm)->gpu.name);
   EXPECT_EQ(p.device["count"], 1);
+  // The H200 of trace_a as the driver API reported it on that machine (issue 14): libcuda turns
+  // the recorded FB_GET_INFO_V2 and GR_GET_INFO answers into these.
+  EXPECT_EQ(p.device["name"], "NVIDIA H200");
   EXPECT_EQ(p.device["cc"], "9.0");
-  EXPECT_GT(p.device["mem"].get<uint64_t>(), 0u);
-  EXPECT_GT(p.device["sms"].get<int>(), 0);
+  EXPECT_EQ(p.device["mem"].get<uint64_t>(), 150109880320u);
+  EXPECT_EQ(p.device["sms"].get<int>(), 132);
   // The build-version strings the capture lacks were supplied from the header, and said so.
   EXPECT_FALSE(r.report["synthesized"].empty());
   EXPECT_EQ(r.report["end"], "exit");
@@ -101,18 +103,10 @@ TEST_F(ReplayReal, InjectedFbInfoFailureMakesCuInitFailWith100) {
             std::string::npos);
 }
 
-TEST_F(ReplayReal, PrimaryContextIsCreated) {
-  ReplayRun r = replay_probe("ctx");
-  ASSERT_TRUE(r.report.is_object()) << r.run.err;
-  Probe p = parse_probe(r.run.out);
-  EXPECT_EQ(p.ret["cuDevicePrimaryCtxRetain"], 0) << r.run.out << r.report.dump(1);
-  EXPECT_EQ(p.ret["cuCtxSetCurrent"], 0);
-  EXPECT_GT(r.report["fake_gpu"]["semaphore_releases"].get<uint64_t>(), 0u);
-}
-
 TEST_F(ReplayReal, InjectedChannelFailuresMakeContextCreationFailWith801) {
-  for (const char* spec : {"cmd=NV906F_CTRL_GET_CLASS_ENGINEID,nth=1,status=NV_ERR_NOT_SUPPORTED",
-                           "cmd=NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,nth=1,status=NV_ERR_NOT_SUPPORTED"}) {
+  for (const char* spec :
+       {"cmd=NV906F_CTRL_GET_CLASS_ENGINEID,nth=1,status=NV_ERR_NOT_SUPPORTED",
+        "cmd=NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,nth=1,status=NV_ERR_NOT_SUPPORTED"}) {
     ReplayRun r = replay_probe("ctx", {"--inject", spec});
     ASSERT_TRUE(r.report.is_object()) << r.run.err;
     Probe p = parse_probe(r.run.out);

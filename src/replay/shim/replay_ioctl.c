@@ -72,7 +72,10 @@ static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
     uint64_t p = u64_at(post, n, 16); /* pAllocParms of NVOS21 and NVOS64 (nvos.h) */
     if (size > 0 && (uint32_t)size <= sizeof params) {
       uint64_t got = rs_read(p, params, (uint64_t)size);
-      rs_gpu_channel(e->h_new, id->cls, params, got);
+      /* The handle as the program named it (hObjectNew of NVOS21/NVOS64): an answer that was a
+       * failure in the recording (and injected a success) has no recorded new object. */
+      uint32_t h = e->h_new != 0 ? e->h_new : u32_at(post, n, 8);
+      rs_gpu_channel(h, id->cls, params, got);
     }
   } else if (esc != NULL && (esc->flags & RP_ESCF_MAP)) {
     rs_gpu_map_memory(rs_handle(u32_at(post, n, g->map_hmemory)), u64_at(post, n, g->map_offset),
