@@ -1,7 +1,8 @@
 // `cudatool replay` with the real libcuda 580.159.04 (the shared data directory; unpacked into
 // the build tree, never committed) answered from the real capture of work.c on an H200
 // (tests/data/captures/trace_a, imported): cuInit and the device queries give what the recording
-// says, injections give the failures the H200 gave, the replayed trace compares with the recording,
+// says, the primary context is created (the fake GPU carries out the channels' semaphores),
+// injections give the failures the H200 gave, the replayed trace compares with the recording,
 // and a trace of another driver version is refused. Without the library: SKIPPED, and why.
 #include <gtest/gtest.h>
 
@@ -101,6 +102,15 @@ TEST_F(ReplayReal, InjectedFbInfoFailureMakesCuInitFailWith100) {
   ASSERT_EQ(r.report["injected"].size(), 1u);
   EXPECT_NE(r.report["injected"][0].get<std::string>().find("NV_ERR_NOT_SUPPORTED"),
             std::string::npos);
+}
+
+TEST_F(ReplayReal, PrimaryContextIsCreated) {
+  ReplayRun r = replay_probe("ctx");
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  Probe p = parse_probe(r.run.out);
+  EXPECT_EQ(p.ret["cuDevicePrimaryCtxRetain"], 0) << r.run.out << r.report.dump(1);
+  EXPECT_EQ(p.ret["cuCtxSetCurrent"], 0);
+  EXPECT_GT(r.report["fake_gpu"]["semaphore_releases"].get<uint64_t>(), 0u);
 }
 
 TEST_F(ReplayReal, InjectedChannelFailuresMakeContextCreationFailWith801) {

@@ -38,6 +38,7 @@ struct cpu_map {
 };
 struct linear {
   uint32_t h_memory;
+  uint32_t used; /* an mmap took it */
   uint64_t offset, length, linear;
 };
 struct gpu_map {
@@ -82,19 +83,30 @@ static int thread_started;
 void rs_gpu_map_memory(uint32_t h, uint64_t offset, uint64_t length, uint64_t linear) {
   rs_lock(&lock);
   if (nlins == MAX_LINEAR) memmove(lins, lins + 1, sizeof lins[0] * (--nlins));
-  lins[nlins++] = (struct linear){h, offset, length, linear};
+  lins[nlins++] = (struct linear){h, 0, offset, length, linear};
   rs_unlock(&lock);
 }
 
 void rs_gpu_mmap(int path, uint64_t off, uint64_t cpu, uint64_t len) {
   rs_lock(&lock);
   struct cpu_map m = {cpu, len, path, 0, 0};
-  for (int i = nlins - 1; i >= 0; --i) {
-    if (lins[i].linear == off) {
-      m.h_memory = lins[i].h_memory;
-      m.mem_off = lins[i].offset;
-      break;
-    }
+  /* The mapping's file offset is the linear address MAP_MEMORY answered (the fixture's way), or
+   * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, maps the memory
+   * with it and mmaps it at 0): then the newest MAP_MEMORY of that length no mmap took. */
+  int hit = -1;
+  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
+    if (lins[i].linear == off && off != 0) hit = i;
+  }
+  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
+    if (!lins[i].used && lins[i].length == len) hit = i;
+  }
+  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
+    if (lins[i].linear == off) hit = i;
+  }
+  if (hit >= 0) {
+    m.h_memory = lins[hit].h_memory;
+    m.mem_off = lins[hit].offset;
+    lins[hit].used = 1;
   }
   if (ncpus < MAX_CPU_MAPS) cpus[ncpus++] = m;
   rs_unlock(&lock);
