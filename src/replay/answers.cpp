@@ -339,7 +339,7 @@ Status apply_injections(Ctx& c, const std::vector<Injection>& injections) {
       uint8_t bytes[4];
       store_le<uint32_t>(bytes, *st);
       c.b.patch(v.status_buf, 0, 0, static_cast<uint32_t>(v.status_off), bytes, 4);
-      change = fmt::format("status {} → {}", status_name(c.t, old), status_name(c.t, *st));
+      change = fmt::format("status {} -> {}", status_name(c.t, old), status_name(c.t, *st));
     } else if (!inj.err.empty()) {
       int en = *parse_errno(inj.err);
       e.ret = -1;

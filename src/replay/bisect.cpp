@@ -117,7 +117,7 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
       if (f.side == "in") continue;
       answer = true;
       if (!change.empty()) change += ", ";
-      change += fmt::format("{} {} → {}", f.field, f.a, f.b);
+      change += fmt::format("{} {} -> {}", f.field, f.a, f.b);
     }
     if (!answer) continue;  // the program asked differently: a consequence, not an answer
     AnswerDiff a;
