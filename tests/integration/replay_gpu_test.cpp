@@ -33,8 +33,8 @@ LibRecording record_lib(const std::string& name, const std::string& mode) {
   LibRecording r;
   r.dir = make_fake_devices(name);
   r.trace = temp_dir() + "/" + name + ".jsonl";
-  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode", "preload", "-q", "-o",
-                                r.trace, "--devices", r.dir + "/*", "--"};
+  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode",    "preload",    "-q",
+                                "-o",           r.trace, "--devices", r.dir + "/*", "--"};
   auto cmd = lib_cmd(r.dir, mode, "50");
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   RunResult t = run(argv);
