@@ -39,7 +39,7 @@ LibRecording record_lib(const std::string& name, const std::string& mode) {
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   RunResult t = run(argv);
   EXPECT_EQ(t.status, 0) << t.err;
-  r.printed = load_printed(t.out);
+  r.printed = json_lines(t.out);
   TraceFile tf = load_trace(r.trace);
   for (const json& e : tf.events) {
     if (e["sys"] != "ioctl") continue;
@@ -69,7 +69,7 @@ TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
   EXPECT_EQ(recorded["copied"], false);
   ReplayRun r = replay(rec.trace, rec.injections, lib_cmd(rec.dir, "ce"));
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
-  json work = work_line(load_printed(r.run.out));
+  json work = work_line(json_lines(r.run.out));
   ASSERT_TRUE(work.is_object()) << r.run.out;
   EXPECT_EQ(work["host"], true) << r.report.dump(1);
   EXPECT_EQ(work["ce"], true);
@@ -80,7 +80,7 @@ TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
   EXPECT_EQ(r.report["injected"].size(), 5u);
   // The threads' and the child's controls were answered as recorded (ENOTTY on fake nodes).
   size_t controls = 0;
-  for (const json& e : load_printed(r.run.out)) {
+  for (const json& e : json_lines(r.run.out)) {
     if (e.contains("call") && e["call"].get<std::string>().rfind("control-", 0) == 0) {
       EXPECT_EQ(e["ret"], -1) << e.dump();
       ++controls;
@@ -100,7 +100,7 @@ TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
   EXPECT_EQ(r.run.status, 1);
   EXPECT_EQ(r.report["end"], "deadline");
   uint64_t mem = 0;
-  for (const json& e : load_printed(r.run.out)) {
+  for (const json& e : json_lines(r.run.out)) {
     if (e.contains("mem")) mem = std::stoull(e["mem"].get<std::string>(), nullptr, 16);
   }
   ASSERT_NE(mem, 0u) << r.run.out;

@@ -39,6 +39,19 @@ std::set<std::string> host_nvidia_nodes() {
   return out;
 }
 
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  size_t at = 0;
+  while (at < out.size()) {
+    size_t nl = out.find('\n', at);
+    if (nl == std::string::npos) nl = out.size();
+    auto j = nlohmann::json::parse(out.substr(at, nl - at), nullptr, false);
+    if (!j.is_discarded() && j.is_object()) v.push_back(std::move(j));
+    at = nl + 1;
+  }
+  return v;
+}
+
 std::vector<nlohmann::json> deviations(const nlohmann::json& report, const std::string& kind) {
   std::vector<nlohmann::json> out;
   if (!report.is_object()) return out;

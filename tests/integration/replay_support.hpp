@@ -23,6 +23,9 @@ ReplayRun replay(const std::string& trace, const std::vector<std::string>& extra
 // The names under /dev that begin with "nvidia" (and /dev/char entries for major 195).
 std::set<std::string> host_nvidia_nodes();
 
+// Every line of a program's output that is a JSON object (load_printed keeps only "sys" lines).
+std::vector<nlohmann::json> json_lines(const std::string& out);
+
 // Deviations of a report with the given kind ("unrecorded", "skipped", …).
 std::vector<nlohmann::json> deviations(const nlohmann::json& report, const std::string& kind);
 
