@@ -7,6 +7,7 @@
 #include "base/json_reader.hpp"
 #include "rm/nv_ioctl_abi.h"
 #include "trace/line_source.hpp"
+#include "trace/trace_json.hpp"
 
 namespace cudatool::trace {
 namespace {
@@ -53,13 +54,7 @@ bool read_hex(JsonReader& r, std::vector<uint8_t>& out, const char*& why) {
 // Members of a trace event: a capture field the importer does not know but that has one of these
 // names is kept as "capture.<name>", so that the line keeps one member per name.
 bool is_trace_member(std::string_view k) {
-  static constexpr std::string_view kNames[] = {
-      "seq",   "t",   "dur",    "pid",   "tid",  "sys", "fd",   "path", "req",  "ret",
-      "errno", "arg", "nested", "flags", "addr", "len", "prot", "off",  "child"};
-  for (auto n : kNames) {
-    if (n == k) return true;
-  }
-  return k.substr(0, 8) == "capture.";
+  return is_event_member(k) || k.substr(0, 8) == "capture.";
 }
 
 // A raw syscall result: -4095..-1 is -errno.

@@ -1,8 +1,8 @@
-// `cudatool import`: the capture format of ../shared/data (one JSON object per line: seq, t_us,
-// tid, sys, path, flags, fd, addr, len, prot, off, req, ret, pre, post, nptr, npre, npost; see its
-// README) into a trace. Nothing of a capture line is lost: fields map as below, fields this build
-// does not know are kept as extra members ("capture.<name>" when a trace event member has that
-// name, e.g. a "t" field, so that no name appears twice in a line).
+// `cudatool import`: the capture format of tests/data/captures (one JSON object per line: seq,
+// t_us, tid, sys, path, flags, fd, addr, len, prot, off, req, ret, pre, post, nptr, npre, npost;
+// see its README) into a trace. Nothing of a capture line is lost: fields map as below, fields this
+// build does not know are kept as extra members ("capture.<name>" when a trace event member has
+// that name, e.g. a "t" field, so that no name appears twice in a line).
 //
 //   t_us (µs at completion)   -> t (ns; no duration: captures know only completion time)
 //   tid                       -> tid, pid 0 (captures record no pid)

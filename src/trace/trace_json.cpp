@@ -728,6 +728,18 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
   return Status::success();
 }
 
+bool is_event_member(std::string_view key) {
+  // Every key parse_event_line below dispatches on; keep the two in step.
+  static constexpr std::string_view kMembers[] = {
+      "seq",  "sys",  "stack", "stack_error", "size", "t",   "tid",   "target",  "dur",     "pid",
+      "path", "prot", "fd",    "flags",       "req",  "ret", "rdev",  "errno",   "entries", "arg",
+      "addr", "len",  "mode",  "unrecorded",  "off",  "op",  "child", "content", "nested"};
+  for (std::string_view m : kMembers) {
+    if (m == key) return true;
+  }
+  return false;
+}
+
 Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
   reset_event(e);
   LineParser p(line, offset);
