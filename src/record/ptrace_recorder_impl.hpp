@@ -85,6 +85,7 @@ class PtraceRecorder {
   bool on_entry(Thread& t, int nr, const uint64_t* args);  // true: wants the exit stop
   void on_exit(Thread& t, int64_t rval, bool is_error);
   void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
+  void read_pointees(Thread& t, PendingCall& c);
   // One side of n buffers: one pread of the thread's stack when they all lie in it above the
   // stack pointer (that memory is mapped read-write: it holds the live frames), else one
   // process_vm_readv (fill_buffers). False from stack_fill when it could not be used.
@@ -114,6 +115,8 @@ class PtraceRecorder {
   std::vector<int> path_kind_;  // nvtr_dev_kind per path id
   // UVM parameter sizes of the driver branch (nv_ioctl_abi.h), chosen from the header's version.
   const nvtr_uvm_branch* uvm_ = nullptr;
+  // RM class sizes and pointer rules of the same branch (nv_ioctl_abi.h).
+  const nvtr_rm_branch* rm_ = nullptr;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, std::shared_ptr<Process>> procs_;
   bool attach_mode_ = false;
