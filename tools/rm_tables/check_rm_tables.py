@@ -266,6 +266,12 @@ def check_rm_params(c, root):
         if open(path).read() != open(os.path.join(tmp, "rm_params.h")).read():
             c.error(path, "differs from the class sizes and pointer rules of the branch "
                     "directories (rerun gen_rm_tables.py --index-only)")
+        doc = os.path.join(root, "..", "..", "..", "docs", "rm-pointers.md")
+        if os.path.exists(doc):  # in the source tree (not in a copy of the tables alone)
+            rmemit.emit_pointer_doc(tmp, os.path.join(tmp, "rm-pointers.md"))
+            if open(doc).read() != open(os.path.join(tmp, "rm-pointers.md")).read():
+                c.error(doc, "differs from the branches' pointer_members.inc and pointers.inc "
+                        "(rerun gen_rm_tables.py --index-only)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -490,10 +490,15 @@ def main():
     ap.add_argument("--index-only", action="store_true",
                     help="only rewrite the files made from the branch directories already in --out "
                          "(branches.inc, uvm_sizes.h): needs no NVIDIA sources")
+    ap.add_argument("--pointer-doc", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                          "docs", "rm-pointers.md"),
+                    help="where the list of pointer members goes (\"\": not written)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
     if args.index_only:
         rmemit.emit_index(os.path.abspath(args.out), None)
+        if args.pointer_doc:
+            rmemit.emit_pointer_doc(os.path.abspath(args.out), args.pointer_doc)
         return 0
     if not args.tree and not (args.git_dir and args.rev):
         ap.error("give --git-dir with --rev, or --tree with --version")
@@ -508,6 +513,8 @@ def main():
     if not args.check:
         os.makedirs(out, exist_ok=True)
         generate(args, out, log)
+        if args.pointer_doc:
+            rmemit.emit_pointer_doc(out, args.pointer_doc)
         return 0
     # Regenerate the named releases over a copy of the committed tree, then compare.
     tmp = tempfile.mkdtemp(prefix="rmtables-check.")
