@@ -47,7 +47,7 @@ constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP | PT
 }  // namespace
 
 PtraceRecorder::PtraceRecorder(const RecordOptions& o, TraceWriter& out)
-    : opt_(o), out_(out), devices_(o.devices) {}
+    : opt_(o), out_(out), devices_(o.devices), env_(o.env) {}
 
 uint64_t PtraceRecorder::now_ns() const {
   timespec ts{};
@@ -103,7 +103,9 @@ Event PtraceRecorder::base_event(const Thread& t, Sys sys, uint64_t t_entry) con
 void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
   ++sum_.by_sys[std::string(sys_name(ev.sys))];
-  if (!ev.path.empty() && ev.sys != Sys::kExecve) ++sum_.by_path[ev.path];
+  if (!ev.path.empty() && ev.sys != Sys::kExecve && !trace::is_environment(ev.sys)) {
+    ++sum_.by_path[ev.path];
+  }
   if (!write_error_.empty()) return;
   Status st = out_.write_event(ev);
   if (!st.ok()) write_error_ = st.error().message();
@@ -122,7 +124,7 @@ Status PtraceRecorder::launch(int cpu) {
   if (pipe2(sync, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return make_error("trace", "", std::nullopt, fmt::format("pipe: {}", std::strerror(errno)));
   }
-  std::vector<sock_filter> filter = recorder_filter();
+  std::vector<sock_filter> filter = recorder_filter(!env_.spec().empty());
   std::vector<char*> argv;
   for (const auto& a : opt_.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -488,6 +490,7 @@ Result<RecordSummary> PtraceRecorder::run() {
   sum_.placement = cpu >= 0 ? fmt::format("same-cpu {}", cpu) : "any";
   Header h = make_header(opt_.argv, "ptrace", devices_.spec());
   h.placement = sum_.placement;
+  h.env = env_.spec();
   uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
                                                     : 0);
   rm_ = nvtr_rm_branch_for_major(uvm_->major);

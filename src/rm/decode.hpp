@@ -106,6 +106,9 @@ struct Decoded {
   std::vector<std::string> partial;
   // v2: what the recorder says it could not record for the call (trace::Event::unrecorded).
   std::vector<trace::Unrecorded> unrecorded;
+  // Environment events (v2: stat, file, mknod, …): the readable text after the call name
+  // ("/dev/nvidiactl → char 195:255 0666 (__xstat)"); `args` hold the same facts as members.
+  std::string summary;
 
   void clear();
 };

@@ -383,6 +383,7 @@ class Parser {
         }
         return std::nullopt;
       case kPath:
+      case kOp:
         return 0;
       case kCall:
         for (int i = 0; i <= static_cast<int>(trace::Sys::kUnknown); ++i) {
@@ -443,7 +444,7 @@ class Parser {
       case kSys:
         return fmt::format(
             "no event kind '{}' (sys is one of open, close, dup, ioctl, mmap, "
-            "munmap, execve, fork, exit)",
+            "munmap, execve, fork, exit, stat, file, mknod, symlink, readlink, chmod, unlink)",
             s);
       case kDevice:
         return fmt::format(
