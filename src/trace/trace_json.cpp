@@ -91,6 +91,10 @@ void write_buffer(Line& l, const Buffer& b) {
   l.key("size");
   l.num(b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
+  if (!b.sized_by.empty()) {
+    l.key("sized_by");
+    l.str(b.sized_by);
+  }
   if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
     l.key("pre");
     l.bytes(b.before);
@@ -302,6 +306,7 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
   b.role.clear();
   b.addr = b.size = 0;
   b.bounded = false;
+  b.sized_by.clear();
   b.before.clear();
   b.after.clear();
   b.before_error.clear();
@@ -321,6 +326,8 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
       ok = p.u64(b.size);
     } else if (k == "bounded") {
       ok = r.boolean(b.bounded);
+    } else if (k == "sized_by") {
+      ok = r.string(b.sized_by);
     } else if (k == "pre") {
       ok = p.hex(b.before);
     } else if (k == "post") {
