@@ -71,12 +71,13 @@ Result<ReplayLog> parse_log(ByteView bytes) {
     for (uint32_t i = 0; i < nbufs && !bad; ++i) {
       LogBuffer lb;
       uint16_t role = b.u16();
-      b.skip(2);
+      uint16_t flags = b.u16();
       lb.ptr_off = b.u32();
       lb.addr = b.u64();
       lb.size = b.u32();
       uint32_t pre = b.u32(), post = b.u32();
-      b.skip(4);
+      uint32_t bound = b.u32();
+      if ((flags & RP_LOG_BUF_BOUNDED) != 0) lb.bound = bound;
       uint64_t room = (2 * static_cast<uint64_t>(lb.size) + 7) & ~uint64_t{7};
       if (!b.ok() || pre > lb.size || post > lb.size || room > b.remaining()) {
         log.diagnostics.report(

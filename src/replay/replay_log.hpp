@@ -19,6 +19,7 @@ struct LogBuffer {
   uint32_t ptr_off = 0;
   uint64_t addr = 0;
   uint32_t size = 0;
+  uint32_t bound = 0;  // read with this bound (no size known): the trace's size, bounded
   std::vector<uint8_t> pre, post;
 };
 

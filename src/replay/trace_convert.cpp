@@ -26,6 +26,11 @@ trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
     if (got == 0) return "EFAULT";
     return fmt::format("EFAULT after {} of {} bytes", got, b.size);
   };
+  if (b.bound != 0) {  // as the recorders write a bounded read: the bound, the bytes got
+    out.size = b.bound;
+    out.bounded = true;
+    return out;
+  }
   out.before_error = error(b.pre.size());
   out.after_error = error(b.post.size());
   return out;

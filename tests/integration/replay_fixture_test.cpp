@@ -29,14 +29,16 @@ struct Recorded {
   std::vector<json> printed;
 };
 
-// Records `nv_client DIR mode` on fake device nodes, then deletes the nodes.
-Recorded record(const std::string& name, const std::string& mode) {
+// Records `nv_client DIR mode` on fake device nodes (with ASLR off, as the replays run it, so that
+// the pointers inside the parameters are the same in both), then deletes the nodes. `status`:
+// cudatool trace's, the program's own (139 for a crash).
+Recorded record(const std::string& name, const std::string& mode, int status = 0) {
   Recorded r;
   r.dir = make_fake_devices(name);
   r.trace = temp_dir() + "/" + name + ".jsonl";
   RunResult t = run({cudatool_bin(), "trace", "--mode", "preload", "-q", "-o", r.trace, "--devices",
-                     r.dir + "/*", "--", client(), r.dir, mode});
-  EXPECT_EQ(t.status, 0) << t.err;
+                     r.dir + "/*", "--", "setarch", "-R", client(), r.dir, mode});
+  EXPECT_EQ(t.status, status) << t.err;
   r.printed = load_printed(t.out);
   std::filesystem::remove_all(r.dir);
   return r;
@@ -91,7 +93,7 @@ TEST(ReplayFixture, NvClientGetsItsRecordedAnswers) {
   ASSERT_GT(rec.printed.size(), 40u);
   std::set<std::string> nodes = host_nvidia_nodes();
   std::string out = temp_dir() + "/rp-full-replayed.jsonl";
-  ReplayRun r = replay(rec.trace, {"-o", out}, {client(), rec.dir, "full"});
+  ReplayRun r = replay(rec.trace, {"-o", out}, {"setarch", "-R", client(), rec.dir, "full"});
   EXPECT_EQ(r.run.status, 0) << r.run.err;
   EXPECT_EQ(host_nvidia_nodes(), nodes);
   EXPECT_FALSE(std::filesystem::exists(rec.dir)) << "the replay created the device directory";
@@ -167,7 +169,7 @@ TEST(ReplayFixture, UnrecordedCallsGetThePolicyAndAStallIsStopped) {
   // Recorded: open and three RM controls (then a crash). Replayed: the same, then an RM control
   // of a new command every 20 ms: unrecorded, no twin, so NV_ERR_NOT_SUPPORTED, and no progress:
   // the deadline stops the program.
-  Recorded rec = record("rp-few", "segv");
+  Recorded rec = record("rp-few", "segv", 139);
   ReplayRun r = replay(rec.trace, {"--deadline", "1"}, {client(), rec.dir, "loop"}, 60);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.status, 1);

@@ -350,6 +350,7 @@ static void atfork_child(void) {
   rs_t.stack_lo = rs_t.stack_hi = 0;
   rs_t.stack_probes = 0;
   if (state != kReady) return;
+  __atomic_fetch_add(&rs.st->processes, 1, __ATOMIC_RELAXED);
   /* The child's device fds, for an exec it may make. */
   for (int fd = 0; fd < MAX_FD; ++fd) {
     int p = rs_fd_path(fd);

@@ -37,6 +37,13 @@ static const struct nvtr_uvm_branch* uvm_branch(void) {
   return b;
 }
 
+/* RM sizes (class-sized allocation parameters) and pointer rules of the trace's driver branch. */
+static const struct nvtr_rm_branch* rm_branch(void) {
+  static const struct nvtr_rm_branch* b;
+  if (b == NULL) b = nvtr_rm_branch_for_major(rs.t->driver_major);
+  return b;
+}
+
 static int role_buf(const char* role, int in_xfer) {
   if (role[0] == 'p') return in_xfer ? RP_BUF_XPARAMS : RP_BUF_PARAMS;
   if (role[0] == 'r') return RP_BUF_RIGHTS;
@@ -126,7 +133,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     id.nr = NVTR_IOC_NR(r32);
     uint32_t esize = NVTR_IOC_SIZE(r32);
     struct nvtr_buf_plan np[2];
-    int n = nvtr_plan_nested(kind, r32, argb, alen, np);
+    int n = nvtr_plan_nested(kind, r32, argb, alen, rm_branch(), np);
     add_plans(b, np, n, 0);
     if (b[RP_BUF_XFER].present) {
       uint64_t xs = b[RP_BUF_XFER].size < sizeof xb ? b[RP_BUF_XFER].size : sizeof xb;
@@ -137,7 +144,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
       idlen = xlen;
       id_addr = b[RP_BUF_XFER].addr;
       id_size = b[RP_BUF_XFER].size;
-      n = nvtr_plan_xfer_inner(argb, xb, xlen, np);
+      n = nvtr_plan_xfer_inner(argb, xb, xlen, rm_branch(), np);
       add_plans(b, np, n, 1);
     }
     esc = rs_escape(id.nr, esize);
@@ -186,6 +193,10 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     w.r->req = r32;
     for (int k = 0; k < RP_BUF_COUNT; ++k) {
       if (b[k].present) lb[k] = rs_log_buf(&w, (uint16_t)k, 0, b[k].addr, (uint32_t)b[k].size);
+    }
+    if (ap.bounded && lb[RP_BUF_ARG] != NULL) { /* read with a bound: the trace says so */
+      lb[RP_BUF_ARG]->pad = RP_LOG_BUF_BOUNDED;
+      lb[RP_BUF_ARG]->pad2 = (uint32_t)ap.size;
     }
     for (int k = 0; k < nmb; ++k) {
       const struct rp_patch* p = &patches[mb_patch[k]];
