@@ -285,8 +285,9 @@ enum rp_outcome {
   RP_OUT_ENV,           /* an environment call, answered from the private tree */
 };
 
-#define RP_LOG_BUF_BOUNDED 1u /* rp_log_buf.pad: read with a bound of pad2 bytes (no size known) \
-                               */
+#define RP_LOG_BUF_BOUNDED                                              \
+  1u /* rp_log_buf.pad: read with a bound of pad2 bytes (no size known) \
+      */
 struct rp_log_buf {
   uint16_t role; /* enum rp_buf, or 0xffff for a member buffer (ptr_off gives the pointer) */
   uint16_t pad;  /* RP_LOG_BUF_* */
