@@ -92,7 +92,8 @@ struct Builder {
 };
 
 // Runs of bytes the kernel changed: pre vs post over `limit` bytes (post past pre counts as
-// changed); runs closer than 8 bytes are merged.
+// changed). Exact runs: a byte the kernel left alone is never written (the program's own input
+// may differ from the recording's there).
 std::vector<std::pair<uint32_t, uint32_t>> changed_runs(const trace::Buffer& b, uint64_t limit) {
   std::vector<std::pair<uint32_t, uint32_t>> runs;
   if (b.after.empty()) return runs;
@@ -109,11 +110,8 @@ std::vector<std::pair<uint32_t, uint32_t>> changed_runs(const trace::Buffer& b, 
     uint64_t start = i, last = i;
     while (i < n) {
       bool d = i >= b.before.size() || b.before[i] != b.after[i];
-      if (d) {
-        last = i;
-      } else if (i - last >= 8) {
-        break;
-      }
+      if (!d) break;
+      last = i;
       ++i;
     }
     runs.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(last + 1 - start));

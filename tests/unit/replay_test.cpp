@@ -203,29 +203,43 @@ TEST(ReplayAnswers, WritesBackOnlyTheChangedBytes) {
   EXPECT_EQ(alloc.id.nr, 0x2bu);
   EXPECT_EQ(alloc.id.cls, 0x41u);
   EXPECT_EQ(alloc.h_new, 0u);
-  ASSERT_EQ(alloc.patch_count, 1u);
-  const rp_patch& p = v.patch(alloc.patch_first);
-  EXPECT_EQ(p.buf, RP_BUF_ARG);
-  EXPECT_EQ(p.off, 8u);
-  EXPECT_EQ(p.len, 4u);
-  EXPECT_EQ(load_le<uint32_t>(v.blob() + p.data), 0xc1d00001u);
+  // Answer: the bytes of hObjectNew (0xc1d00001 at 8) that differ from the call's 0: 8, 10, 11.
+  std::set<uint32_t> alloc_written;
+  uint8_t applied[32] = {};
+  for (uint32_t i = 0; i < alloc.patch_count; ++i) {
+    const rp_patch& p = v.patch(alloc.patch_first + i);
+    EXPECT_EQ(p.buf, RP_BUF_ARG);
+    for (uint32_t k = 0; k < p.len && p.off + k < sizeof applied; ++k) {
+      alloc_written.insert(p.off + k);
+      applied[p.off + k] = v.blob()[p.data + k];
+    }
+  }
+  EXPECT_EQ(alloc_written, (std::set<uint32_t>{8, 10, 11}));
+  EXPECT_EQ(load_le<uint32_t>(applied + 8), 0xc1d00001u);
   // The control: identity by command and handles; answer: params bytes 32..39 and the member.
   const rp_event& ctl = v.event(2);
   EXPECT_EQ(ctl.id.cmd, 0x101u);
   EXPECT_EQ(ctl.id.h_client, 0xc1d00001u);
   EXPECT_EQ(ctl.id.h_obj, 0xc1d00001u);
   bool params = false, member = false;
+  std::string patches;  // for the failure message
+  std::set<uint32_t> params_written;
   for (uint32_t i = 0; i < ctl.patch_count; ++i) {
     const rp_patch& q = v.patch(ctl.patch_first + i);
+    patches += " buf " + std::to_string(q.buf) + " off " + std::to_string(q.off) + " len " +
+               std::to_string(q.len) + ";";
     if (q.buf == RP_BUF_PARAMS) {
-      params = q.off == 32 && q.len == 8;
+      for (uint32_t k = 0; k < q.len; ++k) params_written.insert(q.off + k);
     } else if (q.buf == RP_BUF_MEMBER) {
       member = q.parent == RP_BUF_PARAMS && q.ptr_off == 8 && q.off == 0 && q.len == 10 &&
                q.bufsize == 64 && std::memcmp(v.blob() + q.data, "580.159.04", 10) == 0;
     }
   }
-  EXPECT_TRUE(params);
-  EXPECT_TRUE(member);
+  // changelistNumber 0x1234, 0x5678 at 32 and 36: the bytes that changed are 32, 33, 36, 37 (the
+  // high bytes stay 0).
+  params = params_written == std::set<uint32_t>{32, 33, 36, 37};
+  EXPECT_TRUE(params) << patches;
+  EXPECT_TRUE(member) << patches;
   EXPECT_TRUE(table->synthesized.empty()) << "the trace holds the strings";
 }
 
