@@ -219,6 +219,7 @@ static const char* sys_name(int sys) {
 size_t shim_event_bound(const struct shim_event* ev) {
   size_t n = 640 + (ev->path != NULL ? 6 * strlen(ev->path) : 0);
   for (int i = 0; i < ev->nbufs; ++i) n += 320 + 2 * ev->bufs[i].pre_len + 2 * ev->bufs[i].post_len;
+  n += 24 * (size_t)ev->nframes + (ev->stack_error != NULL ? 32 + 6 * strlen(ev->stack_error) : 0);
   return n;
 }
 
@@ -314,6 +315,19 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
       }
       *o.p++ = ']';
     }
+  }
+  if (ev->nframes > 0) { /* v2 */
+    KEY(&o, "stack");
+    *o.p++ = '[';
+    for (int i = 0; i < ev->nframes; ++i) {
+      if (i > 0) *o.p++ = ',';
+      put_hex(&o, ev->frames[i]);
+    }
+    *o.p++ = ']';
+  }
+  if (ev->stack_error != NULL) {
+    KEY(&o, "stack_error");
+    put_string(&o, ev->stack_error);
   }
   *o.p++ = '}';
   *o.p++ = '\n';
