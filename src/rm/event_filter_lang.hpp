@@ -37,6 +37,7 @@ enum FieldId : uint8_t {
   kHandle,
   kRequest,
   kRet,
+  kApi,  // the CUDA API call in progress (from the event's stack; given by the caller)
 };
 
 struct FieldDef {
@@ -69,6 +70,7 @@ inline constexpr std::array kFields{
     FieldDef{"request", kRequest, Type::kNumber},
     FieldDef{"req", kRequest, Type::kNumber},
     FieldDef{"ret", kRet, Type::kSigned},
+    FieldDef{"api", kApi, Type::kName},
 };
 
 enum FlagId : uint8_t { kFailed, kUnknown, kNotes, kPartial };
@@ -81,7 +83,7 @@ inline constexpr std::array kFlags{FlagDef{"failed", kFailed}, FlagDef{"unknown"
 
 inline constexpr std::string_view kFieldList =
     "sys, call (escape), ctrl (control, cmd), class, status, errno, device, path, tid, pid, seq, "
-    "fd, t, dur, client, parent, object, handle, request (req), ret";
+    "fd, t, dur, client, parent, object, handle, request (req), ret, api";
 inline constexpr std::string_view kFlagList = "failed, unknown, notes, partial";
 inline constexpr std::array<std::string_view, 8> kDeviceNames{
     "nvidiactl", "gpu", "uvm", "uvm-tools", "modeset", "caps", "nvidia-other", "unknown"};
