@@ -3,11 +3,13 @@
 // program would have them.
 //
 //   ab_gen IN.trace OUT.trace --events N [--run K] [--mutate-status INDEX] [--drop INDEX]
+//          [--stop INDEX]
 //
 // --run K picks the handle and pointer values of one "run": two files made with different K from
 // the same IN differ in every handle, pointer and time but are the same conversation (ab must
 // call them equivalent). --mutate-status sets the NV_STATUS of the RM control at or after event
-// INDEX to NV_ERR_INVALID_ARGUMENT; --drop leaves event INDEX out.
+// INDEX to NV_ERR_INVALID_ARGUMENT; --drop leaves event INDEX out; --stop ends the trace before
+// event INDEX (a run that stopped early; its trailer says exit status 1).
 //
 // Handles are the values RM alloc/free/control calls name (rm::decode_event's h_client,
 // h_parent, h_object), replaced wherever they occur as aligned 32-bit words of any buffer;
@@ -37,12 +39,13 @@ struct Options {
   uint64_t run = 0;
   int64_t mutate_status = -1;
   int64_t drop = -1;
+  int64_t stop = -1;
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: ab_gen IN.trace OUT.trace --events N [--run K] [--mutate-status INDEX] "
-               "[--drop INDEX]\n");
+               "[--drop INDEX] [--stop INDEX]\n");
   std::exit(2);
 }
 
@@ -90,6 +93,8 @@ int main(int argc, char** argv) {
       o.mutate_status = static_cast<int64_t>(value());
     } else if (a == "--drop") {
       o.drop = static_cast<int64_t>(value());
+    } else if (a == "--stop") {
+      o.stop = static_cast<int64_t>(value());
     } else if (!a.empty() && a[0] == '-') {
       usage();
     } else {
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
     uint64_t rep = i / pattern.size();
     trace::Event e = pattern[i % pattern.size()];
     if (static_cast<int64_t>(i) == o.drop) continue;
+    if (static_cast<int64_t>(written) == o.stop) break;
     e.seq = written;
     t_ns += 20000 + (i * 7919 + o.run * 104729) % 5000;  // times differ between runs
     e.t_ns = t_ns;
@@ -174,6 +180,7 @@ int main(int argc, char** argv) {
   trace::Trailer tr;
   tr.events = written;
   tr.reason = "exit";
+  tr.exit_status = o.stop >= 0 ? 1 : 0;
   if (!(*w)->write_trailer(tr) || !(*w)->close()) return 2;
   return 0;
 }

@@ -36,14 +36,10 @@ def main():
         b = os.path.join(ROOT, d, "cudatool")
         if os.path.exists(b):
             break
-    data = None
-    for d in (os.environ.get("CUDATOOL_CAPTURES", ""), os.path.join(ROOT, "..", "shared", "data"),
-              os.path.join(ROOT, "..", "..", "shared", "data"), "/work/shared/data"):
-        if d and os.path.exists(os.path.join(d, "trace_a.jsonl.xz")):
-            data = d
-            break
-    if data is None:
-        sys.exit("decode_speed: the captures of ../shared/data are needed")
+    # The real captures ship in tests/data/captures ($CUDATOOL_CAPTURES overrides).
+    data = os.environ.get("CUDATOOL_CAPTURES") or os.path.join(ROOT, "tests", "data", "captures")
+    if not os.path.exists(os.path.join(data, "trace_a.jsonl.xz")):
+        sys.exit("decode_speed: the real captures are needed (tests/data/captures or $CUDATOOL_CAPTURES)")
     work = tempfile.mkdtemp(prefix="cudatool-speed-")
     template = os.path.join(work, "a.jsonl")
     subprocess.run([b, "import", os.path.join(data, "trace_a.jsonl.xz"), "-o", template,

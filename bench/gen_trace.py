@@ -4,7 +4,7 @@ benchmarks (docs/PERFORMANCE.md).
 
     gen_trace.py TEMPLATE.jsonl OUT.jsonl [--events N] [--threads T] [--uvm-full]
 
-TEMPLATE is a cudatool trace (e.g. `cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl
+TEMPLATE is a cudatool trace (e.g. `cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl
 --driver-version 580.159.04`). Its events are repeated in order until N are written, so the mix
 of calls, argument sizes and handles is the capture's (the RM object tree is rebuilt and torn
 down once per pass). Each copy gets a fresh seq, an entry time that grows by the template's

@@ -1,5 +1,5 @@
 // Speed of the RM/UVM decoders (rm/decode.hpp) on the events of a real capture
-// (../shared/data/trace_a.jsonl.xz, or $CUDATOOL_CAPTURES), replicated to a large in-memory
+// (tests/data/captures/trace_a.jsonl.xz, or $CUDATOOL_CAPTURES), replicated to a large in-memory
 // trace: events per second of decode_event alone, with the one-line text rendering, and with the
 // JSON rendering. Reading the trace file is not measured here (that is the trace reader's).
 //
@@ -39,7 +39,7 @@ std::vector<uint8_t> hex_field(const nlohmann::json& j, const char* k) {
   return parse_hex_bytes(j[k].get<std::string>()).value_or(std::vector<uint8_t>{});
 }
 
-// The capture format of ../shared/data/README.md as trace events (ioctls and mmaps).
+// The capture format of tests/data/captures/README.md as trace events (ioctls and mmaps).
 std::vector<trace::Event> parse_capture(const std::string& text) {
   std::vector<trace::Event> out;
   std::istringstream in(text);
@@ -72,13 +72,10 @@ std::vector<trace::Event> parse_capture(const std::string& text) {
   return out;
 }
 
+// The real captures ship in tests/data/captures; $CUDATOOL_CAPTURES overrides.
 std::string capture_path() {
   if (const char* env = getenv("CUDATOOL_CAPTURES")) return std::string(env) + "/trace_a.jsonl.xz";
-  for (const char* d : {"../shared/data", "../../shared/data", "../../../shared/data"}) {
-    std::string p = std::string(d) + "/trace_a.jsonl.xz";
-    if (access(p.c_str(), R_OK) == 0) return p;
-  }
-  return "../shared/data/trace_a.jsonl.xz";
+  return std::string(CUDATOOL_SOURCE_DIR) + "/tests/data/captures/trace_a.jsonl.xz";
 }
 
 const std::vector<trace::Event>& events() {

@@ -6,7 +6,8 @@
 Every bench/cases/*.py defines `cases(ctx)` returning a list of dicts:
     {"name": "info (sections + notes)", "file": "550.163.01",
      "cudatool": [argv...], "baselines": {"readelf -S -n -W": [argv...], ...},
-     "shell": False}   # shell=True: argv is one string run by /bin/sh
+     "shell": False,   # shell=True: argv is one string run by /bin/sh
+     "rss": {"label": [argv...], ...}}  # optional: run each once more, report peak RSS
 Each case runs its cudatool command and all its baselines in one hyperfine invocation (same
 machine state), and reports medians and the ratio baseline / cudatool (>1: cudatool is faster).
 Nothing here asserts a time. Uses build-bench/ (Release) when built, else build/.
@@ -88,6 +89,13 @@ def run_case(case, runs):
     return {label: x["median"] for label, x in zip(names, res)}
 
 
+def peak_rss_mib(argv):
+    """Peak resident set size of one run of argv, from wait4's rusage (KiB on Linux)."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(p.pid, 0)
+    return ru.ru_maxrss / 1024.0
+
+
 def shlex_quote(a):
     import shlex
     return shlex.quote(a)
@@ -112,6 +120,7 @@ def main():
         sys.exit("bench: hyperfine is required (tools/install-deps.sh installs it)")
     ctx = Ctx()
     rows = []
+    notes = []
     for path in sorted(glob.glob(os.path.join(ROOT, "bench", "cases", a.cases + ".py"))):
         spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
         mod = importlib.util.module_from_spec(spec)
@@ -126,11 +135,16 @@ def main():
                              "%.1fx" % (t[label] / base) if base > 0 else "-"))
             print("bench: %-40s %-12s cudatool %s" % (case["name"], case.get("file", ""), fmt_time(base)),
                   file=sys.stderr)
+            for label, argv in case.get("rss", {}).items():
+                notes.append("peak RSS of %s (%s, %s): %.0f MiB" % (label, case["name"], case.get("file", ""),
+                                                                    peak_rss_mib(argv)))
     md = ["| case | file | cudatool | baseline | baseline time | baseline / cudatool |",
           "|---|---|---:|---|---:|---:|"]
     # A '|' inside a cell (a shell pipeline as a baseline's label) would end the cell.
     md += ["| %s |" % " | ".join(str(c).replace("|", "\\|") for c in r) for r in rows]
     text = "\n".join(md) + "\n"
+    if notes:
+        text += "\n" + "\n".join("- " + n for n in notes) + "\n"
     print(text)
     if a.markdown:
         with open(a.markdown, "w") as f:

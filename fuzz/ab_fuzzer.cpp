@@ -1,12 +1,14 @@
 // Fuzzes `ab` end to end below the command line (src/ab/): two traces from one input (split at
 // the first "\n=====B=====\n"), each read, normalised (handles, pointers, fds, layouts), aligned,
-// compared, and every divergence described — field names, values, summaries, byte fates.
+// compared, and every divergence described — field names, values, summaries, byte fates — and the
+// verdict made (first divergence, aftermath, early end) and written as text.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "ab/compare.hpp"
+#include "ab/verdict.hpp"
+#include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool::ab;
@@ -27,6 +29,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (d.b != kNone) n += summarize(c.namer_b(), (*nb)->events[d.b]).size();
     for (const FieldDiff& f : d.fields) n += f.field.size() + f.a.size() + f.b.size();
   }
+  Verdict v = make_verdict(c);
+  for (const std::string& l : verdict_lines(c, v, (size & 1) != 0)) n += l.size();
+  n += count_line(v).size();
+  if (v.early_end) {
+    FUZZ_CHECK(v.early_end->not_made <= v.early_end->remaining);
+    FUZZ_CHECK(v.first != nullptr);
+  }
+  for (const Divergence& d : c.divergences) n += not_made(v, d);
   const NormalizedTrace& t = **na;
   for (uint32_t e = 0; e < t.events.size() && e < 64; ++e) {
     for (uint32_t k = 0; k < t.events[e].buffer_count; ++k) {

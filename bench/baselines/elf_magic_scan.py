@@ -1,5 +1,5 @@
 """Baseline: the plain Python scan for embedded cubins a user would write (and that
-/work/shared/BASELINES.md times): find every b"\\x7fELF", keep those whose e_machine is 190
+the shared BASELINES.md times): find every b"\\x7fELF", keep those whose e_machine is 190
 (EM_CUDA), size each from its headers (the end of the header tables and of every section with
 file bytes: sections may follow the section header table), print offset, size and e_flags.
 It decodes nothing else.

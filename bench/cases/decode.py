@@ -10,11 +10,9 @@ import tempfile
 
 
 def captures(ctx):
-    for d in (os.environ.get("CUDATOOL_CAPTURES", ""), os.path.join(ctx.root, "..", "shared", "data"),
-              os.path.join(ctx.root, "..", "..", "shared", "data"), "/work/shared/data"):
-        if d and os.path.exists(os.path.join(d, "trace_a.jsonl.xz")):
-            return d
-    return None
+    """The real captures ship in tests/data/captures ($CUDATOOL_CAPTURES overrides)."""
+    d = os.environ.get("CUDATOOL_CAPTURES") or os.path.join(ctx.root, "tests", "data", "captures")
+    return d if os.path.exists(os.path.join(d, "trace_a.jsonl.xz")) else None
 
 
 def cases(ctx):

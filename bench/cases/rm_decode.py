@@ -14,12 +14,10 @@ def cases(ctx):
         if os.path.exists(p):
             bench = p
             break
-    captures = os.environ.get("CUDATOOL_CAPTURES")
-    if not captures:
-        for d in ("../shared/data", "../../shared/data"):
-            if os.path.exists(os.path.join(ctx.root, d, "trace_a.jsonl.xz")):
-                captures = os.path.join(ctx.root, d)
-                break
+    # The real captures ship in tests/data/captures ($CUDATOOL_CAPTURES overrides).
+    captures = os.environ.get("CUDATOOL_CAPTURES") or os.path.join(ctx.root, "tests", "data", "captures")
+    if not os.path.exists(os.path.join(captures, "trace_a.jsonl.xz")):
+        captures = None
     if bench is None or captures is None:
         return []
     trace = os.path.join(captures, "trace_a.jsonl.xz")

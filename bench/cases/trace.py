@@ -35,8 +35,8 @@ def cases(ctx):
                 ["taskset", "-c", "0"] + strace[:1] + ["--seccomp-bpf"] + strace[1:] + load,
         },
     }]
-    for d in (os.path.join(ctx.root, "..", "shared", "data"), os.path.join(ctx.root, "..", "..", "shared", "data"),
-              "/work/shared/data"):
+    # The real captures ship in tests/data/captures ($CUDATOOL_CAPTURES overrides).
+    for d in (os.environ.get("CUDATOOL_CAPTURES") or os.path.join(ctx.root, "tests", "data", "captures"),):
         cap = os.path.join(d, "trace_a.jsonl.xz")
         if os.path.exists(cap):
             result.append({

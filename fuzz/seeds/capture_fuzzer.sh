@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeds: small slices of the real captures of ../shared/data, plain and xz-compressed.
+# Seeds: small slices of the real captures (tests/data/captures), plain and xz-compressed.
 set -euo pipefail
 out=$1
 source "$(dirname "$0")/common.sh"  # root, data, bin

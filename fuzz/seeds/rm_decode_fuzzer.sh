@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeds: every ioctl of the real captures (../shared/data, or $CUDATOOL_CAPTURES) in the fuzzer's
+# Seeds: every ioctl of the real captures (tests/data/captures, or $CUDATOOL_CAPTURES) in the fuzzer's
 # input layout (see fuzz/rm_decode_fuzzer.cpp), one file per distinct request and nested size.
 set -euo pipefail
 out=$1

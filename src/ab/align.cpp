@@ -44,9 +44,12 @@ class Aligner {
       : ak_(a.key),
         as_(a.shape),
         af_(a.full),
+        ai_(a.input),
         bk_(b.key),
         bs_(b.shape),
         bf_(b.full),
+        bi_(b.input),
+        inputs_(a.input.size() == a.full.size() && b.input.size() == b.full.size()),
         o_(o),
         st_(st) {}
 
@@ -65,7 +68,8 @@ class Aligner {
   }
 
  private:
-  std::span<const uint64_t> ak_, as_, af_, bk_, bs_, bf_;
+  std::span<const uint64_t> ak_, as_, af_, ai_, bk_, bs_, bf_, bi_;
+  bool inputs_;  // both sides have input hashes
   const AlignOptions& o_;
   AlignStats& st_;
   OccurrenceTable table_;
@@ -151,9 +155,11 @@ class Aligner {
     return chain;
   }
 
-  // Minimum cost: match 0, same shape 1, change (same key) 100, missing or extra 100.
+  // Minimum cost: match 0, same shape 1, same request 10, change (same key) 100, missing or
+  // extra 100. On ties the forward pass keeps the gap, so that the backtrace (from the end)
+  // pairs calls as early as it can: of two equal partners, the one at the same place wins.
   void exact(uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
-    constexpr uint32_t kRename = 1, kChange = 100, kGap = 100;
+    constexpr uint32_t kRename = 1, kRequest = 10, kChange = 100, kGap = 100;
     uint32_t n = a1 - a0, m = b1 - b0;
     st_.dp_cells += uint64_t{n} * m;
     std::vector<uint32_t> prev(m + 1), cur(m + 1);
@@ -166,6 +172,7 @@ class Aligner {
       cur[0] = i * kGap;
       dir[size_t{i} * (m + 1)] = 1;
       uint64_t af = af_[a0 + i - 1], as = as_[a0 + i - 1], ak = ak_[a0 + i - 1];
+      uint64_t ai = inputs_ ? ai_[a0 + i - 1] : 0;
       for (uint32_t j = 1; j <= m; ++j) {
         uint32_t best = prev[j] + kGap;
         uint8_t d = 1;
@@ -178,10 +185,12 @@ class Aligner {
           pair = 0;
         } else if (bs_[b0 + j - 1] == as) {
           pair = kRename;
+        } else if (inputs_ && bi_[b0 + j - 1] == ai) {
+          pair = kRequest;
         } else if (bk_[b0 + j - 1] == ak) {
           pair = kChange;
         }
-        if (pair != UINT32_MAX && prev[j - 1] + pair <= best) best = prev[j - 1] + pair, d = 0;
+        if (pair != UINT32_MAX && prev[j - 1] + pair < best) best = prev[j - 1] + pair, d = 0;
         cur[j] = best;
         dir[size_t{i} * (m + 1) + j] = d;
       }

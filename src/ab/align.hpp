@@ -1,15 +1,19 @@
 // Sequence alignment of two event streams given as hashes (ab/normalize.hpp): `full` says two
 // events are the same, `shape` that they are the same but for the names of handles, pointers and
-// fds, `key` that they are the same call (so a pair with equal keys and unequal full hashes is one
-// changed call, not a missing and an extra one).
+// fds, `input` that they are the same request (the same call on the same objects with the same
+// input bytes: only what came back differs), `key` that they are the same call (so a pair with
+// equal keys and unequal full hashes is one changed call, not a missing and an extra one).
 //
 // Not quadratic for mostly-equal streams: the common prefix and suffix are matched first; the
 // rest is split at anchors — events whose shape (else full hash, else key) occurs exactly once in
 // each side, longest increasing subsequence of them, as in patience diff; gaps small enough
 // (rows × columns ≤ max_dp_cells) get an exact minimum-cost alignment (match 0, same shape 1,
-// changed call 100, missing or extra call 100: names shifted by an earlier missing creation do
-// not outweigh one missing call), and larger gaps without anchors a greedy walk with bounded
-// look-ahead.
+// same request 10, changed call 100, missing or extra call 100: names shifted by an earlier
+// missing creation do not outweigh one missing call, and a call whose inputs agree is a better
+// partner than one with other inputs), and larger gaps without anchors a greedy walk with bounded
+// look-ahead. Of alignments of equal cost the exact one takes the one that pairs calls earliest:
+// a changed call is paired with its partner at the same place in the conversation, not with a
+// later call of the same kind.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +50,11 @@ struct AlignStats {
   uint64_t greedy_events = 0;  // events placed by the greedy walk
 };
 
-// The hashes of one sequence; the three spans have the same length.
+// The hashes of one sequence; the spans have the same length (`input` may be empty: then no pair
+// counts as the same request).
 struct Hashes {
   std::span<const uint64_t> key, shape, full;
+  std::span<const uint64_t> input = {};
 };
 
 // Steps in order of both sequences.

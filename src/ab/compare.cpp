@@ -93,18 +93,18 @@ std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace
   for (const NormEvent& e : b.events) ib[e.thread].push_back(e.index);
   std::vector<Entry> out;
   out.reserve(std::max(a.events.size(), b.events.size()) + 16);
-  std::vector<uint64_t> ak, as, af, bk, bs, bf;
+  std::vector<uint64_t> ak, as, af, ai, bk, bs, bf, bi;
   for (size_t t = 0; t < threads; ++t) {
-    ak.clear(), as.clear(), af.clear(), bk.clear(), bs.clear(), bf.clear();
+    ak.clear(), as.clear(), af.clear(), ai.clear(), bk.clear(), bs.clear(), bf.clear(), bi.clear();
     for (uint32_t i : ia[t]) {
-      ak.push_back(a.events[i].key), as.push_back(a.events[i].shape),
-          af.push_back(a.events[i].full);
+      const NormEvent& e = a.events[i];
+      ak.push_back(e.key), as.push_back(e.shape), af.push_back(e.full), ai.push_back(e.input);
     }
     for (uint32_t j : ib[t]) {
-      bk.push_back(b.events[j].key), bs.push_back(b.events[j].shape),
-          bf.push_back(b.events[j].full);
+      const NormEvent& e = b.events[j];
+      bk.push_back(e.key), bs.push_back(e.shape), bf.push_back(e.full), bi.push_back(e.input);
     }
-    for (const Step& s : align(Hashes{ak, as, af}, Hashes{bk, bs, bf}, o.align, &st)) {
+    for (const Step& s : align(Hashes{ak, as, af, ai}, Hashes{bk, bs, bf, bi}, o.align, &st)) {
       out.push_back(
           Entry{s.op, s.a == kNone ? kNone : ia[t][s.a], s.b == kNone ? kNone : ib[t][s.b]});
     }

@@ -286,9 +286,11 @@ std::string summarize(const Namer& names, const NormEvent& e, bool ascii) {
   } else {
     add(e.call);
     if (e.fd) add(names(e.fd));
-    if (e.buffer_count > 0 && (e.sys == trace::Sys::kOpen || e.sys == trace::Sys::kExecve)) {
+    // The path (environment events: after mode, rdev, size and flags; normalize_env.cpp).
+    bool env = trace::is_environment(e.sys);
+    if (e.buffer_count > 0 && (e.sys == trace::Sys::kOpen || e.sys == trace::Sys::kExecve || env)) {
       const NormBuffer& nb = t.buffers[e.buffer];
-      uint64_t off = e.sys == trace::Sys::kOpen ? 8 : 0;
+      uint64_t off = e.sys == trace::Sys::kOpen ? 8 : env ? 32 : 0;
       if (nb.compared > off) {
         add(std::string(reinterpret_cast<const char*>(t.bytes.data() + nb.bytes + off),
                         nb.compared - off));

@@ -28,9 +28,11 @@ constexpr std::array kMmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 
 constexpr std::array kMunmapLayout{CallMember{"addr", 0, 8}, CallMember{"len", 8, 8}};
 constexpr std::array kPathLayout{CallMember{"path", 0, 0}};
 constexpr std::array kNameLayout{CallMember{"sys", 0, 0}};
-// Environment events (v2): the answer's numbers, then op, path and target as text.
+// Environment events (v2, normalize_env.cpp): the answer's numbers and the flags, then the path
+// (and a link's target) as text.
 constexpr std::array kEnvLayout{CallMember{"mode", 0, 8}, CallMember{"rdev", 8, 8},
-                                CallMember{"size", 16, 8}, CallMember{"path", 24, 0}};
+                                CallMember{"size", 16, 8}, CallMember{"flags", 24, 8},
+                                CallMember{"path", 32, 0}};
 
 }  // namespace
 
@@ -46,6 +48,8 @@ std::string_view role_name(Role r) {
       return "xfer";
     case Role::kRights:
       return "rights";
+    case Role::kContent:
+      return "content";
     case Role::kOther:
       break;
   }
@@ -100,8 +104,8 @@ Normalizer::State::State(NormalizedTrace& o, const rm::Tables& tables,
     n = std::max<size_t>(n, size_t{s.first_field} + s.field_count);
   }
   field_cache.assign(n, 0);
-  for (Role r :
-       {Role::kCall, Role::kArg, Role::kParams, Role::kXfer, Role::kRights, Role::kOther}) {
+  for (Role r : {Role::kCall, Role::kArg, Role::kParams, Role::kXfer, Role::kRights, Role::kOther,
+                 Role::kContent}) {
     set_name(mix(detail::kTagBuffer, static_cast<uint64_t>(r)), std::string(role_name(r)));
   }
 }
@@ -110,6 +114,7 @@ Normalizer::Normalizer(NormalizedTrace& out, const rm::Tables& tables,
                        const NormalizeOptions& options)
     : out_(out), st_(std::make_unique<State>(out, tables, options)) {
   out_.tables = &tables;
+  if (options.api_namer) st_->api_namer = options.api_namer(out_.header);
 }
 
 Normalizer::~Normalizer() = default;
@@ -235,18 +240,12 @@ void Normalizer::add(const trace::Event& ev) {
     case trace::Sys::kSymlink:
     case trace::Sys::kReadlink:
     case trace::Sys::kChmod:
-    case trace::Sys::kUnlink: {
-      CallImage ci;
-      for (uint64_t v : {ev.mode, ev.rdev, ev.st_size}) ci.u64(v);
-      ci.text(ev.op);
-      ci.text(std::string_view("\0", 1));
-      ci.text(ev.path);
-      ci.text(std::string_view("\0", 1));
-      ci.text(ev.target);
-      add_call_image(ci, {});
+    case trace::Sys::kUnlink:
+      detail::add_environment(s, ev, ne);
       break;
-    }
     case trace::Sys::kFork:  // the child's pid differs between runs; its calls carry the facts
+      ne.ret = ev.err == 0 && ev.ret >= 0 ? 0 : ev.ret;
+      break;
     case trace::Sys::kExit:
       break;
   }
@@ -256,29 +255,45 @@ void Normalizer::add(const trace::Event& ev) {
   key = mix(key, ne.request);
   key = mix(key, ne.nr);
   if (ne.cmd) key = mix(key, *ne.cmd + (uint64_t{1} << 32));
-  if (ev.sys == trace::Sys::kOpen) key = mix(key, hash_bytes(ev.path.data(), ev.path.size()));
+  // Opens and environment events are calls on a path: another path is another call.
+  if (ev.sys == trace::Sys::kOpen || trace::is_environment(ev.sys)) {
+    key = mix(key, hash_bytes(ev.path.data(), ev.path.size()));
+  }
   ne.key = key;
   uint64_t shape = mix(key, static_cast<uint64_t>(ne.ret));
   shape = mix(shape, ne.ret_sym != 0);
   shape = mix(shape, static_cast<uint64_t>(static_cast<uint32_t>(ne.err)));
   shape = mix(shape, ne.fd != 0);
   uint64_t names = mix(ne.ret_sym, ne.fd);
+  // What was asked: the call's own members and every buffer as it was before the call, with the
+  // names in them (the object an RM call is about is a handle member of its argument).
+  uint64_t input = mix(key, ne.fd);
   for (uint64_t i = ne.buffer; i < out_.buffers.size(); ++i) {
     const NormBuffer& nb = out_.buffers[i];
-    shape = mix(shape, (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable);
-    shape = mix(shape, nb.compared);
-    shape = mix(shape, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    bool is_input = nb.role == Role::kCall || !nb.after;
+    uint64_t tag = (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable;
+    uint64_t content = mix(nb.compared, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    shape = mix(mix(shape, tag), content);
+    if (is_input) input = mix(mix(input, tag), content);
     for (uint64_t k = nb.subst; k < nb.subst + nb.subst_count; ++k) {
       const Subst& x = out_.substs[k];
-      shape = mix(shape, (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) |
-                             static_cast<uint64_t>(x.kind));
-      shape = mix(shape, x.delta);
+      uint64_t where =
+          (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) | static_cast<uint64_t>(x.kind);
+      shape = mix(mix(shape, where), x.delta);
       names = mix(names, x.base);
+      if (is_input) input = mix(mix(mix(input, where), x.delta), x.base);
     }
   }
   ne.shape = shape;
-  uint64_t full = mix(shape, names);
-  ne.full = full;
+  ne.input = input;
+  ne.full = mix(shape, names);
+  if (s.api_namer) {
+    if (std::optional<std::string> api = s.api_namer(ev); api && !api->empty()) {
+      auto [it, added] = s.api_ids.try_emplace(*api, static_cast<uint32_t>(out_.api_names.size()));
+      if (added) out_.api_names.push_back(*api);
+      ne.api = it->second;
+    }
+  }
   out_.events.push_back(ne);
 }
 

@@ -12,11 +12,13 @@
 //
 // and fields known to vary between identical runs are masked by rule (ab/rules.hpp). Each event
 // keeps its normalised argument images (member bytes, symbols out of line) so that a divergence
-// can name the members that differ, and two hashes: `key` (which call: alignment may pair two
-// events with the same key) and `full` (everything compared).
+// can name the members that differ, and hashes: `key` (which call: alignment may pair two events
+// with the same key), `input` (the call, its objects and its input bytes: what was asked),
+// `shape` (everything compared but which names the symbols are) and `full` (everything compared).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,7 +53,8 @@ struct Subst {
 
 // Which buffer of an event an image comes from. kCall: the members of the system call itself
 // (open flags and path, mmap addr/len/prot/flags/offset, …), laid out by call_layout().
-enum class Role : uint8_t { kCall, kArg, kParams, kXfer, kRights, kOther };
+// kContent (v2): an environment file's bytes, or a directory's names (one per line).
+enum class Role : uint8_t { kCall, kArg, kParams, kXfer, kRights, kOther, kContent };
 std::string_view role_name(Role r);
 
 struct CallMember {
@@ -104,11 +107,13 @@ struct NormEvent {
   uint64_t ret_sym = 0;  // open/dup: the new fd's symbol; mmap: the mapping's symbol
   int32_t err = 0;
   uint64_t key = 0;     // which call
+  uint64_t input = 0;   // which call, on which names, with which input bytes: what was asked
   uint64_t shape = 0;   // everything compared but the names symbols stand for
   uint64_t full = 0;    // everything compared
   uint64_t buffer = 0;  // first buffer in NormalizedTrace::buffers
   uint32_t buffer_count = 0;
   const rm::Tables* tables = nullptr;
+  uint32_t api = 0;  // the CUDA API call in progress: index into NormalizedTrace::api_names
 };
 
 struct GpuIdentity {
@@ -134,16 +139,26 @@ struct NormalizedTrace {
   std::vector<int32_t> thread_tids;                 // role → tid
   std::unordered_map<uint64_t, std::string> names;  // symbol id → display name
   MaskCounts masks;
+  // Names of CUDA API calls (NormalizeOptions::api_namer); [0] is "", for events it did not name.
+  std::vector<std::string> api_names{std::string()};
 
   [[nodiscard]] std::string name(uint64_t sym) const;
   // "params+0x10", "c0/2", "/dev/nvidiactl#1", "0x0".
   [[nodiscard]] std::string describe(const Subst& s) const;
 };
 
+// Names the CUDA API call in progress when an event was made ("cuDevicePrimaryCtxRetain"), or
+// nothing. The recorder's call stacks and the trace's module map are what can answer it; ab/ only
+// asks.
+using ApiNamer = std::function<std::optional<std::string>(const trace::Event&)>;
+
 struct NormalizeOptions {
   // Apply the rules of ab/rules.cpp for members that vary between identical runs. Off only to
   // show that each rule is needed.
   bool rules = true;
+  // Made once per trace from its header (where a module map would be), then asked for each
+  // event; unset (the default) or returning an empty ApiNamer: no event is named.
+  std::function<ApiNamer(const trace::Header&)> api_namer;
 };
 
 class Normalizer {

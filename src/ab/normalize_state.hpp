@@ -65,7 +65,9 @@ struct Normalizer::State {
 
   NormalizedTrace& out;
   const rm::Tables& t;
-  bool rules;                        // apply ab/rules.cpp kMaskRules
+  bool rules;          // apply ab/rules.cpp kMaskRules
+  ApiNamer api_namer;  // NormalizeOptions::api_namer for this trace (may be empty)
+  std::unordered_map<std::string, uint32_t> api_ids;  // name → index in out.api_names
   std::vector<uint8_t> field_cache;  // per field of the branch: MemberClass + 1, 0 not yet known
   // Memoised lookups in the tables, keyed by the addresses of the names asked for (the names
   // are the tables' own or literals, which do not move): layouts, members, inner structures.
@@ -152,6 +154,8 @@ namespace detail {
 // normalize_ioctl.cpp: the buffers and RM identity of an ioctl.
 void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne);
 Role role_of(std::string_view role);
+// normalize_env.cpp: the members and content of an environment event (stat, file, mknod, …).
+void add_environment(Normalizer::State& s, const trace::Event& ev, NormEvent& ne);
 }  // namespace detail
 
 }  // namespace cudatool::ab

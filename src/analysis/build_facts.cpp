@@ -51,6 +51,7 @@ void collect_note(DriverImage& img, BuildFacts& f) {
   const auto& n = img.fwd_compat_note();
   if (n) {
     f.note.status = "present";
+    f.note.format = n->format;
     f.note.cuda_version = n->cuda_version;
     f.note.driver_branches = n->driver_branches;
     f.note.device_generations = n->device_generations;

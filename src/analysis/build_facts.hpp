@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/driver_image.hpp"
+#include "cuda/cubin_arch.hpp"
 
 namespace cudatool {
 
@@ -33,6 +34,7 @@ struct ImportFact {
 
 struct NoteFacts {
   std::string status;  // "present", "absent", "damaged"
+  std::optional<int64_t> format;
   std::optional<std::string> cuda_version;
   std::vector<int64_t> driver_branches;
   std::vector<int64_t> device_generations;
@@ -55,8 +57,9 @@ struct FunctionFacts {
 struct CubinFacts {
   uint64_t images = 0;
   uint64_t bytes = 0;
-  std::map<std::string, uint64_t> images_per_arch;
-  std::map<std::string, uint64_t> bytes_per_arch;
+  // By architecture, in numeric order (sm_90a before sm_100).
+  std::map<std::string, uint64_t, cuda::ArchLess> images_per_arch;
+  std::map<std::string, uint64_t, cuda::ArchLess> bytes_per_arch;
   // Kernel names per image family (images grouped by what they are for, e.g. the set of kernel
   // names of one image, keyed by the arch-independent family name).
   std::map<std::string, std::set<std::string>> kernels_per_family;

@@ -109,9 +109,10 @@ void diff_note(const BuildFacts& a, const BuildFacts& b, Delta& d) {
   set_diff(a.note.driver_branches, b.note.driver_branches, d.branches_removed, d.branches_added);
   set_diff(a.note.device_generations, b.note.device_generations, d.devices_removed,
            d.devices_added);
-  d.note_changed = a.note.status != b.note.status || a.note.cuda_version != b.note.cuda_version ||
-                   !d.branches_added.empty() || !d.branches_removed.empty() ||
-                   !d.devices_added.empty() || !d.devices_removed.empty();
+  d.note_changed = a.note.status != b.note.status || a.note.format != b.note.format ||
+                   a.note.cuda_version != b.note.cuda_version || !d.branches_added.empty() ||
+                   !d.branches_removed.empty() || !d.devices_added.empty() ||
+                   !d.devices_removed.empty();
 }
 
 void diff_sizes(const BuildFacts& a, const BuildFacts& b, Delta& d) {
@@ -191,7 +192,7 @@ void diff_functions(const FunctionFacts& a, const FunctionFacts& b, Delta& d) {
 
 void diff_cubins(const CubinFacts& a, const CubinFacts& b, Delta& d) {
   CubinDelta c;
-  std::set<std::string> archs;
+  std::set<std::string, cuda::ArchLess> archs;
   for (const auto& [k, v] : a.images_per_arch) archs.insert(k);
   for (const auto& [k, v] : b.images_per_arch) archs.insert(k);
   for (const auto& arch : archs) {
@@ -325,7 +326,7 @@ History compute_history(const std::vector<BuildFacts>& facts) {
   std::stable_sort(h.builds.begin(), h.builds.end(), [](const BuildFacts* x, const BuildFacts* y) {
     return version_less(build_label(*x), build_label(*y));
   });
-  std::set<std::string> archs;
+  std::set<std::string, cuda::ArchLess> archs;
   for (const BuildFacts* f : h.builds) {
     for (const auto& e : f->exports) {
       h.export_since.emplace(e.name, build_label(*f));

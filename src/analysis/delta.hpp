@@ -46,7 +46,7 @@ struct FunctionDelta {
 struct CubinDelta {
   std::vector<std::string> archs_added, archs_removed;
   // arch -> (old images, new images) where the count changed
-  std::map<std::string, std::pair<uint64_t, uint64_t>> images_per_arch;
+  std::map<std::string, std::pair<uint64_t, uint64_t>, cuda::ArchLess> images_per_arch;
   // family -> kernels added / removed
   std::map<std::string, std::vector<std::string>> kernels_added, kernels_removed;
   std::vector<std::string> families_added, families_removed;

@@ -243,6 +243,7 @@ std::optional<Insn> decode_length(ByteView code) {
     if (b == 0xc4 && (p[i + 2] & 0x80) != 0) rex_w = true;
     i += 1 + payload;
     opcode = p[i++];
+    insn.vex = true;
     if (vex_map < 1 || vex_map > 6 || vex_map == 4) return std::nullopt;
     op = M();
     if (vex_map == 3) op.imm = kIb;
@@ -254,9 +255,11 @@ std::optional<Insn> decode_length(ByteView code) {
     opcode = p[i++];
     if (opcode == 0x38 || opcode == 0x3a) {
       if (i >= n) return std::nullopt;
-      ++i;  // third opcode byte
-      op = M(opcode == 0x3a ? kIb : kNone);
+      vex_map = opcode == 0x38 ? 2 : 3;
+      opcode = p[i++];  // third opcode byte
+      op = M(vex_map == 3 ? kIb : kNone);
     } else {
+      vex_map = 1;
       op = kTwoByte[opcode];
     }
   } else {
@@ -266,12 +269,18 @@ std::optional<Insn> decode_length(ByteView code) {
   }
   if (!op.valid) return std::nullopt;
 
+  insn.opcode = opcode;
+  insn.map = static_cast<uint8_t>(vex_map);
+  insn.opsize16 = opsize16;
   if (op.modrm) {
     ModrmResult mr = decode_modrm(p + i, n - i);
     if (!mr.ok) return std::nullopt;
+    insn.has_modrm = true;
+    insn.modrm = p[i];
     if (mr.rip_relative) {
       insn.addr_field_offset = static_cast<uint8_t>(i + mr.disp_offset);
       insn.addr_field_size = 4;
+      insn.rip_relative = true;
     }
     uint8_t reg = (p[i] >> 3) & 7;
     i += mr.size;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ab/rules.hpp"
+#include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
 #include "trace/event.hpp"
 
@@ -43,17 +44,6 @@ std::string_view op_name(ab::Op op) {
   return "?";
 }
 
-std::string where(const Comparison& c, const Divergence& d) {
-  std::string s;
-  if (d.a != ab::kNone) s += fmt::format("A #{} (seq {})", d.a, c.a->events[d.a].seq);
-  if (d.b != ab::kNone) {
-    s += fmt::format("{}B #{} (seq {})", s.empty() ? "" : " / ", d.b, c.b->events[d.b].seq);
-  }
-  const NormEvent& e = d.a != ab::kNone ? c.a->events[d.a] : c.b->events[d.b];
-  if (std::max(c.threads_a, c.threads_b) > 1) s += fmt::format(", thread {}", e.thread);
-  return s;
-}
-
 std::string field_line(const ab::FieldDiff& f) {
   std::string side = f.side.empty() ? "" : " (" + f.side + ")";
   return fmt::format("{}{}: {} → {}", f.field, side, f.a, f.b);
@@ -71,14 +61,10 @@ std::string trace_line(char name, const NormalizedTrace& t) {
 }
 
 void divergence_text(std::string& out, const Comparison& c, const Divergence& d,
-                     const std::string& indent, bool with_kind) {
+                     const std::string& indent) {
   const NormEvent* a = d.a != ab::kNone ? &c.a->events[d.a] : nullptr;
   const NormEvent* b = d.b != ab::kNone ? &c.b->events[d.b] : nullptr;
-  if (with_kind) {
-    out += fmt::format("{}{}: {}\n", indent, ab::kind_title(d.kind), where(c, d));
-  } else {
-    out += fmt::format("{}{}\n", indent, where(c, d));
-  }
+  out += fmt::format("{}{}\n", indent, ab::divergence_place(c, d));
   if (a != nullptr && b != nullptr) {
     std::string sa = ab::summarize(c.namer_a(), *a), sb = ab::summarize(c.namer_b(), *b);
     if (sa == sb) {
@@ -176,12 +162,14 @@ void event_json(JsonWriter& w, const ab::Namer& names, const NormEvent* e) {
     w.key("errno").null();
   }
   w.kv("summary", ab::summarize(names, *e, true));
+  w.kv_or_null("api", e->api < names.t.api_names.size() ? names.t.api_names[e->api] : "");
   w.end_object();
 }
 
-void divergence_json(JsonWriter& w, const Comparison& c, const Divergence& d) {
+void divergence_json(JsonWriter& w, const Comparison& c, const ab::Verdict& v,
+                     const Divergence& d) {
   w.begin_object();
-  w.kv("kind", ab::kind_name(d.kind)).kv("entry", d.entry);
+  w.kv("kind", ab::kind_name(d.kind)).kv("entry", d.entry).kv("not_made", ab::not_made(v, d));
   w.key("a");
   event_json(w, c.namer_a(), d.a == ab::kNone ? nullptr : &c.a->events[d.a]);
   w.key("b");
@@ -238,6 +226,54 @@ void trace_json(JsonWriter& w, const NormalizedTrace& t) {
   w.end_object();
 }
 
+void aftermath_json(JsonWriter& w, const ab::Aftermath& m) {
+  w.begin_object();
+  w.kv("events_after", m.events).kv("teardown", m.teardown);
+  w.key("calls").begin_array();
+  for (const auto& [call, n] : m.calls) {
+    w.begin_object().kv("call", call).kv("count", n).end_object();
+  }
+  w.end_array();
+  w.kv("events", m.total);
+  w.kv_or_null("end_reason", m.end_reason.value_or(""));
+  if (m.end_reason) {
+    w.kv("exit_status", m.exit_status);
+  } else {
+    w.key("exit_status").null();
+  }
+  w.kv_or_null("api", m.api);
+  w.end_object();
+}
+
+void verdict_json(JsonWriter& w, const Comparison& c, const ab::Verdict& v) {
+  w.begin_object();
+  w.key("a");
+  aftermath_json(w, v.a);
+  w.key("b");
+  aftermath_json(w, v.b);
+  w.key("ended_early");
+  if (v.early_end) {
+    const ab::EarlyEnd& ee = *v.early_end;
+    w.begin_object().kv("stopped", ee.b_stopped ? "b" : "a");
+    if (ee.after == ab::kNone) {
+      w.key("after").null();
+    } else {
+      w.kv("after", ee.after);
+    }
+    w.kv("remaining", ee.remaining).kv("not_made", ee.not_made).end_object();
+  } else {
+    w.null();
+  }
+  w.key("shown").begin_object();
+  for (Kind k : kKinds) w.kv(ab::kind_name(k), v.shown[static_cast<size_t>(k)]);
+  w.end_object();
+  w.key("text").begin_array();
+  for (const std::string& l : ab::verdict_lines(c, v, true)) w.value(l);
+  w.value(ab::count_line(v));
+  w.end_array();
+  w.end_object();
+}
+
 std::string_view class_word(ab::MemberClass c) {
   switch (c) {
     case ab::MemberClass::kMasked:
@@ -276,29 +312,34 @@ std::string render_ab_text(const Comparison& c, const AbReportOptions& o) {
         m.beyond_size + m.unsized, m.by_rule);
     return out;
   }
-  std::array<size_t, 5> counts{};
-  for (const Divergence& d : c.divergences) ++counts[static_cast<size_t>(d.kind)];
+  ab::Verdict v = ab::make_verdict(c);
   const Divergence& first = c.divergences.front();
-  out += "\nfirst divergence: ";
-  divergence_text(out, c, first, "", true);
+  out += "\n";
+  for (const std::string& l : ab::verdict_lines(c, v)) out += l + "\n";
   context_text(out, c, first.entry, o.context);
-  std::string by_kind;
-  for (Kind k : kKinds) {
-    if (counts[static_cast<size_t>(k)] == 0) continue;
-    by_kind += fmt::format("{}{} {}", by_kind.empty() ? "" : ", ", counts[static_cast<size_t>(k)],
-                           ab::kind_name(k));
-  }
-  out += fmt::format("\n{} divergence{}: {}\n", c.divergences.size(),
-                     c.divergences.size() == 1 ? "" : "s", by_kind);
+  out += "\n" + ab::count_line(v) + "\n";
   if (!o.all) {
     if (c.divergences.size() > 1) out += "(--all lists every divergence, grouped by kind)\n";
     return out;
   }
   for (Kind k : kKinds) {
-    if (counts[static_cast<size_t>(k)] == 0) continue;
-    out += fmt::format("\n{} ({}):\n", ab::kind_title(k), counts[static_cast<size_t>(k)]);
+    size_t n = v.shown[static_cast<size_t>(k)];
+    if (n == 0) continue;
+    out += fmt::format("\n{} ({}):\n", ab::kind_title(k), n);
     for (const Divergence& d : c.divergences) {
-      if (d.kind == k) divergence_text(out, c, d, "  ", false);
+      if (d.kind == k && !ab::not_made(v, d)) divergence_text(out, c, d, "  ");
+    }
+  }
+  if (v.early_end) {
+    bool b_stopped = v.early_end->b_stopped;
+    out += fmt::format("\nnot made in {} after it ended ({}):\n", b_stopped ? 'B' : 'A',
+                       v.early_end->not_made);
+    for (const Divergence& d : c.divergences) {
+      if (!ab::not_made(v, d)) continue;
+      uint32_t i = b_stopped ? d.a : d.b;
+      const ab::Namer names = b_stopped ? c.namer_a() : c.namer_b();
+      const NormEvent& e = (b_stopped ? c.a : c.b)->events[i];
+      out += fmt::format("  {} #{:<6} {}\n", b_stopped ? 'A' : 'B', i, ab::summarize(names, e));
     }
   }
   return out;
@@ -320,6 +361,13 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   }
   w.end_array();
   w.kv("equivalent", c.equivalent());
+  ab::Verdict v = ab::make_verdict(c);
+  w.key("verdict");
+  if (c.equivalent()) {
+    w.null();
+  } else {
+    verdict_json(w, c, v);
+  }
   w.key("counts").begin_object();
   std::array<size_t, 5> counts{};
   for (const Divergence& d : c.divergences) ++counts[static_cast<size_t>(d.kind)];
@@ -332,7 +380,7 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
     const Divergence& d = c.divergences.front();
     w.begin_object();
     w.key("divergence");
-    divergence_json(w, c, d);
+    divergence_json(w, c, v, d);
     w.key("context").begin_array();
     uint32_t from = d.entry > o.context ? d.entry - o.context : 0;
     uint64_t to = std::min<uint64_t>(c.entries.size(), uint64_t{d.entry} + o.context + 1);
@@ -351,7 +399,7 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   w.key("divergences");
   if (o.all) {
     w.begin_array();
-    for (const Divergence& d : c.divergences) divergence_json(w, c, d);
+    for (const Divergence& d : c.divergences) divergence_json(w, c, v, d);
     w.end_array();
   } else {
     w.null();

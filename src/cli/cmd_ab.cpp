@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "ab/compare.hpp"
+#include "cli/ab_html.hpp"
 #include "cli/ab_output.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -14,6 +15,7 @@ namespace {
 
 struct AbCliOptions {
   std::string a, b;
+  std::string html;
   bool json = false;
   AbReportOptions report;
 };
@@ -36,6 +38,15 @@ int run_ab(const AbCliOptions& o) {
   emit(o.json ? render_ab_json(c, o.report) : render_ab_text(c, o.report));
   int bad = report_diagnostics((*ra)->diagnostics);
   bad = std::max(bad, report_diagnostics((*rb)->diagnostics));
+  if (!o.html.empty()) {
+    Result<AbHtmlStats> page = write_ab_html(c, o.html);
+    if (!page) {
+      print_error(page.error());
+      return kExitBadInput;
+    }
+    fmt::print(stderr, "cudatool: wrote {} ({}, {} events decoded)\n", o.html,
+               human_size(page->bytes), page->events);
+  }
   if (bad != kExitOk) return kExitBadInput;
   return c.equivalent() ? kExitOk : kExitFindings;
 }
@@ -55,6 +66,9 @@ void register_ab(CLI::App& app, int* exit_code) {
                   "calls shown before and after the first divergence (default 5)")
       ->check(CLI::Range(0u, 100000u));
   cmd->add_flag("--all", o->report.all, "list every divergence, grouped by kind");
+  cmd->add_option("--html", o->html,
+                  "also write the comparison as one self-contained HTML page: the runs side by "
+                  "side, every call expandable to its decoded members, a filter box");
   cmd->footer(
       "Examples:\n"
       "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.trace --driver-version 580.159.04\n"
@@ -63,6 +77,7 @@ void register_ab(CLI::App& app, int* exit_code) {
       "  cudatool ab host.trace guest.trace --context 10\n"
       "  cudatool ab host.trace guest.trace --all    # every divergence, by kind\n"
       "  cudatool ab host.trace guest.trace --json | jq '.first.divergence.fields'\n"
+      "  cudatool ab host.trace guest.trace --html report.html   # open it in a browser\n"
       "\n"
       "Before comparing, each trace is normalised: RM handles become names by order of creation\n"
       "under their parent (c0, c0/1, c0/1/0 …), pointers the buffer or mapping they point into\n"
@@ -74,7 +89,9 @@ void register_ab(CLI::App& app, int* exit_code) {
       "inserted,\n"
       "missing and reordered calls are found; the report starts with the first divergence and its\n"
       "context, decoded (escape, control command, class, status by name), with the members that\n"
-      "differ. Traces from different drivers or GPUs are flagged before anything else.\n"
+      "differ. Traces from different drivers or GPUs are flagged before anything else. A run\n"
+      "that stops early (a failure, a teardown, an exit) is one finding: the calls of the other\n"
+      "run that it never made are counted, not listed (--all lists them).\n"
       "\n"
       "Exit status: 0 equivalent, 1 divergent, 2 bad input (unreadable file, not a trace, damaged\n"
       "lines: the comparison of what could be read is still printed).");

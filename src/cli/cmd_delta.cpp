@@ -39,8 +39,9 @@ std::string join_ints(const std::vector<int64_t>& v) {
 
 std::string note_line(const NoteFacts& n) {
   if (n.status != "present") return n.status;
-  return fmt::format("CUDA {}, branches {}", n.cuda_version.value_or("?"),
-                     join_ints(n.driver_branches));
+  return fmt::format("CUDA {}, kernel-driver branches {}, device generations {}",
+                     n.cuda_version.value_or("?"), join_ints(n.driver_branches),
+                     join_ints(n.device_generations));
 }
 
 void groups(Doc& doc, bool md, const std::string& title, const std::vector<ApiGroup>& g,
@@ -153,6 +154,11 @@ std::string render_doc(const Delta& d, bool md, bool all) {
   if (d.note_changed) {
     doc.heading(3, "fwd-compat note");
     doc.bullet(fmt::format("status: {} → {}", d.old_note.status, d.new_note.status));
+    auto fmt_format = [](const NoteFacts& n) {
+      return n.format ? fmt::format("{}", *n.format) : std::string("-");
+    };
+    if (d.old_note.format != d.new_note.format)
+      doc.bullet(fmt::format("format: {} → {}", fmt_format(d.old_note), fmt_format(d.new_note)));
     doc.bullet(fmt::format("CUDA version: {} → {}", d.old_note.cuda_version.value_or("-"),
                            d.new_note.cuda_version.value_or("-")));
     if (!d.branches_added.empty())

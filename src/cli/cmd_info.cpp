@@ -196,6 +196,9 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
     w.key("other_keys").begin_array();
     for (const auto& k : note->other_keys) w.value(k);
     w.end_array();
+    w.key("missing_keys").begin_array();
+    for (const auto& k : note->missing_keys) w.value(k);
+    w.end_array();
     w.kv("raw", note->raw_json);
   } else if (img.fwd_compat_error()) {
     w.kv("status", "damaged").kv("error", img.fwd_compat_error()->message());
@@ -286,16 +289,18 @@ std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c)
     for (auto d : note->device_generations)
       devices += fmt::format("{}{}", devices.empty() ? "" : " ", d);
     row("fwd-compat note",
-        fmt::format("format {}, CUDA {}", note->format ? fmt::format("{}", *note->format) : "?",
-                    note->cuda_version.value_or("?")));
+        fmt::format("format {}, CUDA {} (owner \"{}\", note type {})",
+                    note->format ? fmt::format("{}", *note->format) : "?",
+                    note->cuda_version.value_or("?"), note->owner, note->note_type));
     row("", fmt::format("kernel-driver branches: {}", branches.empty() ? "none" : branches));
     row("", fmt::format("device generations: {}", devices.empty() ? "none" : devices));
-    if (!note->other_keys.empty()) {
+    auto key_list = [](const std::vector<std::string>& v) {
       std::string keys;
-      for (const auto& k : note->other_keys)
-        keys += fmt::format("{}{}", keys.empty() ? "" : ", ", k);
-      row("", fmt::format("other keys: {}", keys));
-    }
+      for (const auto& k : v) keys += fmt::format("{}\"{}\"", keys.empty() ? "" : ", ", k);
+      return keys;
+    };
+    if (!note->other_keys.empty()) row("", "other keys: " + key_list(note->other_keys));
+    if (!note->missing_keys.empty()) row("", "missing keys: " + key_list(note->missing_keys));
   } else if (img.fwd_compat_error()) {
     row("fwd-compat note", fmt::format("damaged: {}", img.fwd_compat_error()->message()));
   } else {

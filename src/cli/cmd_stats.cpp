@@ -125,6 +125,12 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
   rows_table(out, "control commands", s.by_control, durs, "cmd");
   rows_table(out, "classes allocated", s.by_class, durs, "class");
   rows_table(out, "threads", s.by_thread, durs);
+  if (s.env_events > 0) {
+    fmt::format_to(std::back_inserter(out), "\nenvironment: {} events on {} paths\n", s.env_events,
+                   s.by_env_path.size());
+  }
+  rows_table(out, "environment by path", s.by_env_path, durs);
+  rows_table(out, "environment by call", s.by_env_op, durs);
   if (s.failures_by_status.empty() && s.failures_by_errno.empty()) {
     out += "\nfailures: none\n";
   }
@@ -214,6 +220,10 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
   json_rows(w, "controls", s.by_control, "cmd", durs);
   json_rows(w, "classes", s.by_class, "class", durs);
   json_rows(w, "threads", s.by_thread, "tid", durs);
+  w.key("environment").begin_object().kv("events", s.env_events);
+  json_rows(w, "by_path", s.by_env_path, "", durs);
+  json_rows(w, "by_call", s.by_env_op, "", durs);
+  w.end_object();
   w.key("failures").begin_object();
   json_rows(w, "by_status", s.failures_by_status, "status", durs);
   json_rows(w, "by_errno", s.failures_by_errno, "errno", durs);

@@ -17,6 +17,7 @@ struct TraceOptions {
   std::string output = "trace.jsonl";
   std::string mode = "ptrace";
   std::string devices = std::string(record::kDefaultDevices);
+  std::string env = std::string(record::kDefaultEnv);
   std::string cpu = "same";
   uint64_t max_buffer = 16u << 20;
   std::string preload_lib;
@@ -64,6 +65,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   w.begin_object();
   w.kv("schema", "cudatool.trace/1").kv("output", o.output).kv("mode", o.mode);
   w.kv("placement", s.placement).kv("devices", o.devices).kv("events", s.events);
+  w.kv_or_null("env", o.env == "none" ? std::string() : o.env);
   w.key("by_sys").begin_object();
   for (const auto& [k, n] : s.by_sys) w.kv(k, n);
   w.end_object();
@@ -107,6 +109,7 @@ int run_trace(TraceOptions& o) {
   ro.argv = o.command;
   ro.attach_pid = o.pid;
   ro.devices = o.devices;
+  ro.env = o.env == "none" ? std::string() : o.env;
   ro.cpu = o.cpu;
   ro.max_buffer = o.max_buffer;
   ro.preload_lib = o.preload_lib;
@@ -155,6 +158,11 @@ void register_trace(CLI::App& app, int* exit_code) {
   cmd->add_option("--devices", o->devices,
                   "comma-separated globs of the device paths to record ('*' matches '/' too)")
       ->capture_default_str();
+  cmd->add_option("--env", o->env,
+                  "comma-separated globs of the environment paths whose stat, open (with the "
+                  "content read), mknod, symlink, readlink, chmod and unlink are recorded "
+                  "('*' matches '/' too); none: record none")
+      ->capture_default_str();
   cmd->add_option("--cpu", o->cpu,
                   "ptrace placement: same (recorder and program on the CPU cudatool starts on), "
                   "any (no pinning), or a CPU number")
@@ -184,6 +192,8 @@ void register_trace(CLI::App& app, int* exit_code) {
       "  cudatool trace --devices '/dev/nvidia*,/tmp/fake/*' -- ./test-program\n"
       "  cudatool trace --no-stacks -o run.jsonl -- ./work kern.cubin   # no call stacks\n"
       "  cudatool decode run.jsonl --stacks                  # the stacks, by function name\n"
+      "  cudatool trace --env '/tmp/fake-sys/*' -- ./test-program   # a fake /sys tree\n"
+      "  cudatool trace --env none -- ./work kern.cubin          # device calls only\n"
       "The trace (docs/trace-format.md) is written as calls complete, so a crash or kill of the\n"
       "program or of cudatool loses nothing already recorded. Exit status: the command's own\n"
       "(128+N when signal N killed it; 127/126 when it could not be run); 2 when tracing could\n"

@@ -18,6 +18,8 @@ void register_tables(CLI::App& app, int* exit_code);
 void register_functions(CLI::App& app, int* exit_code);
 void register_addr(CLI::App& app, int* exit_code);
 void register_symbolize(CLI::App& app, int* exit_code);
+void register_xrefs(CLI::App& app, int* exit_code);
+void register_index(CLI::App& app, int* exit_code);
 void register_trace(CLI::App& app, int* exit_code);
 void register_import(CLI::App& app, int* exit_code);
 void register_cubins(CLI::App& app, int* exit_code);

@@ -4,6 +4,7 @@
 
 #include "base/json_writer.hpp"
 #include "cli/common.hpp"
+#include "cuda/cubin_arch.hpp"
 #include "elf/relocations.hpp"
 #include "elf/symbols.hpp"
 
@@ -235,7 +236,14 @@ std::string kernel_line(const cuda::Kernel& k) {
 }  // namespace
 
 std::vector<SummaryRow> summarize(const std::vector<const EmbeddedImage*>& images) {
-  std::map<std::pair<std::string, std::string>, SummaryRow> rows;
+  // Architectures in numeric order (sm_90a before sm_100), then kinds.
+  auto arch_then_kind = [](const std::pair<std::string, std::string>& x,
+                           const std::pair<std::string, std::string>& y) {
+    if (x.first != y.first) return cuda::arch_less(x.first, y.first);
+    return x.second < y.second;
+  };
+  std::map<std::pair<std::string, std::string>, SummaryRow, decltype(arch_then_kind)> rows(
+      arch_then_kind);
   for (const auto* im : images) {
     std::string arch = im->arch.empty() ? "-" : im->arch;
     std::string kind(image_kind_name(im->kind));

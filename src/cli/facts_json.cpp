@@ -41,6 +41,10 @@ void opt(JsonWriter& w, std::string_view key, const std::optional<std::string>& 
 
 void note(JsonWriter& w, std::string_view key, const NoteFacts& n) {
   w.key(key).begin_object().kv("status", n.status);
+  if (n.format)
+    w.kv("format", *n.format);
+  else
+    w.key("format").null();
   opt(w, "cuda_version", n.cuda_version);
   ints(w, "driver_branches", n.driver_branches);
   ints(w, "device_generations", n.device_generations);

@@ -25,6 +25,8 @@ constexpr CommandEntry kCommands[] = {
     {"functions", cudatool::cli::register_functions},
     {"addr", cudatool::cli::register_addr},
     {"symbolize", cudatool::cli::register_symbolize},
+    {"xrefs", cudatool::cli::register_xrefs},
+    {"index", cudatool::cli::register_index},
     {"delta", cudatool::cli::register_delta},
     {"history", cudatool::cli::register_history},
     {"trace", cudatool::cli::register_trace, true},

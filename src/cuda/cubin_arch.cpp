@@ -133,6 +133,26 @@ std::optional<ArchOption> arch_from_options(std::string_view options) {
   return std::nullopt;
 }
 
+std::optional<uint32_t> release_from_tool_version(std::string_view tool_version) {
+  auto at = tool_version.find("release ");
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t i = at + 8;
+  uint32_t major = 0, minor = 0;
+  size_t digits = 0;
+  while (i < tool_version.size() && tool_version[i] >= '0' && tool_version[i] <= '9' &&
+         digits < 3) {
+    major = major * 10 + static_cast<uint32_t>(tool_version[i++] - '0');
+    ++digits;
+  }
+  if (digits == 0 || i + 1 >= tool_version.size() || tool_version[i] != '.') return std::nullopt;
+  char m = tool_version[i + 1];
+  if (m < '0' || m > '9') return std::nullopt;
+  minor = static_cast<uint32_t>(m - '0');
+  if (i + 2 < tool_version.size() && tool_version[i + 2] >= '0' && tool_version[i + 2] <= '9')
+    return std::nullopt;  // a two-digit minor does not fit major*10+minor
+  return major * 10 + minor;
+}
+
 void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnostics* diag) {
   for (const auto& sh : elf.sections()) {
     if (sh.sh_type != SHT_NOTE || !sh.in_file) continue;
@@ -155,7 +175,10 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
         CudaInfoNote c;
         c.version = *n.desc.read<uint16_t>(0);
         c.virtual_sm = *n.desc.read<uint16_t>(2);
-        c.toolkit_version = *n.desc.read<uint16_t>(4);
+        // Version 2 holds the toolkit in bytes 4-5. Version 1, which libcuda 580.159.04's images
+        // from an internal toolchain branch carry in a section named .note.nv.cuver (12 bytes:
+        // {u16 1, u16 virtual SM, u32 1, u32 1}), holds none: its third field is not a toolkit.
+        c.toolkit_version = c.version >= 2 ? *n.desc.read<uint16_t>(4) : 0;
         c.offset = n.offset;
         t.cuinfo = c;
       } else if (n.type == kNoteTypeTkInfo) {
@@ -205,6 +228,13 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
     }
   }
   if (t.tkinfo) {
+    if (!t.toolkit_version) {
+      if (auto v = release_from_tool_version(t.tkinfo->tool_version)) {
+        t.toolkit_version = *v;
+        t.toolkit_evidence =
+            fmt::format(".note.nv.tkinfo (release {})", toolkit_version_string(*v));
+      }
+    }
     std::string_view opts = t.tkinfo->tool_options;
     if (auto a = arch_from_options(opts)) {
       if (a->sm != t.sm) {
@@ -231,6 +261,36 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
       }
     }
   }
+}
+
+bool arch_less(std::string_view a, std::string_view b) {
+  struct Key {
+    std::string_view prefix;  // up to the first digit
+    bool numbered = false;
+    uint64_t number = 0;
+    std::string_view suffix;  // after the digits
+  };
+  auto key = [](std::string_view s) {
+    Key k;
+    size_t i = 0;
+    while (i < s.size() && (s[i] < '0' || s[i] > '9')) ++i;
+    k.prefix = s.substr(0, i);
+    size_t j = i;
+    // At most 18 digits, so that the number fits; longer runs go to the suffix.
+    while (j < s.size() && j - i < 18 && s[j] >= '0' && s[j] <= '9') {
+      k.number = k.number * 10 + static_cast<uint64_t>(s[j] - '0');
+      ++j;
+    }
+    k.numbered = j > i;
+    k.suffix = s.substr(j);
+    return k;
+  };
+  Key x = key(a), y = key(b);
+  if (x.prefix != y.prefix) return x.prefix < y.prefix;
+  if (x.numbered != y.numbered) return x.numbered;
+  if (x.number != y.number) return x.number < y.number;
+  if (x.suffix != y.suffix) return x.suffix < y.suffix;
+  return false;
 }
 
 }  // namespace cudatool::cuda

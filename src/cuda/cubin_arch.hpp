@@ -46,7 +46,8 @@ struct ToolkitNote {
 };
 
 // .note.nv.cuinfo (note type 1000): {u16 version, u16 virtual SM, u16 toolkit version (130 for
-// CUDA 13.0)}, padded to 8 bytes by ptxas.
+// CUDA 13.0)}, padded to 8 bytes by ptxas (version 2). Version 1 (in .note.nv.cuver, seen in
+// libcuda 580.159.04) has no toolkit field: toolkit_version is 0 for it.
 struct CudaInfoNote {
   uint16_t version = 0;
   uint16_t virtual_sm = 0;
@@ -91,5 +92,18 @@ std::optional<ArchOption> arch_from_options(std::string_view options);
 
 // "12.4" from 124.
 std::string toolkit_version_string(uint32_t v);
+// 130 from a tkinfo tool version "Cuda compilation tools, release 13.0, V13.0.0"; nullopt when
+// it names no release of the major*10+minor form.
+std::optional<uint32_t> release_from_tool_version(std::string_view tool_version);
+
+// Orders architecture names by number, not as text: sm_50 < sm_90 < sm_90a < sm_100 < sm_100a <
+// sm_100f < sm_121 (as text, sm_100 would sort before sm_50). Names are compared by their prefix
+// ("sm_", "compute_"), then the number, then the suffix; a name without a number ("sm_?", "-")
+// comes after the numbered ones of its prefix.
+bool arch_less(std::string_view a, std::string_view b);
+struct ArchLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return arch_less(a, b); }
+};
 
 }  // namespace cudatool::cuda

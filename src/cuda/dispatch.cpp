@@ -6,7 +6,16 @@
 //   je    1f                         ;   -> mov $4, %eax; ret (CUDA_ERROR_DEINITIALIZED)
 //   jmp   *slot(%rip)                ; slot in .data, R_X86_64_RELATIVE -> the implementation
 //
-// sometimes with an argument-narrowing instruction (movzx) before the jmp. The decoder follows
+// sometimes with an argument-narrowing instruction (movzx) before the jmp. In 580.159.04 the stub
+// has a frame and reports errors after the call (objdump -d of cuMemAlloc_v2):
+//
+//   push %rbp; mov %rsp,%rbp; push %r12; sub $0x8,%rsp
+//   cmpl  $0x321cba00, guard(%rip); je 1f
+//   call  *slot(%rip)                ; then: error code → name lookup, logging, return
+//
+// so a frame prologue is stepped over, but a slot reached after one counts only when the
+// teardown guard (cmpl $0x321cba00) came first: an ordinary function also has a frame, and may
+// compare a global and call through a pointer. The decoder follows
 // straight-line code and direct jumps for a few instructions, tries the other side of a
 // conditional branch when the straight line ends without a slot, and follows a slot that lands
 // on another such wrapper (bounded, with cycle detection).
@@ -21,9 +30,12 @@
 namespace cudatool::cuda {
 namespace {
 
-constexpr int kMaxSteps = 12;      // instructions per path
+constexpr int kMaxSteps = 40;  // instructions per path (580 stubs re-push up to 10 stack arguments)
 constexpr int kMaxBranches = 2;    // conditional-branch targets tried
 constexpr uint32_t kMaxChain = 4;  // wrappers behind wrappers
+// The value every guarded stub of 470…580 compares its guard word with (tables --json: the
+// guard_value of each dispatch entry).
+constexpr uint32_t kTeardownGuard = 0x321cba00;
 
 class Disassembler {
  public:
@@ -62,6 +74,7 @@ struct PathResult {
   std::optional<uint32_t> guard_value;
   std::optional<uint32_t> constant;
   uint32_t hops = 0;
+  bool framed = false;  // the path began with a frame prologue
   std::string note;
 };
 
@@ -80,6 +93,7 @@ PathResult follow(const TableInput& in, Disassembler& dis, uint64_t pc, uint64_t
   std::optional<uint32_t> eax;
   std::array<std::pair<x86_reg, uint64_t>, 4> loaded{};  // reg <- [rip+x], most recent first
   std::vector<uint64_t> visited;
+  std::optional<uint64_t> frame_at;  // the first push of a prologue
   for (int step = 0; step < kMaxSteps; ++step) {
     const auto* sec = in.sections->at(pc);
     if (sec == nullptr || !sec->exec || sec->bytes.empty()) {
@@ -122,6 +136,14 @@ PathResult follow(const TableInput& in, Disassembler& dis, uint64_t pc, uint64_t
       case X86_INS_JMP:
       case X86_INS_CALL: {
         bool call = insn->id == X86_INS_CALL;
+        bool through_pointer = x.op_count == 1 && (is_rip_mem(op[0]) || op[0].type == X86_OP_REG);
+        if (through_pointer && frame_at && r.guard_value != kTeardownGuard) {
+          r.note = fmt::format(
+              "a function body (push at {:#x}, then {} {} at {:#x} without the "
+              "teardown guard), not a forwarding stub",
+              *frame_at, insn->mnemonic, insn->op_str, insn->address);
+          return r;
+        }
         if (x.op_count == 1 && is_rip_mem(op[0])) {
           r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
           r.slot = next + static_cast<uint64_t>(op[0].mem.disp);
@@ -154,9 +176,17 @@ PathResult follow(const TableInput& in, Disassembler& dis, uint64_t pc, uint64_t
         }
         return r;
       case X86_INS_PUSH:
-        r.note = fmt::format("a function body ({} {} at {:#x}), not a forwarding stub",
-                             insn->mnemonic, insn->op_str, insn->address);
-        return r;
+        // A prologue before the guard (580.159.04); after the teardown guard, the caller's
+        // stack arguments pushed again for the call (push 0x20(%rbp), or mov 0x18(%rbp),%eax;
+        // push %rax for a narrowed one); after any other guard, a body.
+        if (r.guard_vaddr && r.guard_value != kTeardownGuard) {
+          r.note = fmt::format("a function body ({} {} at {:#x}), not a forwarding stub",
+                               insn->mnemonic, insn->op_str, insn->address);
+          return r;
+        }
+        if (!frame_at) frame_at = insn->address;
+        r.framed = true;
+        break;
       default: {
         bool is_jcc = false;
         for (uint8_t g = 0; g < insn->detail->groups_count; ++g)
@@ -188,6 +218,8 @@ PathResult decode_wrapper(const TableInput& in, Disassembler& dis, uint64_t addr
         alt.guard_vaddr = first.guard_vaddr;
         alt.guard_value = first.guard_value;
       }
+      // Behind a frame, only the teardown guard makes a stub (see the top of this file).
+      if (first.framed && alt.guard_value != kTeardownGuard) continue;
       return alt;
     }
   }

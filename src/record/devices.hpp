@@ -13,6 +13,14 @@
 namespace cudatool::record {
 
 inline constexpr std::string_view kDefaultDevices = "/dev/nvidia*";
+// The environment paths whose calls are recorded by default (--env; docs/trace-format.md,
+// "Environment events"): what libcuda reads of the driver's view of the system — the driver's
+// procfs files, the kernel modules' sysfs directories, the PCI devices (their directory too:
+// libcuda lists it), the device nodes themselves (stat, mknod, …), and /proc/devices (where the
+// dynamic majors of nvidia-uvm and nvidia-caps are looked up).
+inline constexpr std::string_view kDefaultEnv =
+    "/proc/driver/nvidia*,/sys/module/nvidia*,/sys/bus/pci/devices,/sys/bus/pci/devices/*,"
+    "/dev/nvidia*,/proc/devices";
 
 // A comma-separated list of globs (glob_match.h: fnmatch(3) without flags, so '*' also matches
 // '/' and "/dev/nvidia*" covers /dev/nvidia-caps/…). An empty list matches nothing. The preload

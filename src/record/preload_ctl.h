@@ -23,6 +23,7 @@
 #define CUDATOOL_ENV_TRACE "CUDATOOL_PRELOAD_TRACE"     /* the trace file events go to */
 #define CUDATOOL_ENV_CTL "CUDATOOL_PRELOAD_CTL"         /* this control block */
 #define CUDATOOL_ENV_DEVICES "CUDATOOL_PRELOAD_DEVICES" /* comma-separated globs */
+#define CUDATOOL_ENV_ENV "CUDATOOL_PRELOAD_ENV"         /* --env globs (absent: none) */
 
 struct cudatool_preload_ctl {
   uint64_t magic;

@@ -110,6 +110,7 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
     if (!w) return w.error();
     Header h = make_header(o.argv, "preload", o.devices);
     h.stacks = o.stacks;
+    h.env = o.env;
     if (h.driver_version) uvm_major = nvtr_driver_major(h.driver_version->c_str());
     if (Status st = (*w)->write_header(h); !st.ok()) return st.error();
     if (Status st = (*w)->close(); !st.ok()) return st.error();
@@ -145,6 +146,11 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
     setenv(CUDATOOL_ENV_TRACE, events_path.c_str(), 1);
     setenv(CUDATOOL_ENV_CTL, ctl.path().c_str(), 1);
     setenv(CUDATOOL_ENV_DEVICES, o.devices.c_str(), 1);
+    if (o.env.empty()) {
+      unsetenv(CUDATOOL_ENV_ENV);
+    } else {
+      setenv(CUDATOOL_ENV_ENV, o.env.c_str(), 1);
+    }
     execvp(argv[0], argv.data());
     int e = errno;
     (void)!write(errpipe[1], &e, sizeof e);
@@ -220,7 +226,9 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
     while ((*r)->next(ev)) {
       ++sum.events;
       ++sum.by_sys[std::string(sys_name(ev.sys))];
-      if (!ev.path.empty() && ev.sys != Sys::kExecve) ++sum.by_path[ev.path];
+      if (!ev.path.empty() && ev.sys != Sys::kExecve && !trace::is_environment(ev.sys)) {
+        ++sum.by_path[ev.path];
+      }
     }
   }
   if (zst) {

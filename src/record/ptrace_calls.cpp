@@ -204,6 +204,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
   for (int i = 0; i < 6; ++i) c.args[static_cast<size_t>(i)] = args[i];
   c.t_entry = now_ns();
   c.path_id = -1;
+  c.env_nr = -1;
   c.nested.clear();
   auto fd_arg = [&](int i) { return static_cast<int>(static_cast<int32_t>(args[i])); };
   auto start = [&](Sys sys, int64_t path_id) {
@@ -225,6 +226,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
     ev.err = 0;
     ev.open_flags = ev.addr = ev.len = ev.prot = ev.map_flags = ev.offset = 0;
     ev.child_pid = 0;
+    clear_env_members(ev);
     if (sys != Sys::kIoctl) {
       ev.arg.reset();
       ev.nested.clear();  // an ioctl resizes them (each side is rewritten when read)
@@ -255,7 +257,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       auto raw = read_tracee_string(t.tid, name);
       if (!raw) return false;
       std::string path = resolve_path(t, dirfd, *raw);
-      if (!devices_.matches(path)) return false;
+      if (!devices_.matches(path)) return env_open_entry(t, nr, args, path);
       uint32_t id = intern_device(path);
       start(Sys::kOpen, id);
       if (nr == SYS_open) {
@@ -331,7 +333,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       return false;  // success shows as PTRACE_EVENT_EXEC
     }
     default:
-      return false;
+      return on_env_entry(t, nr, args);
   }
 }
 
@@ -347,6 +349,11 @@ void PtraceRecorder::on_exit(Thread& t, int64_t rval, bool is_error) {
     ev.err = static_cast<int32_t>(-rval);
   } else {
     ev.ret = rval;
+  }
+  if (c.env_nr >= 0) {
+    on_env_exit(t, rval, is_error);
+    emit(ev);
+    return;
   }
   auto& fds = t.proc->fds->fds;
   switch (c.nr) {

@@ -47,7 +47,7 @@ constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP | PT
 }  // namespace
 
 PtraceRecorder::PtraceRecorder(const RecordOptions& o, TraceWriter& out)
-    : opt_(o), out_(out), devices_(o.devices) {}
+    : opt_(o), out_(out), devices_(o.devices), env_(o.env) {}
 
 uint64_t PtraceRecorder::now_ns() const {
   timespec ts{};
@@ -117,7 +117,9 @@ void PtraceRecorder::capture_stack(Thread& t, Event& ev) {
 void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
   ++sum_.by_sys[std::string(sys_name(ev.sys))];
-  if (!ev.path.empty() && ev.sys != Sys::kExecve) ++sum_.by_path[ev.path];
+  if (!ev.path.empty() && ev.sys != Sys::kExecve && !trace::is_environment(ev.sys)) {
+    ++sum_.by_path[ev.path];
+  }
   if (!write_error_.empty()) return;
   Status st = out_.write_event(ev);
   if (!st.ok()) write_error_ = st.error().message();
@@ -136,7 +138,7 @@ Status PtraceRecorder::launch(int cpu) {
   if (pipe2(sync, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return make_error("trace", "", std::nullopt, fmt::format("pipe: {}", std::strerror(errno)));
   }
-  std::vector<sock_filter> filter = recorder_filter();
+  std::vector<sock_filter> filter = recorder_filter(!env_.spec().empty());
   std::vector<char*> argv;
   for (const auto& a : opt_.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -504,6 +506,7 @@ Result<RecordSummary> PtraceRecorder::run() {
   Header h = make_header(opt_.argv, "ptrace", devices_.spec());
   h.placement = sum_.placement;
   h.stacks = opt_.stacks;
+  h.env = env_.spec();
   uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
                                                     : 0);
   if (opt_.attach_pid != 0) {

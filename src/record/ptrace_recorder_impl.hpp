@@ -21,6 +21,10 @@ namespace cudatool::record {
 
 class RecorderSignals;
 
+// Resets the members of an environment event (op, target, the stat answer, content, entries,
+// unrecorded) of a reused Event.
+void clear_env_members(Event& ev);
+
 struct Process {
   int tgid = 0;
   std::shared_ptr<FdTable> fds;
@@ -46,6 +50,11 @@ struct PendingCall {
   nvtr_buf_plan arg_plan{};
   std::vector<nvtr_buf_plan> nested;
   int64_t path_id = -1;  // the device path the call concerns
+  // Environment events (ptrace_env.cpp): the call's number when it is one (-1 otherwise), where
+  // its answer lies in the tracee (stat/statx/readlink buffer), and the absolute path.
+  int env_nr = -1;
+  uint64_t env_buf = 0;
+  std::string env_abs;
 };
 
 struct Thread {
@@ -90,6 +99,11 @@ class PtraceRecorder {
   // v2: the stack of the call starting at this stop (and the module records it needs, written
   // at once, before its event).
   void capture_stack(Thread& t, Event& ev);
+  // Environment events (ptrace_env.cpp): calls on paths, and opens of paths that are no device.
+  bool on_env_entry(Thread& t, int nr, const uint64_t* args);
+  bool env_open_entry(Thread& t, int nr, const uint64_t* args, const std::string& path);
+  void on_env_exit(Thread& t, int64_t rval, bool is_error);
+  bool start_env(Thread& t, int nr, Sys sys, const char* op, std::string path);
   // One side of n buffers: one pread of the thread's stack when they all lie in it above the
   // stack pointer (that memory is mapped read-write: it holds the live frames), else one
   // process_vm_readv (fill_buffers). False from stack_fill when it could not be used.
@@ -115,6 +129,7 @@ class PtraceRecorder {
   RecorderSignals* signals_ = nullptr;
   TraceWriter& out_;
   DeviceMatcher devices_;
+  DeviceMatcher env_;  // --env: environment paths
   PathTable paths_;
   std::vector<int> path_kind_;  // nvtr_dev_kind per path id
   // UVM parameter sizes of the driver branch (nv_ioctl_abi.h), chosen from the header's version.

@@ -26,6 +26,9 @@ struct RecordOptions {
   std::vector<std::string> argv;  // the command to run (launch mode)
   int attach_pid = 0;             // --pid: attach to a running process instead (ptrace only)
   std::string devices;            // comma-separated globs of device paths to record
+  // Comma-separated globs of the environment paths whose calls are recorded (stat, opens with
+  // the content read, mknod, …: docs/trace-format.md); "" records none.
+  std::string env;
   // CPU placement (ptrace): "same" pins recorder and traced program to the CPU the recorder
   // starts on; "any" leaves both where the scheduler puts them; a number pins both to that CPU.
   std::string cpu = "same";

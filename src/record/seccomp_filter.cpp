@@ -15,6 +15,10 @@
 namespace cudatool::record {
 namespace {
 
+// Not in every libc's <sys/syscall.h> yet (Linux 5.8 and 6.6).
+constexpr uint32_t kSysFaccessat2 = 439;
+constexpr uint32_t kSysFchmodat2 = 452;
+
 constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
 constexpr uint32_t kNrOffset = offsetof(seccomp_data, nr);
 // Low 32 bits of argument i (little-endian).
@@ -31,13 +35,23 @@ sock_filter jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) {
 
 }  // namespace
 
-std::vector<sock_filter> recorder_filter() {
+std::vector<sock_filter> recorder_filter(bool env_paths) {
   const uint32_t kTrace = SECCOMP_RET_TRACE;
   const uint32_t kAllow = SECCOMP_RET_ALLOW;
-  // Calls that always stop; mmap and fcntl are checked further below.
-  const uint32_t always[] = {SYS_ioctl,  SYS_open,        SYS_openat,  SYS_openat2, SYS_creat,
-                             SYS_close,  SYS_close_range, SYS_dup,     SYS_dup2,    SYS_dup3,
-                             SYS_munmap, SYS_execve,      SYS_execveat};
+  // Calls that always stop; mmap and fcntl (and newfstatat, statx) are checked further below.
+  std::vector<uint32_t> always = {SYS_ioctl,  SYS_open,        SYS_openat,  SYS_openat2, SYS_creat,
+                                  SYS_close,  SYS_close_range, SYS_dup,     SYS_dup2,    SYS_dup3,
+                                  SYS_munmap, SYS_execve,      SYS_execveat};
+  if (env_paths) {
+    // Calls on paths (environment events): the path is checked by the recorder, which a filter
+    // cannot do (it sees the pointer, not the string).
+    always.insert(
+        always.end(),
+        {SYS_stat,       SYS_lstat,  SYS_access,   SYS_faccessat, kSysFaccessat2, SYS_readlink,
+         SYS_readlinkat, SYS_mknod,  SYS_mknodat,  SYS_mkdir,     SYS_mkdirat,    SYS_symlink,
+         SYS_symlinkat,  SYS_chmod,  SYS_fchmodat, kSysFchmodat2, SYS_chown,      SYS_lchown,
+         SYS_fchownat,   SYS_unlink, SYS_unlinkat, SYS_rmdir});
+  }
   std::vector<sock_filter> f;
   f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, kArchOffset));
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
@@ -50,17 +64,28 @@ std::vector<sock_filter> recorder_filter() {
   //   [trace_at]     ret TRACE
   //   [mmap_at]      A = flags; if (A & MAP_ANONYMOUS) ret ALLOW; ret TRACE
   //   [fcntl_at]     A = cmd; if (A == F_DUPFD || A == F_DUPFD_CLOEXEC) ret TRACE; ret ALLOW
-  size_t count = sizeof always / sizeof always[0];
+  //   [fstatat_at]   A = flags (arg 3); if (A & AT_EMPTY_PATH) ret ALLOW; ret TRACE   (env only)
+  //   [statx_at]     A = flags (arg 2); the same                                    (env only)
+  // newfstatat and statx with AT_EMPTY_PATH are fstat of an fd (glibc's fstat is one): they do not
+  // name a path, and stopping on them would cost every fstat of the program.
+  size_t count = always.size();
   size_t first_test = f.size();
-  size_t trace_at = first_test + count + 2 + 1;  // the tests, mmap and fcntl tests, ret ALLOW
+  size_t extra_tests = env_paths ? 4 : 2;
+  size_t trace_at = first_test + count + extra_tests + 1;  // the tests, ret ALLOW
   size_t mmap_at = trace_at + 1;
   size_t fcntl_at = mmap_at + 4;
+  size_t fstatat_at = fcntl_at + 5;
+  size_t statx_at = fstatat_at + 4;
   auto to = [&](size_t target) { return static_cast<uint8_t>(target - f.size() - 1); };
   for (size_t i = 0; i < count; ++i) {
     f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, always[i], to(trace_at), 0));
   }
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, to(mmap_at), 0));
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_fcntl, to(fcntl_at), 0));
+  if (env_paths) {
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_newfstatat, to(fstatat_at), 0));
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_statx, to(statx_at), 0));
+  }
   f.push_back(stmt(BPF_RET | BPF_K, kAllow));
   f.push_back(stmt(BPF_RET | BPF_K, kTrace));              // trace_at
   f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(3)));  // mmap_at
@@ -72,6 +97,14 @@ std::vector<sock_filter> recorder_filter() {
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_DUPFD_CLOEXEC, 1, 0));
   f.push_back(stmt(BPF_RET | BPF_K, kAllow));
   f.push_back(stmt(BPF_RET | BPF_K, kTrace));
+  if (env_paths) {
+    for (int arg : {3, 2}) {  // fstatat_at, statx_at
+      f.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(arg)));
+      f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 1));
+      f.push_back(stmt(BPF_RET | BPF_K, kAllow));
+      f.push_back(stmt(BPF_RET | BPF_K, kTrace));
+    }
+  }
   return f;
 }
 

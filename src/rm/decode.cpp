@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/hex.hpp"
+#include "rm/decode_env.hpp"
 #include "rm/decode_layout.hpp"
 
 namespace cudatool::rm {
@@ -373,6 +374,7 @@ void decode_other(const trace::Event& ev, Decoded& d) {
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(int64_t{ev.fd})));
       break;
     default:
+      if (detail::is_environment(ev.sys)) detail::decode_environment(ev, d);
       break;
   }
 }
@@ -446,6 +448,7 @@ void Decoded::clear() {
   hex.clear();
   notes.clear();
   partial.clear();
+  summary.clear();
 }
 
 void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {

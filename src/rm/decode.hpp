@@ -94,6 +94,9 @@ struct Decoded {
   // Limits of the recording: a buffer recorded shorter than its structure (members past its end
   // are left out), no argument bytes, a long argument shown in part.
   std::vector<std::string> partial;
+  // Environment events (v2: stat, file, mknod, …): the readable text after the call name
+  // ("/dev/nvidiactl → char 195:255 0666 (__xstat)"); `args` hold the same facts as members.
+  std::string summary;
 
   void clear();
 };

@@ -250,6 +250,12 @@ std::string format_line(const Decoded& d) {
 }
 
 void append_line(std::string& out, const Decoded& d) {
+  if (!d.summary.empty()) {  // an environment event: its own text, the facts are in args
+    out += d.call;
+    out += ' ';
+    out += d.summary;
+    return;
+  }
   if (!d.call.empty()) {
     out += d.call;
   } else {

@@ -169,6 +169,9 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
     case kRet:
       num(static_cast<uint64_t>(ev.ret));
       break;
+    case kOp:
+      name(ev.op);
+      break;
     case kHandle:
       break;  // several values: see eval
     case kApi:

@@ -38,6 +38,7 @@ enum FieldId : uint8_t {
   kRequest,
   kRet,
   kApi,  // the CUDA API call in progress (from the event's stack; given by the caller)
+  kOp,  // environment events: the call as the program made it ("stat", "__xstat", "fopen", …)
 };
 
 struct FieldDef {
@@ -71,6 +72,7 @@ inline constexpr std::array kFields{
     FieldDef{"req", kRequest, Type::kNumber},
     FieldDef{"ret", kRet, Type::kSigned},
     FieldDef{"api", kApi, Type::kName},
+    FieldDef{"op", kOp, Type::kName},
 };
 
 enum FlagId : uint8_t { kFailed, kUnknown, kNotes, kPartial };
@@ -83,7 +85,7 @@ inline constexpr std::array kFlags{FlagDef{"failed", kFailed}, FlagDef{"unknown"
 
 inline constexpr std::string_view kFieldList =
     "sys, call (escape), ctrl (control, cmd), class, status, errno, device, path, tid, pid, seq, "
-    "fd, t, dur, client, parent, object, handle, request (req), ret, api";
+    "fd, t, dur, client, parent, object, handle, request (req), ret, api, op";
 inline constexpr std::string_view kFlagList = "failed, unknown, notes, partial";
 inline constexpr std::array<std::string_view, 8> kDeviceNames{
     "nvidiactl", "gpu", "uvm", "uvm-tools", "modeset", "caps", "nvidia-other", "unknown"};

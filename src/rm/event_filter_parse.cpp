@@ -384,6 +384,7 @@ class Parser {
         return std::nullopt;
       case kPath:
       case kApi:  // names of the trace's own libraries: any name may be right
+      case kOp:
         return 0;
       case kCall:
         for (int i = 0; i <= static_cast<int>(trace::Sys::kUnknown); ++i) {
@@ -444,7 +445,7 @@ class Parser {
       case kSys:
         return fmt::format(
             "no event kind '{}' (sys is one of open, close, dup, ioctl, mmap, "
-            "munmap, execve, fork, exit)",
+            "munmap, execve, fork, exit, stat, file, mknod, symlink, readlink, chmod, unlink)",
             s);
       case kDevice:
         return fmt::format(

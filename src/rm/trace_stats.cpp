@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "rm/decode_env.hpp"
+
 #include <algorithm>
 #include <array>
 
@@ -93,7 +95,16 @@ void StatsBuilder::add(const trace::Event& ev, const Decoded& d) {
   if (failed) ++s_.failed;
   uint64_t dur = ev.has_duration ? ev.dur_ns : 0;
 
-  if (!ev.path.empty()) {
+  bool env = detail::is_environment(ev.sys);
+  if (env) {
+    ++s_.env_events;
+    std::string key(trace::sys_name(ev.sys));
+    key += ' ';
+    key += ev.path;
+    env_paths_[key].add(failed, dur);
+    env_ops_[ev.op].add(failed, dur);
+  }
+  if (!ev.path.empty() && !env) {
     if (last_device_ == nullptr || ev.path != last_path_) {
       last_path_ = ev.path;
       last_device_ = &devices_[ev.path];
@@ -297,6 +308,8 @@ TraceStats StatsBuilder::finish() {
     const char* n = strerrorname_np(static_cast<int>(k));
     r.name = n != nullptr ? n : std::to_string(k);
   });
+  s_.by_env_path = rows(env_paths_, [](CountRow& r, const std::string& k) { r.name = k; });
+  s_.by_env_op = rows(env_ops_, [](CountRow& r, const std::string& k) { r.name = k; });
   for (const ObjectInfo& o : s_.objects) {
     if (o.freed) {
       ++s_.objects_freed;

@@ -90,6 +90,11 @@ struct TraceStats {
   // Time to first context: the milestone "channel" (see docs/decode.md), when found.
   const Milestone* first_context() const;
   std::vector<SlowCall> slowest;  // longest duration first
+  // Environment events (v2): what the program asked of the driver's view of the system — not
+  // counted under devices, but here, by kind and path ("stat /dev/nvidiactl") and by the call as
+  // the program made it ("__xstat", "fopen", "openat").
+  uint64_t env_events = 0;
+  std::vector<CountRow> by_env_path, by_env_op;
 };
 
 class StatsBuilder {
@@ -121,6 +126,7 @@ class StatsBuilder {
   std::unordered_map<uint32_t, Counter> controls_, classes_, statuses_, errnos_;
   std::unordered_map<int32_t, Counter> threads_;
   std::unordered_map<uint64_t, uint32_t> live_;  // (client << 32 | handle) -> object index
+  std::unordered_map<std::string, Counter> env_paths_, env_ops_;
 };
 
 }  // namespace cudatool::rm

@@ -34,6 +34,10 @@ std::string_view sys_name(Sys s) {
   return "unknown";
 }
 
+bool is_environment(Sys s) {
+  return s >= Sys::kStat && s <= Sys::kUnlink;
+}
+
 Sys sys_from_name(std::string_view name) {
   for (const auto& [k, n] : kNames) {
     if (n == name) return k;

@@ -51,6 +51,8 @@ enum class Sys : uint8_t {
 
 std::string_view sys_name(Sys s);  // "open", "close", "dup", "ioctl", …
 Sys sys_from_name(std::string_view name);
+// kStat … kUnlink: an environment event (v2), a call on a path rather than on a device.
+bool is_environment(Sys s);
 
 // A user-memory buffer read before and after the call.
 struct Buffer {

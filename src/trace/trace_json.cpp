@@ -111,21 +111,37 @@ void write_buffer(Line& l, const Buffer& b) {
   l.ch('}');
 }
 
+// Whether an environment event's op is one of the chown family (a chmod event without `mode`;
+// its uid and gid are members of their own).
+bool is_chown_op(std::string_view op) {
+  return op.find("chown") != std::string_view::npos;
+}
+
 // The members of an environment event (v2) before `ret`: op, path and what the kind adds.
 void write_environment(Line& l, const Event& e) {
   l.key("op");
   l.str(e.op);
   l.key("path");
   l.str(e.path);
+  auto answer = [&] {
+    l.key("mode");
+    l.hex(e.mode);
+    l.key("rdev");
+    l.hex(e.rdev);
+    l.key("size");
+    l.num(e.st_size);
+  };
+  auto at_flags = [&] {
+    if (e.open_flags != 0) {
+      l.key("flags");  // the AT_* flags of fstatat, statx, faccessat2, fchmodat2, unlinkat
+      l.hex(e.open_flags);
+    }
+  };
   switch (e.sys) {
     case Sys::kStat:
+      at_flags();
       if (e.has_stat) {
-        l.key("mode");
-        l.hex(e.mode);
-        l.key("rdev");
-        l.hex(e.rdev);
-        l.key("size");
-        l.num(e.st_size);
+        answer();
       } else if (e.mode != 0) {
         l.key("mode");  // access(2): the amode asked for
         l.hex(e.mode);
@@ -134,6 +150,7 @@ void write_environment(Line& l, const Event& e) {
     case Sys::kFile:
       l.key("flags");
       l.hex(e.open_flags);
+      if (e.has_stat) answer();  // of what was opened, as the recorder found it
       break;
     case Sys::kMknod:
       l.key("mode");
@@ -147,12 +164,40 @@ void write_environment(Line& l, const Event& e) {
       l.str(e.target);
       break;
     case Sys::kChmod:
-      l.key("mode");
-      l.hex(e.mode);
+      at_flags();
+      if (!is_chown_op(e.op)) {
+        l.key("mode");
+        l.hex(e.mode);
+      }
+      break;
+    case Sys::kUnlink:
+      at_flags();
       break;
     default:
       break;
   }
+}
+
+// A file's content (role "content"): the bytes read are its `post`; there is no `pre`.
+void write_content(Line& l, const Buffer& b) {
+  l.ch('{');
+  l.key("role", true);
+  l.str(b.role);
+  l.key("addr");
+  l.hex(b.addr);
+  l.key("size");
+  l.num(b.size);
+  if (b.bounded) l.raw(",\"bounded\":true");
+  if (!b.after.empty() || b.after_error.empty()) {
+    l.key("post");
+    l.bytes(b.after);
+  }
+  if (!b.after_error.empty()) {
+    l.key("post_error");
+    l.str(b.after_error);
+  }
+  l.extra(b.extra);
+  l.ch('}');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -480,7 +525,7 @@ void append_event_line(std::string& out, const Event& e) {
   }
   if (e.content) {
     l.key("content");
-    write_buffer(l, *e.content);
+    write_content(l, *e.content);
   }
   if (e.has_entries) {
     l.key("entries");
@@ -864,10 +909,14 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
   Status st = p.finish();
   if (!st.ok()) return st;
   if (!have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
-  if (e.sys != Sys::kOpen && e.sys != Sys::kFile) e.open_flags = 0;
+  // "flags" are open(2) flags (open, file), AT_* flags (stat, chmod, unlink) or mmap(2) flags.
+  if (e.sys != Sys::kOpen && e.sys != Sys::kFile && e.sys != Sys::kStat && e.sys != Sys::kChmod &&
+      e.sys != Sys::kUnlink) {
+    e.open_flags = 0;
+  }
   if (e.sys != Sys::kMmap) e.map_flags = 0;
-  // "size" is st_size only in a stat event that succeeded.
-  if (e.sys != Sys::kStat) {
+  // "size" is st_size only in a stat or file event that holds the answer.
+  if (e.sys != Sys::kStat && e.sys != Sys::kFile) {
     e.has_stat = false;
     e.st_size = 0;
   }

@@ -1,5 +1,5 @@
-// Mutation property test of `ab` on a real trace (../shared/data/trace_a, imported): hundreds of
-// seeded single mutations, each written with the trace writer and read back, and compared with
+// Mutation property test of `ab` on a real trace (tests/data/captures/trace_a, imported): hundreds
+// of seeded single mutations, each written with the trace writer and read back, and compared with
 // the original. The first divergence reported must be the mutated event — nothing before it:
 //
 //   drop event k           → missing call, A #k (or another call of a run of calls that are the

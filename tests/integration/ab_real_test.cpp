@@ -1,6 +1,6 @@
-// `cudatool ab` on the two real captures of ../shared/data (two runs of one program on an H200):
-// equivalent, with zero divergences — while their raw bytes differ in hundreds of calls and a
-// single changed status is still reported; each rule of ab/rules.cpp is needed; threads are
+// `cudatool ab` on the two real captures of tests/data/captures (two runs of one program on an
+// H200): equivalent, with zero divergences — while their raw bytes differ in hundreds of calls and
+// a single changed status is still reported; each rule of ab/rules.cpp is needed; threads are
 // matched by role; drivers and GPUs that differ are said first. Expected values come from the
 // captures' own events (the trace reader), the driver tables and the decoder (rm/), not from ab/.
 #include <gtest/gtest.h>

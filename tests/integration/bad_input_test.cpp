@@ -211,7 +211,7 @@ TEST(Cli, HelpListsEveryCommandUnderItsHeading) {
   ASSERT_NE(dyn, std::string::npos) << r.out;
   const std::vector<std::string> statics = {"info",   "exports",   "imports", "cubins",
                                             "tables", "functions", "addr",    "symbolize",
-                                            "delta",  "history"};
+                                            "xrefs",  "index",     "delta",   "history"};
   const std::vector<std::string> dynamics = {"trace", "import", "decode", "stats", "export", "ab"};
   auto check = [&](const std::string& c, bool dynamic) {
     size_t at = r.out.find("\n  " + c + " ");

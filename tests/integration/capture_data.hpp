@@ -1,6 +1,7 @@
-// The real captures of ../shared/data (H200, driver 580.159.04), read independently of cudatool
-// (xz + nlohmann::json; captures_dir() and read_capture() are in harness.hpp), and the rule for
-// control commands NVIDIA does not publish. Shared by rm_capture_test.cpp and decode_test.cpp.
+// The real captures of tests/data/captures (H200, driver 580.159.04), read independently of
+// cudatool (xz + nlohmann::json; captures_dir() and read_capture() are in harness.hpp), and the
+// rule for control commands NVIDIA does not publish. Shared by rm_capture_test.cpp and
+// decode_test.cpp.
 #pragma once
 
 #include <cstdint>

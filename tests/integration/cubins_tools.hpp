@@ -57,7 +57,7 @@ std::vector<PtxFunction> parse_ptx(const std::string& text);
 
 // The independent scan: every "\x7fELF" whose e_machine is 190, sized from its own headers
 // (end of the program and section header tables, of every section with file bytes and of
-// every segment). What the Python scan of /work/shared/BASELINES.md does.
+// every segment). What the Python scan of the shared BASELINES.md does.
 struct RawCubin {
   uint64_t offset = 0;
   uint64_t size = 0;

@@ -4,7 +4,7 @@
 // nv_client fixture (durations, failed calls).
 //
 // The golden file tests/golden/decode_trace_a_seq0-170.txt is real output of
-//   cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04
+//   cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04
 //   cudatool decode a.jsonl --filter 'seq<=170'
 // (run in the directory of a.jsonl); CUDATOOL_UPDATE_GOLDEN=1 rewrites it from the current
 // build (review the diff before committing).

@@ -1,5 +1,5 @@
-// `decode`, `stats` and `export` on the real captures of ../shared/data (H200, driver 580.159.04),
-// imported with `cudatool import --driver-version <the README's version>`.
+// `decode`, `stats` and `export` on the real captures of tests/data/captures (H200, driver
+// 580.159.04), imported with `cudatool import --driver-version <the README's version>`.
 //
 // Expected values come from the captures themselves, read here with xz + nlohmann
 // (capture_data.cpp) and counted by this test from the raw argument bytes, with the layouts of
@@ -64,7 +64,7 @@ struct Independent {
   std::map<uint64_t, json> by_seq;
 };
 
-// Counts a capture from its own lines (format: ../shared/data/README.md).
+// Counts a capture from its own lines (format: tests/data/captures/README.md).
 Independent count(const std::vector<json>& lines) {
   Independent c;
   // Live objects: (client, handle) -> (parent handle); children found by scanning (small).

@@ -1,11 +1,14 @@
-// delta and history over the Debian series 470 → 535 → 550 → 555: every count in the report
-// must agree with the single-version commands' JSON for the same files; delta(X, X) is empty;
-// delta(A, B) mirrors delta(B, A).
+// delta and history over the Debian series 470 → 525 → 535 → 550 → 555, and from the newest
+// Debian build to libcuda 580.159.04 of the shared test data (the first with a fwd-compat note and
+// ABI v2 cubins): every count in the report must agree with the single-version commands' JSON for
+// the same files; delta(X, X) is empty; delta(A, B) mirrors delta(B, A).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "harness.hpp"
 
@@ -37,13 +40,17 @@ std::set<std::string> strings(const json& a) {
   return s;
 }
 
-TEST(Delta, NeighbourPairsAgreeWithSingleVersionFacts) {
-  auto builds = driver_builds();
-  ASSERT_GE(builds.size(), 4u);
-  for (size_t i = 0; i + 1 < builds.size(); ++i) {
-    const auto& a = builds[i].lib_path;
-    const auto& b = builds[i + 1].lib_path;
-    SCOPED_TRACE(builds[i].version + " -> " + builds[i + 1].version);
+// The newest Debian build (drivers.list is in version order) and the shared 580.159.04.
+std::pair<DriverBuild, DriverBuild> debian_to_shared() {
+  return {driver_builds().back(), shared_builds().front()};
+}
+
+void expect_pair_agrees_with_single_version_facts(const DriverBuild& old_b,
+                                                  const DriverBuild& new_b) {
+  const std::string& a = old_b.lib_path;
+  const std::string& b = new_b.lib_path;
+  SCOPED_TRACE(old_b.version + " -> " + new_b.version);
+  {
     json d = run_json({"delta", "--json", a, b}, {0, 1});
     auto ea = export_names(a), eb = export_names(b);
     std::set<std::string> added, removed;
@@ -102,13 +109,25 @@ TEST(Delta, NeighbourPairsAgreeWithSingleVersionFacts) {
   }
 }
 
-TEST(Delta, TableChangesAgreeWithTablesCommand) {
+TEST(Delta, NeighbourPairsAgreeWithSingleVersionFacts) {
   auto builds = driver_builds();
-  for (size_t i = 0; i + 1 < builds.size(); ++i) {
-    SCOPED_TRACE(builds[i].version + " -> " + builds[i + 1].version);
-    json d = run_json({"delta", "--json", builds[i].lib_path, builds[i + 1].lib_path}, {0, 1});
-    json ta = run_json({"tables", "--json", builds[i].lib_path});
-    json tb = run_json({"tables", "--json", builds[i + 1].lib_path});
+  ASSERT_GE(builds.size(), 4u);
+  for (size_t i = 0; i + 1 < builds.size(); ++i)
+    expect_pair_agrees_with_single_version_facts(builds[i], builds[i + 1]);
+}
+
+TEST(Delta, DebianTo580AgreesWithSingleVersionFacts) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_pair_agrees_with_single_version_facts(a, b);
+}
+
+void expect_table_changes_agree(const DriverBuild& old_b, const DriverBuild& new_b) {
+  SCOPED_TRACE(old_b.version + " -> " + new_b.version);
+  {
+    json d = run_json({"delta", "--json", old_b.lib_path, new_b.lib_path}, {0, 1});
+    json ta = run_json({"tables", "--json", old_b.lib_path});
+    json tb = run_json({"tables", "--json", new_b.lib_path});
     auto rows = [](const json& t) {
       std::set<std::string> s;
       for (const auto& r : t["procaddress"]["rows"]) {
@@ -146,9 +165,22 @@ TEST(Delta, TableChangesAgreeWithTablesCommand) {
   }
 }
 
-TEST(Delta, FunctionAndDeviceCodeFactsAgreeWithTheirCommands) {
+TEST(Delta, TableChangesAgreeWithTablesCommand) {
   auto builds = driver_builds();
-  const std::string a = builds[2].lib_path, b = builds[3].lib_path;
+  for (size_t i = 0; i + 1 < builds.size(); ++i)
+    expect_table_changes_agree(builds[i], builds[i + 1]);
+}
+
+TEST(Delta, DebianTo580TableChangesAgreeWithTablesCommand) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_table_changes_agree(a, b);
+}
+
+void expect_function_and_device_code_facts_agree(const DriverBuild& old_b,
+                                                 const DriverBuild& new_b) {
+  SCOPED_TRACE(old_b.version + " -> " + new_b.version);
+  const std::string a = old_b.lib_path, b = new_b.lib_path;
   json d = run_json({"delta", "--json", a, b}, {0, 1});
   json fa = run_json({"functions", "--json", a}), fb = run_json({"functions", "--json", b});
   ASSERT_FALSE(d["functions"].is_null());
@@ -201,6 +233,76 @@ TEST(Delta, FunctionAndDeviceCodeFactsAgreeWithTheirCommands) {
     EXPECT_EQ(e["old"], it->second.first);
     EXPECT_EQ(e["new"], it->second.second);
   }
+  // Architectures added and dropped: those with images on one side only.
+  std::vector<std::string> added, dropped;
+  for (const auto& [arch, n] : cb)
+    if (!ca.count(arch)) added.push_back(arch);
+  for (const auto& [arch, n] : ca)
+    if (!cb.count(arch)) dropped.push_back(arch);
+  auto sorted = [](const json& v) {
+    auto x = v.get<std::vector<std::string>>();
+    std::sort(x.begin(), x.end());
+    return x;
+  };
+  EXPECT_EQ(sorted(d["cubins"]["archs_added"]), added);
+  EXPECT_EQ(sorted(d["cubins"]["archs_removed"]), dropped);
+  // Listed in numeric order: sm_90a before sm_100.
+  auto number = [](const std::string& arch) { return std::stoi(arch.substr(arch.find('_') + 1)); };
+  for (const char* list : {"archs_added", "archs_removed"}) {
+    const json& v = d["cubins"][list];
+    for (size_t i = 1; i < v.size(); ++i)
+      EXPECT_LE(number(v[i - 1]), number(v[i])) << list << ": " << v.dump();
+  }
+}
+
+TEST(Delta, FunctionAndDeviceCodeFactsAgreeWithTheirCommands) {
+  auto builds = driver_builds();
+  expect_function_and_device_code_facts_agree(builds[2], builds[3]);
+}
+
+TEST(Delta, DebianTo580FunctionAndDeviceCodeFactsAgreeWithTheirCommands) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_function_and_device_code_facts_agree(a, b);
+}
+
+// The note appears in 580: the delta reports what info (checked against readelf -n in
+// RealDriver.FwdCompatNoteMatchesReadelf) reads on each side, in JSON and in the text.
+TEST(Delta, DebianTo580NoteAppears) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  json d = run_json({"delta", "--json", a.lib_path, b.lib_path}, {0, 1});
+  json na = run_json({"info", "--json", a.lib_path})["fwd_compat_note"];
+  json nb = run_json({"info", "--json", b.lib_path})["fwd_compat_note"];
+  ASSERT_EQ(nb["status"], "present") << nb.dump();
+  const json& note = d["note"];
+  EXPECT_TRUE(note["changed"].get<bool>());
+  EXPECT_FALSE(d["interface_unchanged"].get<bool>());
+  EXPECT_EQ(note["old"]["status"], na["status"]);
+  EXPECT_EQ(note["new"]["status"], "present");
+  for (const char* k : {"format", "cuda_version", "driver_branches", "device_generations"})
+    EXPECT_EQ(note["new"][k], nb[k]) << k;
+  auto sorted_set = [](const json& v) {
+    std::set<int64_t> s;
+    for (const auto& x : v) s.insert(x.get<int64_t>());
+    return s;
+  };
+  if (na["status"] == "absent") {
+    EXPECT_EQ(sorted_set(note["branches_added"]), sorted_set(nb["driver_branches"]));
+    EXPECT_EQ(sorted_set(note["devices_added"]), sorted_set(nb["device_generations"]));
+    EXPECT_TRUE(note["branches_removed"].empty());
+  }
+  RunResult t = run({cudatool_bin(), "delta", "--fast", a.lib_path, b.lib_path}, 600);
+  EXPECT_EQ(t.status, 1) << t.err;
+  std::string branches;
+  for (const auto& x : nb["driver_branches"]) branches += (branches.empty() ? "" : " ") + x.dump();
+  EXPECT_NE(t.out.find("- fwd-compat note: " + na["status"].get<std::string>() + " → CUDA " +
+                       nb["cuda_version"].get<std::string>() + ", kernel-driver branches " +
+                       branches + ", device generations "),
+            std::string::npos)
+      << t.out.substr(0, 2000);
+  EXPECT_NE(t.out.find("kernel-driver branches added: " + branches), std::string::npos)
+      << t.out.substr(0, 2000);
 }
 
 TEST(Delta, SameFileHasNoChange) {
@@ -256,28 +358,35 @@ json mirror(const json& j) {
   return j;
 }
 
-TEST(Delta, MirrorProperty) {
-  auto builds = driver_builds();
-  for (auto [i, k] : {std::pair{0, 1}, std::pair{2, 3}, std::pair{0, 3}}) {
-    const auto& a = builds.at(i).lib_path;
-    const auto& b = builds.at(k).lib_path;
-    json ab = run_json({"delta", "--json", a, b}, {0, 1});
-    json ba = run_json({"delta", "--json", b, a}, {0, 1});
-    json m = mirror(ba);
-    for (const char* section : {"exports", "imports", "note", "sizes", "tables", "cubins"}) {
-      EXPECT_EQ(ab[section], m[section])
-          << section << " " << builds[i].version << " vs " << builds[k].version;
-    }
-    if (!ab["functions"].is_null()) {
-      for (const char* f : {"unchanged", "changed", "added", "removed", "old", "new"}) {
-        EXPECT_EQ(ab["functions"][f], m["functions"][f]) << f;
-      }
+void expect_mirror(const DriverBuild& x, const DriverBuild& y) {
+  const auto& a = x.lib_path;
+  const auto& b = y.lib_path;
+  json ab = run_json({"delta", "--json", a, b}, {0, 1});
+  json ba = run_json({"delta", "--json", b, a}, {0, 1});
+  json m = mirror(ba);
+  for (const char* section : {"exports", "imports", "note", "sizes", "tables", "cubins"}) {
+    EXPECT_EQ(ab[section], m[section]) << section << " " << x.version << " vs " << y.version;
+  }
+  if (!ab["functions"].is_null()) {
+    for (const char* f : {"unchanged", "changed", "added", "removed", "old", "new"}) {
+      EXPECT_EQ(ab["functions"][f], m["functions"][f]) << f;
     }
   }
 }
 
-TEST(History, SeriesAgreesWithSingleVersionFacts) {
+TEST(Delta, MirrorProperty) {
   auto builds = driver_builds();
+  for (auto [i, k] : {std::pair{0, 1}, std::pair{2, 3}, std::pair{0, 3}})
+    expect_mirror(builds.at(i), builds.at(k));
+}
+
+TEST(Delta, DebianTo580MirrorProperty) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_mirror(a, b);
+}
+
+void expect_series_agrees(const std::vector<DriverBuild>& builds) {
   std::vector<std::string> args = {"history", "--json"};
   // Reverse order on purpose: history sorts by driver version.
   for (auto it = builds.rbegin(); it != builds.rend(); ++it) args.push_back(it->lib_path);
@@ -290,6 +399,12 @@ TEST(History, SeriesAgreesWithSingleVersionFacts) {
     EXPECT_EQ(row["exports"], info["exports"]["total"]);
     EXPECT_EQ(row["imports"], info["imports"]["total"]);
     EXPECT_EQ(row["build_id"], info["build_id"]);
+    const json& note = info["fwd_compat_note"];
+    EXPECT_EQ(row["note"]["status"], note["status"]);
+    if (note["status"] == "present") {
+      for (const char* k : {"format", "cuda_version", "driver_branches", "device_generations"})
+        EXPECT_EQ(row["note"][k], note[k]) << k;
+    }
   }
   // "since": a name is attributed to the first build that exports it, checked per build.
   std::vector<std::set<std::string>> names;
@@ -300,9 +415,42 @@ TEST(History, SeriesAgreesWithSingleVersionFacts) {
     ASSERT_LT(first, names.size()) << name;
     EXPECT_EQ(since, builds[first].version) << name;
   }
+}
+
+TEST(History, SeriesAgreesWithSingleVersionFacts) {
+  auto builds = driver_builds();
+  expect_series_agrees(builds);
   RunResult csv = run({cudatool_bin(), "history", "--csv", builds[0].lib_path, builds[1].lib_path});
   EXPECT_EQ(csv.status, 0);
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3);
+}
+
+// The newest Debian build and 580.159.04: the note's columns, and the architecture columns in
+// numeric order (580 adds sm_100 … sm_121 after sm_90a).
+TEST(History, DebianTo580SeriesAgreesWithSingleVersionFacts) {
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_series_agrees({a, b});
+  RunResult csv = run({cudatool_bin(), "history", "--csv", b.lib_path, a.lib_path}, 600);
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  std::istringstream in(csv.out);
+  std::string header, row_a, row_b;
+  std::getline(in, header);
+  std::getline(in, row_a);
+  std::getline(in, row_b);
+  std::vector<std::string> cols;
+  std::stringstream hs(header);
+  for (std::string c; std::getline(hs, c, ',');) cols.push_back(c);
+  std::vector<int> numbers;
+  for (const auto& c : cols)
+    if (c.rfind("sm_", 0) == 0) numbers.push_back(std::stoi(c.substr(3)));
+  ASSERT_FALSE(numbers.empty()) << header;
+  EXPECT_TRUE(std::is_sorted(numbers.begin(), numbers.end())) << header;
+  json info = run_json({"info", "--json", b.lib_path});
+  EXPECT_NE(row_b.find(",present," + info["fwd_compat_note"]["cuda_version"].get<std::string>()),
+            std::string::npos)
+      << header << "\n"
+      << row_b;
 }
 
 TEST(Delta, DebInputGivesTheSameDelta) {

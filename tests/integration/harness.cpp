@@ -3,12 +3,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -108,13 +114,101 @@ std::vector<DriverBuild> driver_builds() {
   return out;
 }
 
+namespace {
+
+bool readable(const std::string& path) {
+  return access(path.c_str(), R_OK) == 0;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// <build dir>/real-data: where shared builds are unpacked, once per build tree.
+std::string real_data_dir() {
+  return std::string(CUDATOOL_BUILD_DIR) + "/real-data";
+}
+
+}  // namespace
+
+std::vector<DriverBuild> shared_builds() {
+  DriverBuild b;
+  b.version = "580.159.04";
+  b.xz_name = "libcuda.so." + b.version + ".xz";
+  b.lib_path = real_data_dir() + "/libcuda.so." + b.version;
+  return {b};
+}
+
+std::string shared_data_dir(const std::string& file) {
+  // Set, it is the only place looked at (so that a test run can also prove the skip).
+  if (const char* e = std::getenv("CUDATOOL_SHARED_DATA"); e != nullptr && *e != '\0') {
+    return readable(std::string(e) + "/" + file) ? std::string(e) : std::string();
+  }
+  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data"}) {
+    if (readable(d + "/" + file)) return d;
+  }
+  return "";
+}
+
+BuildReadiness prepare_build(const DriverBuild& b) {
+  BuildReadiness r;
+  if (b.xz_name.empty()) {
+    r.ready = readable(b.lib_path);
+    if (!r.ready)
+      r.message = b.lib_path + " is missing: run tools/fetch-drivers.sh (the test command does)";
+    return r;
+  }
+  std::string dir = shared_data_dir(b.xz_name);
+  if (dir.empty()) {
+    r.skip = true;
+    const char* env = std::getenv("CUDATOOL_SHARED_DATA");
+    std::string where =
+        env != nullptr && *env != '\0'
+            ? "$CUDATOOL_SHARED_DATA (" + std::string(env) + ")"
+            : source_dir() + "/../shared/data or " + source_dir() + "/../../shared/data";
+    r.message = "SKIPPED: " + b.xz_name + " (libcuda " + b.version +
+                ", NVIDIA's binary, never in the tree) was not found in " + where +
+                "; put it there, or point CUDATOOL_SHARED_DATA at the directory that holds it, to "
+                "test this build";
+    return r;
+  }
+  std::string xz = dir + "/" + b.xz_name;
+  if (mkdir(real_data_dir().c_str(), 0755) != 0 && errno != EEXIST) {
+    r.message = real_data_dir() + ": cannot create (" + std::strerror(errno) + ")";
+    return r;
+  }
+  // One test process unpacks while the others (ctest -j) wait on the lock, then reuse it.
+  int lock = open((real_data_dir() + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+    r.message = real_data_dir() + "/.lock: " + std::strerror(errno);
+    if (lock >= 0) close(lock);
+    return r;
+  }
+  struct stat sx {
+  }, sl{};
+  bool fresh = stat(xz.c_str(), &sx) == 0 && stat(b.lib_path.c_str(), &sl) == 0 && sl.st_size > 0 &&
+               sl.st_mtime >= sx.st_mtime;
+  if (!fresh) {
+    std::string tmp = b.lib_path + ".tmp." + std::to_string(getpid());
+    RunResult x = sh("xz -dc " + shell_quote(xz) + " > " + shell_quote(tmp), 600);
+    if (x.status != 0 || std::rename(tmp.c_str(), b.lib_path.c_str()) != 0) {
+      r.message = "xz -dc " + xz + " into " + tmp + " failed: " + x.err;
+      std::remove(tmp.c_str());
+      close(lock);
+      return r;
+    }
+  }
+  close(lock);
+  r.ready = readable(b.lib_path);
+  if (!r.ready) r.message = b.lib_path + ": not readable after unpacking " + xz;
+  return r;
+}
+
 std::string captures_dir() {
   if (const char* e = std::getenv("CUDATOOL_CAPTURES"); e != nullptr && *e != '\0') return e;
-  for (std::string d : {source_dir() + "/../shared/data", source_dir() + "/../../shared/data",
-                        std::string("/work/shared/data")}) {
-    if (access((d + "/trace_a.jsonl.xz").c_str(), R_OK) == 0) return d;
-  }
-  return source_dir() + "/../shared/data";
+  return source_dir() + "/tests/data/captures";
 }
 
 std::string read_capture(const std::string& name) {
@@ -122,7 +216,7 @@ std::string read_capture(const std::string& name) {
   RunResult r = run({"xz", "-dc", path});
   if (r.status != 0) {
     ADD_FAILURE() << path << " cannot be read (" << r.err
-                  << "): the real captures live in ../shared/data (or set CUDATOOL_CAPTURES)";
+                  << "): the real captures ship in tests/data/captures (or set CUDATOOL_CAPTURES)";
     return {};
   }
   return r.out;
@@ -161,6 +255,39 @@ std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+ReadelfNote readelf_note(const std::string& path, const std::string& section) {
+  ReadelfNote n;
+  RunResult r = run({"readelf", "-n", "-W", path});
+  auto at = r.out.find("Displaying notes found in: " + section + "\n");
+  if (at == std::string::npos) return n;
+  std::istringstream in(r.out.substr(at));
+  std::string line;
+  std::getline(in, line);  // "Displaying notes found in: …"
+  std::getline(in, line);  // "  Owner  Data size  Description"
+  std::getline(in, line);
+  std::smatch m;
+  if (!std::regex_match(line, m, std::regex(R"(^\s+(.+?)\s+(0x[0-9a-f]+)\s+(.*)$)"))) return n;
+  n.found = true;
+  n.owner = m[1];
+  n.data_size = std::stoull(m[2], nullptr, 16);
+  std::string desc = m[3];
+  if (std::regex_search(desc, m, std::regex(R"(Unknown note type: \((0x[0-9a-f]+)\))")))
+    n.type = std::stoll(m[1], nullptr, 16);
+  // With -W the bytes follow on the same line; without it, on the next.
+  std::string rest =
+      line + "\n" +
+      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto d = rest.find("description data:");
+  if (d == std::string::npos) return n;
+  std::istringstream bytes(rest.substr(d + 17));
+  std::string tok;
+  while (bytes >> tok && tok.size() == 2 && std::isxdigit(static_cast<unsigned char>(tok[0])) &&
+         std::isxdigit(static_cast<unsigned char>(tok[1]))) {
+    n.desc.push_back(static_cast<char>(std::stoi(tok, nullptr, 16)));
+  }
+  return n;
 }
 
 std::vector<ReadelfSection> readelf_sections(const std::string& path) {

@@ -33,10 +33,11 @@ std::string fixtures_dir();
 std::string source_dir();
 
 struct DriverBuild {
-  std::string package;
+  std::string package;   // the Debian package; "" for a build from the shared test data
   std::string version;   // upstream version, "550.163.01"
-  std::string lib_path;  // <drivers dir>/libcuda.so.<version>
-  std::string deb_path;  // the .deb it came from (may be absent)
+  std::string lib_path;  // <drivers dir>/libcuda.so.<version>, or where a shared one is unpacked
+  std::string deb_path;  // the .deb it came from (may be absent; "" for a shared build)
+  std::string xz_name;   // shared builds: the file in the shared data directory
 };
 // For readable test names in gtest output.
 inline void PrintTo(const DriverBuild& b, std::ostream* os) {
@@ -47,8 +48,34 @@ inline void PrintTo(const DriverBuild& b, std::ostream* os) {
 std::vector<DriverBuild> driver_builds();
 std::string drivers_dir();
 
-// The directory of the real captures of ../shared/data: $CUDATOOL_CAPTURES, else ../shared/data
-// beside the project (or beside a worktree one level deeper), else /work/shared/data.
+// Real builds that no archive serves and that may not be committed (NVIDIA's binaries): today
+// libcuda 580.159.04, the only 570+ build at hand, read as libcuda.so.580.159.04.xz from the
+// shared data directory and unpacked into this build tree (<build>/real-data) on first use.
+std::vector<DriverBuild> shared_builds();
+// $CUDATOOL_SHARED_DATA when set (then only there), else ../shared/data beside the source tree
+// (or beside a worktree one level deeper) when it holds the file; "" when none does.
+std::string shared_data_dir(const std::string& file);
+
+// Whether a build can be tested: a Debian build must be in the cache (else a failure saying how
+// to fetch it); a shared build is unpacked once per build tree (xz -d, then an atomic rename;
+// reused while newer than the .xz) or, when the shared data directory lacks it, skipped with
+// a message that starts with "SKIPPED:" and says how to get it.
+struct BuildReadiness {
+  bool ready = false;
+  bool skip = false;
+  std::string message;
+};
+BuildReadiness prepare_build(const DriverBuild& b);
+// In SetUp() or a test body: fails, skips (shared builds only) or goes on.
+#define CUDATOOL_REQUIRE_BUILD(build)                                                 \
+  do {                                                                                \
+    ::cudatool::test::BuildReadiness ready_ = ::cudatool::test::prepare_build(build); \
+    if (ready_.skip) GTEST_SKIP() << ready_.message;                                  \
+    ASSERT_TRUE(ready_.ready) << ready_.message;                                      \
+  } while (0)
+
+// The directory of the real captures: $CUDATOOL_CAPTURES, else tests/data/captures in the
+// source tree (they ship with the project).
 std::string captures_dir();
 // A capture's text, decompressed (`xz -dc`, the independent tool).
 std::string read_capture(const std::string& name);
@@ -60,6 +87,18 @@ std::string driver_test_name(const ::testing::TestParamInfo<DriverBuild>& info);
 std::string write_temp(const std::string& name, const std::string& bytes);
 std::string read_file(const std::string& path);
 std::string temp_dir();
+
+// The first note of a section as readelf -n -W prints it: owner, "Data size", the type (the
+// number of "Unknown note type: (0x…)"; -1 when readelf names the type) and the descriptor bytes
+// of "description data: 7b 22 …". found is false when readelf shows no such section.
+struct ReadelfNote {
+  bool found = false;
+  std::string owner;
+  uint64_t data_size = 0;
+  int64_t type = -1;
+  std::string desc;
+};
+ReadelfNote readelf_note(const std::string& path, const std::string& section);
 
 // readelf -S -W, one entry per section except the NULL one.
 struct ReadelfSection {

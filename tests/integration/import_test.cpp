@@ -1,5 +1,5 @@
-// `cudatool import` on the two real captures of ../shared/data (H200, driver 580.159.04): every
-// line becomes one event and every field survives. The expected values are the capture's own
+// `cudatool import` on the two real captures of tests/data/captures (H200, driver 580.159.04):
+// every line becomes one event and every field survives. The expected values are the capture's own
 // lines, decompressed by xz(1) and parsed by nlohmann/json at test time.
 #include <unistd.h>
 
@@ -32,7 +32,7 @@ class Import : public ::testing::TestWithParam<std::string> {};
 TEST_P(Import, RealCaptureImportsWithoutLoss) {
   std::string capture = captures_dir() + "/" + GetParam();
   ASSERT_EQ(access(capture.c_str(), R_OK), 0)
-      << capture << " is missing: the real captures live in ../shared/data (or set "
+      << capture << " is missing: the real captures ship in tests/data/captures (or set "
       << "CUDATOOL_CAPTURES)";
   RunResult xz = run({"xz", "-dc", capture});
   ASSERT_EQ(xz.status, 0) << xz.err;

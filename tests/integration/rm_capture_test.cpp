@@ -1,5 +1,5 @@
-// The decoders and tables on the real captures in ../shared/data (H200, driver 580.159.04): every
-// ioctl decodes without a note, every class and status is named, control commands are named,
+// The decoders and tables on the real captures in tests/data/captures (H200, driver 580.159.04):
+// every ioctl decodes without a note, every class and status is named, control commands are named,
 // and the sizes libcuda really passed match the generated tables.
 //
 // A few commands libcuda sends are not in NVIDIA's open sources at all: "GSS legacy" commands
@@ -35,7 +35,7 @@ std::vector<uint8_t> bytes_of(const json& j, const char* key) {
   return b.value_or(std::vector<uint8_t>{});
 }
 
-// One capture line (format in ../shared/data/README.md) as a trace event.
+// One capture line (format in tests/data/captures/README.md) as a trace event.
 trace::Event event_of(const json& j) {
   trace::Event ev;
   ev.seq = j.at("seq").get<uint64_t>();

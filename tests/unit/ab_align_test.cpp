@@ -219,5 +219,42 @@ TEST(AbAlign, EmptySides) {
   EXPECT_TRUE(steps.empty());
 }
 
+// Where B's failing call goes: B makes A's first call, then A's second call with A's inputs but
+// another outcome, then stops. A also makes that command later: once with other inputs, once
+// with the same inputs. The partner is the call with the same inputs at the same place.
+TEST(AbAlign, TheSameRequestAtTheSamePlaceIsThePartner) {
+  // key, shape, full, input
+  struct E {
+    uint64_t k, s, f, in;
+  };
+  auto seqs = [](std::initializer_list<E> es, std::vector<uint64_t>& key, std::vector<uint64_t>& sh,
+                 std::vector<uint64_t>& full, std::vector<uint64_t>& in) {
+    for (const E& e : es)
+      key.push_back(e.k), sh.push_back(e.s), full.push_back(e.f), in.push_back(e.in);
+  };
+  std::vector<uint64_t> ak, as, af, ai, bk, bs, bf, bi;
+  //                 open         control, input 7   other         control, input 8  control, input
+  //                 7
+  seqs({{1, 1, 1, 1}, {2, 20, 200, 7}, {3, 30, 300, 3}, {2, 21, 210, 8}, {2, 20, 201, 7}}, ak, as,
+       af, ai);
+  seqs({{1, 1, 1, 1}, {2, 22, 220, 7}}, bk, bs, bf, bi);
+  for (bool with_inputs : {true, false}) {
+    Hashes a{ak, as, af, with_inputs ? std::span<const uint64_t>(ai) : std::span<const uint64_t>()};
+    Hashes b{bk, bs, bf, with_inputs ? std::span<const uint64_t>(bi) : std::span<const uint64_t>()};
+    std::vector<Step> steps = align(a, b);
+    auto it = std::find_if(steps.begin(), steps.end(), [](const Step& s) { return s.b == 1; });
+    ASSERT_NE(it, steps.end());
+    EXPECT_EQ(it->op, Op::kChange) << "with inputs " << with_inputs;
+    // With inputs: the same request. Without: of three calls of the same command, the earliest.
+    EXPECT_EQ(it->a, 1u) << "with inputs " << with_inputs;
+  }
+  // Inputs decide over position: B's call has the inputs of A's fourth call only.
+  bi[1] = 8;
+  std::vector<Step> steps = align(Hashes{ak, as, af, ai}, Hashes{bk, bs, bf, bi});
+  auto it = std::find_if(steps.begin(), steps.end(), [](const Step& s) { return s.b == 1; });
+  ASSERT_NE(it, steps.end());
+  EXPECT_EQ(it->a, 3u);
+}
+
 }  // namespace
 }  // namespace cudatool::ab

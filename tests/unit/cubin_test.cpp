@@ -6,6 +6,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -89,6 +90,30 @@ TEST(CubinArch, PtxasOptions) {
   EXPECT_FALSE(cuda::arch_from_options("-m 64").has_value());
   EXPECT_FALSE(cuda::arch_from_options("-arch sm_").has_value());
   EXPECT_FALSE(cuda::arch_from_options("-arch").has_value());
+}
+
+TEST(CubinArch, ReleaseFromToolVersion) {
+  EXPECT_EQ(cuda::release_from_tool_version("Cuda compilation tools, release 13.0, V13.0.0"), 130u);
+  EXPECT_EQ(cuda::release_from_tool_version("Cuda compilation tools, release 12.4, V12.4.131"),
+            124u);
+  EXPECT_FALSE(cuda::release_from_tool_version("Cuda compilation tools, V13.0.0"));
+  EXPECT_FALSE(cuda::release_from_tool_version("release 12.10, V12.10"));  // no major*10+minor
+  EXPECT_FALSE(cuda::release_from_tool_version("release .4"));
+  EXPECT_FALSE(cuda::release_from_tool_version("release 13"));
+  EXPECT_FALSE(cuda::release_from_tool_version(""));
+}
+
+// Architecture names sort by number: sm_100 after sm_90a (as text it would come before sm_50).
+TEST(CubinArch, ArchOrderIsNumeric) {
+  std::vector<std::string> v = {"sm_121", "sm_90a", "sm_100",  "sm_50",      "sm_100a", "sm_90",
+                                "sm_?",   "-",      "sm_100f", "compute_90", "sm_53"};
+  std::sort(v.begin(), v.end(), cuda::ArchLess{});
+  EXPECT_EQ(v, (std::vector<std::string>{"-", "compute_90", "sm_50", "sm_53", "sm_90", "sm_90a",
+                                         "sm_100", "sm_100a", "sm_100f", "sm_121", "sm_?"}));
+  EXPECT_FALSE(cuda::arch_less("sm_90", "sm_90"));
+  EXPECT_TRUE(cuda::arch_less("sm_9", "sm_10"));
+  // A run of digits longer than a number holds does not overflow; it still orders.
+  EXPECT_TRUE(cuda::arch_less("sm_1", "sm_99999999999999999999999"));
 }
 
 TEST(NvInfo, FramingAndDamage) {

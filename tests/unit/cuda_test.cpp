@@ -54,27 +54,90 @@ TEST(ApiName, Domains) {
   EXPECT_EQ(parse_api_name("memcpy").domain, "other");
 }
 
-TEST(FwdCompat, ParsesDescriptor) {
+// The form libcuda 580.159.04 writes (readelf -n): compact JSON, lower-case keys but for
+// "CUDA version", a NUL at the end. Values here are made up.
+TEST(FwdCompat, ParsesNvidiaForm) {
   std::string desc =
-      "{\"Format\": 1, \"CUDA Version\": \"13.1\", \"Driver\": [535, 580], \"Device\": [9, 10], "
-      "\"New\": true}";
-  desc.append(2, '\0');  // descriptors are NUL-padded to the note alignment
+      "{\"format\":1,\"CUDA version\":\"13.1\",\"driver\":[535,580],\"device\":[9,10]}";
+  desc.push_back('\0');
   auto n = cuda::parse_fwd_compat_json(desc);
   ASSERT_TRUE(n.ok()) << n.error().message();
   EXPECT_EQ(*n->format, 1);
   EXPECT_EQ(*n->cuda_version, "13.1");
   EXPECT_EQ(n->driver_branches, (std::vector<int64_t>{535, 580}));
   EXPECT_EQ(n->device_generations, (std::vector<int64_t>{9, 10}));
-  EXPECT_EQ(n->other_keys, std::vector<std::string>{"New"});
+  EXPECT_TRUE(n->other_keys.empty());
+  EXPECT_TRUE(n->missing_keys.empty());
+  EXPECT_EQ(n->raw_json.back(), '}');
 }
 
-TEST(FwdCompat, RejectsBadShapes) {
-  EXPECT_FALSE(cuda::parse_fwd_compat_json("not json").ok());
-  EXPECT_FALSE(cuda::parse_fwd_compat_json("[1,2]").ok());
-  EXPECT_FALSE(cuda::parse_fwd_compat_json("{\"Driver\": [\"535\"]}").ok());
-  EXPECT_FALSE(cuda::parse_fwd_compat_json("{\"Driver\": 535}").ok());
-  EXPECT_FALSE(cuda::parse_fwd_compat_json("{\"Format\": \"1\"}").ok());
-  EXPECT_TRUE(cuda::parse_fwd_compat_json("{}").ok());
+// Keys are matched as NVIDIA writes them: the capitalised guesses an earlier parser expected are
+// other keys, and the real ones they stand for are missing.
+TEST(FwdCompat, OtherAndMissingKeysAreListed) {
+  auto n = cuda::parse_fwd_compat_json(
+      "{\"Format\": 1, \"CUDA Version\": \"13.1\", \"Driver\": [535], \"device\": [9], "
+      "\"New\": true}\0\0");
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_FALSE(n->format);
+  EXPECT_FALSE(n->cuda_version);
+  EXPECT_TRUE(n->driver_branches.empty());
+  EXPECT_EQ(n->device_generations, std::vector<int64_t>{9});
+  EXPECT_EQ(n->other_keys, (std::vector<std::string>{"CUDA Version", "Driver", "Format", "New"}));
+  EXPECT_EQ(n->missing_keys, (std::vector<std::string>{"format", "CUDA version", "driver"}));
+  auto empty = cuda::parse_fwd_compat_json("{}");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->missing_keys.size(), 4u);
+}
+
+TEST(FwdCompat, RangesAndTextLists) {
+  auto n = cuda::parse_fwd_compat_json(
+      "{\"driver\":[535,\"550\",\" 570 .. 572 \"],\"device\":\"1, 2, 7..14\","
+      "\"CUDA version\":13.0}");
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(n->driver_branches, (std::vector<int64_t>{535, 550, 570, 571, 572}));
+  EXPECT_EQ(n->device_generations, (std::vector<int64_t>{1, 2, 7, 8, 9, 10, 11, 12, 13, 14}));
+  EXPECT_EQ(*n->cuda_version, "13.0");
+  auto one = cuda::parse_fwd_compat_json("{\"device\":[\"7..7\"]}");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->device_generations, std::vector<int64_t>{7});
+}
+
+TEST(FwdCompat, RejectsBadShapesNamingTheField) {
+  struct Case {
+    const char* json;
+    const char* field;
+    const char* reason;
+  };
+  for (const Case& c : {
+           Case{"not json", "descriptor", "not valid JSON (byte 2 of 8)"},
+           Case{"{\"format\":1,", "descriptor", "not valid JSON"},
+           Case{"[1,2]", "descriptor", "not an object"},
+           Case{"{\"driver\": 535}", "driver", "neither a list nor a string"},
+           Case{"{\"driver\": [535, true]}", "driver[1]", "neither an integer nor a range"},
+           Case{"{\"driver\": [1.5]}", "driver[0]", "neither an integer nor a range"},
+           Case{"{\"driver\": [18446744073709551615]}", "driver[0]", "does not fit 63 bits"},
+           Case{"{\"device\": [\"x\"]}", "device[0]", "neither a number nor a range"},
+           Case{"{\"device\": [\"-1\"]}", "device[0]", "neither a number nor a range"},
+           Case{"{\"device\": [\"14..7\"]}", "device[0]", "runs backwards"},
+           Case{"{\"device\": [\"1..\"]}", "device[0]", "does not have the form a..b"},
+           Case{"{\"device\": [\"0..4000000000\"]}", "device[0]", "more than 4096 members"},
+           Case{"{\"device\": \"1,,2\"}", "device", "neither a number nor a range"},
+           Case{"{\"format\": \"1\"}", "format", "is not an integer"},
+           Case{"{\"CUDA version\": [13]}", "CUDA version", "neither a string nor a number"},
+       }) {
+    SCOPED_TRACE(c.json);
+    auto n = cuda::parse_fwd_compat_json(c.json, 0x27c);
+    ASSERT_FALSE(n.ok());
+    EXPECT_EQ(n.error().structure, ".note.cuda.fwd_compatibility");
+    EXPECT_EQ(n.error().field, c.field);
+    EXPECT_NE(n.error().reason.find(c.reason), std::string::npos) << n.error().reason;
+    ASSERT_TRUE(n.error().offset);
+    EXPECT_GE(*n.error().offset, 0x27cu);
+  }
+  // A JSON syntax error points at the byte where it was found.
+  auto n = cuda::parse_fwd_compat_json("{\"format\":x}", 0x100);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(*n.error().offset, 0x100u + 10);
 }
 
 TEST(DriverVersion, FromFileName) {

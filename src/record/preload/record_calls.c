@@ -125,8 +125,9 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
 long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) {
   char abs[PATH_MAX];
   int idx = -1;
-  if (!shim_ready() || shim_t.busy || !shim_device_path(dirfd, path, abs, &idx)) {
-    return shim_perform(c);
+  if (!shim_ready() || shim_t.busy) return shim_perform(c);
+  if (!shim_device_path(dirfd, path, abs, &idx)) {
+    return shim_env_on() ? shim_env_open(c, dirfd, path, flags) : shim_perform(c);
   }
   shim_t.busy = 1;
   struct shim_event ev;
@@ -145,6 +146,7 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
 }
 
 long beh_close(struct shim_call* c, int fd) {
+  shim_env_fd_clear(fd);
   int idx = shim_dev_of_fd(fd);
   if (idx < 0 || !shim_ready()) return shim_perform(c);
   if (shim_t.busy) {
@@ -194,6 +196,7 @@ long beh_close_range(struct shim_call* c, unsigned lo, unsigned hi, unsigned fla
 
 /* dup, dup2, dup3, fcntl(F_DUPFD*): newfd -1 when the call picks it. */
 long beh_dup(struct shim_call* c, int oldfd, int newfd) {
+  if (newfd >= 0 && newfd != oldfd) shim_env_fd_clear(newfd); /* another file put over it */
   int idx = shim_dev_of_fd(oldfd);
   int replaced = newfd >= 0 && newfd != oldfd && shim_dev_of_fd(newfd) >= 0;
   if ((idx < 0 && !replaced) || !shim_ready()) return shim_perform(c);
@@ -277,13 +280,4 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
   return r;
 }
 
-/* ---- calls on paths and fstat: performed, not recorded (yet) ---- */
-
-long beh_path(struct shim_call* c) {
-  return shim_perform(c);
-}
-
-long beh_fstat(struct shim_call* c, int fd) {
-  (void)fd;
-  return shim_perform(c);
-}
+/* Calls on paths and fstat (beh_path, beh_fstat): env_calls.c. */

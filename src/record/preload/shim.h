@@ -94,6 +94,10 @@ struct shim_event {
   const char* entries; /* file on a directory: NUL-terminated names, one after the other */
   uint64_t entries_len;
   int has_entries;
+  int content_err;       /* file: errno of the recorder's read of it (0: read, or none to read) */
+  int entries_truncated; /* file: names past the recorder's bound were left out */
+  int has_owner;         /* chown: the uid and gid asked for */
+  int64_t uid, gid;
   int nbufs; /* ioctl: bufs[0] is the argument */
   struct shim_buf bufs[SHIM_MAX_BUFS];
   uint64_t frames[SHIM_MAX_FRAMES];
@@ -127,6 +131,19 @@ SHIM_HIDDEN const char* shim_path(int idx);
 SHIM_HIDDEN int shim_path_kind(int idx);
 /* Whether (dirfd, path) names a device; fills abs (PATH_MAX) with the absolute path. */
 SHIM_HIDDEN int shim_device_path(int dirfd, const char* path, char* abs, int* idx);
+/* abs (PATH_MAX) = (dirfd, path) made absolute, "." and ".." folded; 0 when it cannot be. */
+SHIM_HIDDEN int shim_abs_path(int dirfd, const char* path, char* abs);
+/* Whether an absolute path names a device (then *idx is its path index). */
+SHIM_HIDDEN int shim_device_match(const char* abs, int* idx);
+/* --env (docs/trace-format.md, "Environment events"): recording on; an absolute path in it. */
+SHIM_HIDDEN int shim_env_on(void);
+SHIM_HIDDEN int shim_env_match(const char* abs);
+/* fds opened on environment paths, with the path, for fstat (env_calls.c). */
+SHIM_HIDDEN void shim_env_fd_set(int fd, const char* abs);
+SHIM_HIDDEN void shim_env_fd_clear(int fd);
+/* An open of a path that is not a device (env_calls.c): performed, recorded when in --env. */
+struct shim_call;
+SHIM_HIDDEN long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags);
 SHIM_HIDDEN void shim_map_add(uint64_t addr, uint64_t len, int idx);
 SHIM_HIDDEN int shim_map_overlaps(uint64_t addr, uint64_t len);
 SHIM_HIDDEN int shim_map_remove(uint64_t addr, uint64_t len); /* path index or -1 */

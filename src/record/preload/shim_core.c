@@ -26,6 +26,7 @@ static _Atomic int state = kUninit;
 
 static char trace_path[PATH_MAX];
 static char devices[2048];
+static char env_globs[2048]; /* --env: environment paths whose calls are recorded ("" none) */
 static uint64_t t0_ns;
 static uint64_t max_buffer = NVTR_MAX_BUFFER;
 static const struct nvtr_uvm_branch* uvm_branch;
@@ -141,8 +142,8 @@ static void normalise(char* p) {
   memcpy(p, out, o + 1);
 }
 
-int shim_device_path(int dirfd, const char* path, char* abs, int* idx) {
-  if (path == NULL || devices[0] == '\0') return 0;
+int shim_abs_path(int dirfd, const char* path, char* abs) {
+  if (path == NULL) return 0;
   size_t n = strnlen(path, PATH_MAX);
   if (n >= PATH_MAX) return 0;
   if (path[0] == '/') {
@@ -171,7 +172,27 @@ int shim_device_path(int dirfd, const char* path, char* abs, int* idx) {
     memcpy(abs + b + 1, path, n + 1);
   }
   normalise(abs);
+  return 1;
+}
+
+int shim_device_path(int dirfd, const char* path, char* abs, int* idx) {
+  if (path == NULL || devices[0] == '\0') return 0;
+  if (!shim_abs_path(dirfd, path, abs)) return 0;
   if (!nvtr_glob_list_match(devices, abs)) return 0;
+  *idx = intern(abs);
+  return *idx >= 0;
+}
+
+int shim_env_on(void) {
+  return env_globs[0] != '\0';
+}
+
+int shim_env_match(const char* abs) {
+  return nvtr_glob_list_match(env_globs, abs);
+}
+
+int shim_device_match(const char* abs, int* idx) {
+  if (devices[0] == '\0' || !nvtr_glob_list_match(devices, abs)) return 0;
   *idx = intern(abs);
   return *idx >= 0;
 }
@@ -576,6 +597,8 @@ void shim_init(void) {
   }
   memcpy(trace_path, tp, strlen(tp) + 1);
   memcpy(devices, dv, strlen(dv) + 1);
+  const char* eg = getenv(CUDATOOL_ENV_ENV);
+  if (eg != NULL && strlen(eg) < sizeof env_globs) memcpy(env_globs, eg, strlen(eg) + 1);
   map_ctl(cp);
   if (shim_ctl == NULL) {
     atomic_store(&state, kOff);

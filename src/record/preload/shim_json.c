@@ -211,13 +211,162 @@ static const char* sys_name(int sys) {
       return "munmap";
     case SHIM_EXECVE:
       return "execve";
+    case SHIM_STAT:
+      return "stat";
+    case SHIM_FILE:
+      return "file";
+    case SHIM_MKNOD:
+      return "mknod";
+    case SHIM_SYMLINK:
+      return "symlink";
+    case SHIM_READLINK:
+      return "readlink";
+    case SHIM_CHMOD:
+      return "chmod";
+    case SHIM_UNLINK:
+      return "unlink";
     default:
       return "fork";
   }
 }
 
+/* The members of an environment event before `ret` (write_environment in trace_json.cpp). */
+static void put_environment(struct out* o, const struct shim_event* ev, const char* path) {
+  KEY(o, "op");
+  put_string(o, ev->op != NULL ? ev->op : "");
+  KEY(o, "path");
+  put_string(o, path);
+  int answer = 0;
+  switch (ev->sys) {
+    case SHIM_STAT:
+      if (ev->flags != 0) {
+        KEY(o, "flags");
+        put_hex(o, ev->flags);
+      }
+      if (ev->has_stat) {
+        answer = 1;
+      } else if (ev->mode != 0) {
+        KEY(o, "mode");
+        put_hex(o, ev->mode);
+      }
+      break;
+    case SHIM_FILE:
+      KEY(o, "flags");
+      put_hex(o, ev->flags);
+      answer = ev->has_stat;
+      break;
+    case SHIM_MKNOD:
+      KEY(o, "mode");
+      put_hex(o, ev->mode);
+      KEY(o, "rdev");
+      put_hex(o, ev->rdev);
+      break;
+    case SHIM_SYMLINK:
+    case SHIM_READLINK:
+      KEY(o, "target");
+      put_string(o, ev->target != NULL ? ev->target : "");
+      break;
+    case SHIM_CHMOD:
+      if (ev->flags != 0) {
+        KEY(o, "flags");
+        put_hex(o, ev->flags);
+      }
+      if (!ev->has_owner) {
+        KEY(o, "mode");
+        put_hex(o, ev->mode);
+      }
+      break;
+    case SHIM_UNLINK:
+      if (ev->flags != 0) {
+        KEY(o, "flags");
+        put_hex(o, ev->flags);
+      }
+      break;
+  }
+  if (answer) {
+    KEY(o, "mode");
+    put_hex(o, ev->mode);
+    KEY(o, "rdev");
+    put_hex(o, ev->rdev);
+    KEY(o, "size");
+    put_u64(o, ev->st_size);
+  }
+}
+
+static const char* env_errno_name(int e) {
+  switch (e) {
+    case ENOENT:
+      return "ENOENT";
+    case EACCES:
+      return "EACCES";
+    case EISDIR:
+      return "EISDIR";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENXIO:
+      return "ENXIO";
+    case ENODEV:
+      return "ENODEV";
+    default:
+      return errno_name(e);
+  }
+}
+
+/* After `ret`: the content buffer, the directory's names, what was left out. */
+static void put_environment_data(struct out* o, const struct shim_event* ev) {
+  if (ev->has_content) {
+    KEY(o, "content");
+    PUTLIT(o, "{\"role\":\"content\",\"addr\":\"0x0\",\"size\":");
+    put_u64(o, ev->content_len);
+    if (ev->content_bounded) PUTLIT(o, ",\"bounded\":true");
+    if (ev->content_len > 0 || ev->content_err == 0) {
+      KEY(o, "post");
+      put_bytes(o, ev->content, ev->content_len);
+    }
+    if (ev->content_err != 0) {
+      KEY(o, "post_error");
+      const char* name = env_errno_name(ev->content_err);
+      if (name != NULL) {
+        put_string(o, name);
+      } else {
+        PUTLIT(o, "\"errno ");
+        put_u64(o, (uint64_t)ev->content_err);
+        *o->p++ = '"';
+      }
+    }
+    *o->p++ = '}';
+  }
+  if (ev->has_entries) {
+    KEY(o, "entries");
+    *o->p++ = '[';
+    for (uint64_t at = 0, i = 0; at < ev->entries_len; ++i) {
+      if (i > 0) *o->p++ = ',';
+      put_string(o, ev->entries + at);
+      at += strlen(ev->entries + at) + 1;
+    }
+    *o->p++ = ']';
+  }
+  if (ev->entries_truncated || (ev->has_entries && ev->content_err != 0)) {
+    KEY(o, "unrecorded");
+    PUTLIT(o, "[{\"what\":\"entries\",\"why\":");
+    put_string(o, ev->entries_truncated ? "more names than the recorder's bound of 256 KiB"
+                                        : "the directory could not be read to its end");
+    PUTLIT(o, "}]");
+  }
+  if (ev->has_owner) {
+    KEY(o, "uid");
+    put_i64(o, ev->uid);
+    KEY(o, "gid");
+    put_i64(o, ev->gid);
+  }
+}
+
 size_t shim_event_bound(const struct shim_event* ev) {
   size_t n = 640 + (ev->path != NULL ? 6 * strlen(ev->path) : 0);
+  if (ev->sys >= SHIM_STAT) {
+    n += 320 + (ev->target != NULL ? 6 * strlen(ev->target) : 0) + 2 * ev->content_len +
+         6 * ev->entries_len + 3 * (ev->entries_len + 1);
+  }
   for (int i = 0; i < ev->nbufs; ++i) n += 320 + 2 * ev->bufs[i].pre_len + 2 * ev->bufs[i].post_len;
   n += 24 * (size_t)ev->nframes + (ev->stack_error != NULL ? 32 + 6 * strlen(ev->stack_error) : 0);
   return n;
@@ -296,6 +445,9 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
       KEY(&o, "child");
       put_i64(&o, ev->child);
       break;
+    default:
+      put_environment(&o, ev, path);
+      break;
   }
   KEY(&o, "ret");
   put_i64(&o, ev->ret);
@@ -329,6 +481,7 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
     KEY(&o, "stack_error");
     put_string(&o, ev->stack_error);
   }
+  if (ev->sys >= SHIM_STAT) put_environment_data(&o, ev);
   *o.p++ = '}';
   *o.p++ = '\n';
   return (size_t)(o.p - buf);

@@ -1,0 +1,272 @@
+#include "ab/verdict.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace cudatool::ab {
+namespace {
+
+constexpr std::array kKinds{Kind::kMissing, Kind::kExtra, Kind::kStatus, Kind::kParameters,
+                            Kind::kReturn};
+constexpr size_t kMaxListed = 6;
+
+// Calls that release what a program set up (nv_escape.h, uvm_ioctl.h): a program that makes only
+// these after a failure is tearing down.
+bool releases(const NormEvent& e) {
+  switch (e.sys) {
+    case trace::Sys::kClose:
+    case trace::Sys::kMunmap:
+    case trace::Sys::kExit:
+      return true;
+    case trace::Sys::kIoctl:
+      break;
+    default:
+      return false;
+  }
+  static constexpr std::string_view kReleases[] = {
+      "NV_ESC_RM_FREE",          "NV_ESC_RM_UNMAP_MEMORY",     "NV_ESC_RM_UNMAP_MEMORY_DMA",
+      "NV_ESC_FREE_OS_EVENT",    "UVM_DEINITIALIZE",           "UVM_FREE",
+      "UVM_UNREGISTER_GPU",      "UVM_UNREGISTER_GPU_VASPACE", "UVM_UNREGISTER_CHANNEL",
+      "UVM_DESTROY_RANGE_GROUP", "UVM_UNMAP_EXTERNAL",         "UVM_RELEASE_VA",
+      "UVM_REMOVE_SESSION",      "UVM_REMOVE_EVENT_QUEUE",     "UVM_REGION_DECOMMIT",
+  };
+  return std::find(std::begin(kReleases), std::end(kReleases), e.call) != std::end(kReleases);
+}
+
+std::string call_label(const NormEvent& e) {
+  if (!e.call.empty()) return std::string(e.call);
+  char buf[32];
+  snprintf(buf, sizeof buf, "ioctl 0x%llx?", static_cast<unsigned long long>(e.request));
+  return buf;
+}
+
+// "3 frees", "UVM_DEINITIALIZE", "2 closes", "2 NV_ESC_RM_UNMAP_MEMORY".
+std::string counted(const std::string& call, uint32_t n) {
+  std::string noun = call == "NV_ESC_RM_FREE" ? "free" : call;
+  bool word = noun == "free" || noun == "close" || noun == "munmap" || noun == "open";
+  if (n == 1) return word ? "1 " + noun : noun;
+  return std::to_string(n) + " " + noun + (word ? "s" : "");
+}
+
+std::string call_list(const Aftermath& m, bool ascii) {
+  std::string s;
+  for (size_t i = 0; i < m.calls.size() && i < kMaxListed; ++i) {
+    if (!s.empty()) s += ", ";
+    s += counted(m.calls[i].first, m.calls[i].second);
+  }
+  if (m.calls.size() > kMaxListed) s += ascii ? ", ..." : ", …";
+  return s;
+}
+
+std::string ending(const Aftermath& m) {
+  if (!m.end_reason) return " (no trailer: the recording was cut)";
+  const std::string& r = *m.end_reason;
+  if (r == "exit") return " (exit status " + std::to_string(m.exit_status) + ")";
+  if (r == "signal") return " (killed by signal " + std::to_string(-m.exit_status) + ")";
+  if (r == "import") return "";
+  return " (recording " + r + ")";
+}
+
+std::string plural(uint64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+void fill_aftermath(const Comparison& c, const NormalizedTrace& t, bool side_a, uint32_t fk,
+                    Aftermath& m) {
+  m.total = static_cast<uint32_t>(t.events.size());
+  if (t.trailer) {
+    m.end_reason = t.trailer->reason;
+    m.exit_status = t.trailer->exit_status;
+  }
+  if (fk >= c.entries.size()) return;
+  bool all_release = true;
+  for (size_t k = fk + 1; k < c.entries.size(); ++k) {
+    uint32_t i = side_a ? c.entries[k].a : c.entries[k].b;
+    if (i == kNone) continue;
+    const NormEvent& e = t.events[i];
+    ++m.events;
+    all_release &= releases(e);
+    if (e.sys == trace::Sys::kExit) continue;
+    std::string label = call_label(e);
+    auto it = std::find_if(m.calls.begin(), m.calls.end(),
+                           [&](const auto& p) { return p.first == label; });
+    if (it == m.calls.end()) {
+      m.calls.emplace_back(std::move(label), 1);
+    } else {
+      ++it->second;
+    }
+  }
+  m.teardown = m.events > 0 && all_release;
+  // The API call in progress: at the divergence, else the side's next event, else its last one.
+  uint32_t at = kNone;
+  for (size_t k = fk; k < c.entries.size() && at == kNone; ++k) {
+    at = side_a ? c.entries[k].a : c.entries[k].b;
+  }
+  for (size_t k = fk; k-- > 0 && at == kNone;) at = side_a ? c.entries[k].a : c.entries[k].b;
+  if (at != kNone && t.events[at].api < t.api_names.size()) m.api = t.api_names[t.events[at].api];
+}
+
+std::string summary_line(const Comparison& c, const Divergence& d, bool ascii) {
+  if (d.a == kNone) return "B: " + summarize(c.namer_b(), c.b->events[d.b], ascii);
+  if (d.b == kNone) return "A: " + summarize(c.namer_a(), c.a->events[d.a], ascii);
+  std::string sa = summarize(c.namer_a(), c.a->events[d.a], ascii);
+  std::string sb = summarize(c.namer_b(), c.b->events[d.b], ascii);
+  if (sa == sb) return sa;
+  std::string_view arrow = ascii ? " ->" : " →";
+  size_t pa = sa.rfind(arrow), pb = sb.rfind(arrow);
+  if (pa != std::string::npos && pa == pb && sa.compare(0, pa, sb, 0, pb) == 0) {
+    size_t from = pa + arrow.size() + 1;
+    return sa.substr(0, pa + arrow.size()) + " A: " + sa.substr(std::min(from, sa.size())) +
+           "  B: " + sb.substr(std::min(from, sb.size()));
+  }
+  return "A: " + sa + "\n  B: " + sb;
+}
+
+}  // namespace
+
+Verdict make_verdict(const Comparison& c) {
+  Verdict v;
+  for (const Divergence& d : c.divergences) ++v.counts[static_cast<size_t>(d.kind)];
+  v.shown = v.counts;
+  uint32_t fk =
+      c.divergences.empty() ? static_cast<uint32_t>(c.entries.size()) : c.divergences.front().entry;
+  fill_aftermath(c, *c.a, true, fk, v.a);
+  fill_aftermath(c, *c.b, false, fk, v.b);
+  if (c.divergences.empty()) return v;
+  const Divergence& f = c.divergences.front();
+  v.first = &f;
+  // From the first divergence on: calls of one run without a partner, calls of the other run.
+  uint32_t missing = 0, extra = 0, a_from = 0, b_from = 0;
+  for (size_t k = fk; k < c.entries.size(); ++k) {
+    const Entry& e = c.entries[k];
+    missing += e.op == Op::kMissing;
+    extra += e.op == Op::kExtra;
+    a_from += e.a != kNone;
+    b_from += e.b != kNone;
+  }
+  bool b_stopped = missing > b_from;
+  bool a_stopped = extra > a_from;
+  if (!b_stopped && !a_stopped) return v;
+  EarlyEnd ee;
+  ee.b_stopped = b_stopped;
+  Op gone = b_stopped ? Op::kMissing : Op::kExtra;
+  uint32_t own = b_stopped ? f.a : f.b;  // the first divergence's event in the run that went on
+  const Entry& fe = c.entries[fk];
+  if (own != kNone && fe.op != gone) {
+    ee.after = own;
+  } else {
+    for (size_t k = fk; k-- > 0 && ee.after == kNone;) {
+      ee.after = b_stopped ? c.entries[k].a : c.entries[k].b;
+    }
+  }
+  ee.remaining = (b_stopped ? a_from : b_from) - (own != kNone && fe.op != gone ? 1 : 0);
+  ee.not_made = b_stopped ? missing : extra;
+  v.early_end = ee;
+  Kind folded = b_stopped ? Kind::kMissing : Kind::kExtra;
+  v.shown[static_cast<size_t>(folded)] -= ee.not_made;
+  return v;
+}
+
+bool not_made(const Verdict& v, const Divergence& d) {
+  if (!v.early_end || v.first == nullptr || d.entry < v.first->entry) return false;
+  return d.kind == (v.early_end->b_stopped ? Kind::kMissing : Kind::kExtra);
+}
+
+std::string divergence_place(const Comparison& c, const Divergence& d) {
+  std::string s;
+  auto one = [&](char side, const NormalizedTrace& t, uint32_t i) {
+    if (i == kNone) return;
+    if (!s.empty()) s += " / ";
+    s += side;
+    s += " #" + std::to_string(i);
+    if (t.events[i].seq != i) s += " (seq " + std::to_string(t.events[i].seq) + ")";
+  };
+  one('A', *c.a, d.a);
+  one('B', *c.b, d.b);
+  const NormEvent& e = d.a != kNone ? c.a->events[d.a] : c.b->events[d.b];
+  if (std::max(c.threads_a, c.threads_b) > 1) s += ", thread " + std::to_string(e.thread);
+  return s;
+}
+
+std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bool ascii) {
+  std::vector<std::string> out;
+  if (v.first == nullptr) return out;
+  const Divergence& f = *v.first;
+  std::string_view arrow = ascii ? "->" : "→";
+  out.push_back("first divergence: " + std::string(kind_title(f.kind)) + ": " +
+                divergence_place(c, f));
+  std::string summary = summary_line(c, f, ascii);
+  for (size_t at = 0; at != std::string::npos;) {
+    size_t nl = summary.find('\n', at);
+    out.push_back("  " + summary.substr(at, nl == std::string::npos ? nl : nl - at));
+    at = nl == std::string::npos ? nl : nl + 1;
+  }
+  for (const FieldDiff& d : f.fields) {
+    std::string side = d.side.empty() ? "" : " (" + d.side + ")";
+    out.push_back("    " + d.field + side + ": " + d.a + " " + std::string(arrow) + " " + d.b);
+  }
+  if (!v.a.api.empty() || !v.b.api.empty()) {
+    if (v.a.api == v.b.api) {
+      out.push_back("  during " + v.a.api);
+    } else {
+      auto during = [](const std::string& api) {
+        return api.empty() ? std::string("not known") : "during " + api;
+      };
+      out.push_back("  A: " + during(v.a.api) + "; B: " + during(v.b.api));
+    }
+  }
+  if (v.early_end) {
+    const EarlyEnd& ee = *v.early_end;
+    char s = ee.b_stopped ? 'B' : 'A', o = ee.b_stopped ? 'A' : 'B';
+    const Aftermath& ms = ee.b_stopped ? v.b : v.a;
+    const Aftermath& mo = ee.b_stopped ? v.a : v.b;
+    std::string what;
+    if (ms.teardown) {
+      what = "tore down (" + call_list(ms, ascii) + ") and ";
+    } else if (ms.events > 0) {
+      what = "made " + plural(ms.events, "more call", "more calls") + " (" + call_list(ms, ascii) +
+             ") and ";
+    }
+    out.push_back(std::string("then ") + s + " " + what + "ended after " +
+                  plural(ms.total, "event", "events") + ending(ms) + ";");
+    out.push_back(std::string(1, o) + " made " + plural(ee.remaining, "more call", "more calls") +
+                  ending(mo) + ".");
+    std::string where = ee.after == kNone
+                            ? std::string("at the start")
+                            : "after " + std::string(1, o) + " #" + std::to_string(ee.after);
+    std::string which =
+        ee.not_made == ee.remaining
+            ? std::string(1, o) + "'s remaining " + plural(ee.remaining, "call was", "calls were")
+            : std::to_string(ee.not_made) + " of " + std::string(1, o) + "'s remaining " +
+                  plural(ee.remaining, "call", "calls") + (ee.not_made == 1 ? " was" : " were");
+    out.push_back(std::string(1, s) + " ends " + where + ": " + which + " not made");
+  } else {
+    out.push_back("after it, A made " + plural(v.a.events, "more call", "more calls") +
+                  ending(v.a) + " and B " + std::to_string(v.b.events) + ending(v.b) + ".");
+  }
+  return out;
+}
+
+std::string count_line(const Verdict& v) {
+  size_t total = 0;
+  std::string by_kind;
+  for (Kind k : kKinds) {
+    size_t n = v.shown[static_cast<size_t>(k)];
+    total += n;
+    if (n == 0) continue;
+    by_kind += (by_kind.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(kind_name(k));
+  }
+  std::string s;
+  if (total > 0 || !v.early_end) {
+    s = plural(total, "divergence", "divergences") + (by_kind.empty() ? "" : ": " + by_kind);
+  }
+  if (v.early_end) {
+    const EarlyEnd& ee = *v.early_end;
+    if (!s.empty()) s += "; ";
+    s += std::string(ee.b_stopped ? "B" : "A") + " ended early: " + std::to_string(ee.not_made) +
+         " of " + (ee.b_stopped ? "A" : "B") + "'s calls not made";
+  }
+  return s;
+}
+
+}  // namespace cudatool::ab

@@ -1,0 +1,76 @@
+// The verdict of an A/B comparison (docs/ab.md): the first divergence, what each program did after
+// it (a teardown, how it ended), whether one run stopped early — the few lines a person reads
+// before any list — and the CUDA API call in progress on each side when the traces can name it
+// (NormalizeOptions::api_namer). No printing: the text comes back as lines.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ab/compare.hpp"
+
+namespace cudatool::ab {
+
+// What one run did from the first divergence on (its own diverging call excluded).
+struct Aftermath {
+  uint32_t events = 0;  // its events after the first divergence
+  // Every one of them releases something (RM frees and unmaps, UVM_DEINITIALIZE, UVM_FREE and the
+  // other UVM unregistrations, closes, munmaps, exits): the program was tearing down.
+  bool teardown = false;
+  // Its calls by name, in order of first occurrence ("NV_ESC_RM_FREE" ×3, "UVM_DEINITIALIZE" ×1).
+  std::vector<std::pair<std::string, uint32_t>> calls;
+  uint32_t total = 0;  // events in the whole run
+  // How the recording ended (the trailer); absent when the trace has none.
+  std::optional<std::string> end_reason;  // "exit", "signal", "import", …
+  int exit_status = 0;
+  std::string api;  // the API call in progress at the first divergence; "" when not known
+};
+
+// A run that stopped early: from the first divergence on, more of the other run's calls have no
+// partner in it than it made calls itself. Its not-made calls are one finding, not one
+// divergence each.
+struct EarlyEnd {
+  bool b_stopped = true;  // B stopped (A's calls were not made); false: A stopped
+  // Index, in the run that went on, of its last event before the calls that were not made: the
+  // first divergence's own event there, or the one before it; kNone when there is none.
+  uint32_t after = kNone;
+  uint32_t remaining = 0;  // that run's events after `after`
+  uint32_t not_made = 0;   // of them, those with no partner in the run that stopped
+};
+
+struct Verdict {
+  const Divergence* first = nullptr;  // null: equivalent
+  Aftermath a, b;
+  std::optional<EarlyEnd> early_end;
+  std::array<size_t, 5> counts{};  // every divergence, by Kind
+  std::array<size_t, 5> shown{};   // the same without the early end's not-made calls
+};
+
+Verdict make_verdict(const Comparison& c);
+
+// Whether divergence `d` is one of the not-made calls of the early end.
+bool not_made(const Verdict& v, const Divergence& d);
+
+// "A #44 / B #44" (", thread 1" with several threads; "(seq N)" where seq is not the index).
+std::string divergence_place(const Comparison& c, const Divergence& d);
+
+// The verdict for people, one string per line:
+//   first divergence: different status: A #44 / B #44
+//     NV_ESC_RM_CONTROL NV2080_CTRL_CMD_FB_GET_INFO_V2 c1/80#0/2080#0 … → A: NV_OK  B: NV_ERR_…
+//       arg.status (out): NV_OK → NV_ERR_NOT_SUPPORTED
+//     during cuDevicePrimaryCtxRetain
+//   then B tore down (3 frees, UVM_DEINITIALIZE) and ended after 49 events (exit status 1);
+//   A made 708 more calls.
+//   B ends after A #44: A's remaining 708 calls were not made
+// `ascii`: "->" for arrows (JSON output writes bytes outside ASCII as \u00XX).
+std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bool ascii = false);
+
+// "5 divergences (1 different_status, 4 different_parameters); B ended early: 704 of A's calls
+// not made".
+std::string count_line(const Verdict& v);
+
+}  // namespace cudatool::ab

@@ -1,0 +1,331 @@
+#include "analysis/xrefs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "analysis/relocations.hpp"
+#include "analysis/x86_length.hpp"
+#include "elf/relocations.hpp"
+
+namespace cudatool {
+namespace {
+
+constexpr std::string_view kKindNames[kRefKinds] = {"call", "tail_jump", "pointer",
+                                                    "lea",  "load",      "store"};
+
+bool is_plt_section(std::string_view name) {
+  return name == ".plt" || name == ".plt.got" || name == ".plt.sec";
+}
+
+// Read-only data where C strings live: .rodata and the other SHF_ALLOC PROGBITS sections that are
+// neither writable nor executable, except the unwind tables (.eh_frame, .eh_frame_hdr), whose
+// bytes are CFI records, never strings a program uses.
+bool is_string_section(const elf::MappedSection& s) {
+  if (s.sh == nullptr || s.exec || s.write || s.sh->sh_type != SHT_PROGBITS) return false;
+  return s.name() != ".eh_frame" && s.name() != ".eh_frame_hdr";
+}
+
+bool printable(uint8_t c) {
+  return (c >= 0x20 && c <= 0x7e) || c == '\t' || c == '\n' || c == '\r';
+}
+
+}  // namespace
+
+std::string_view ref_kind_name(RefKind k) {
+  auto i = static_cast<size_t>(k);
+  return i < kRefKinds ? kKindNames[i] : "?";
+}
+
+bool parse_ref_kind(std::string_view s, RefKind* out) {
+  for (int i = 0; i < kRefKinds; ++i) {
+    if (kKindNames[i] == s) {
+      *out = static_cast<RefKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string_view> c_string_at(ByteView bytes) {
+  ByteView head = bytes.clamp(0, CString::kMaxLength + 1);
+  const void* nul = std::memchr(head.data(), 0, head.size());
+  if (nul == nullptr) return std::nullopt;
+  size_t len = static_cast<const uint8_t*>(nul) - head.data();
+  if (len == 0) return std::nullopt;
+  for (size_t i = 0; i < len; ++i) {
+    if (!printable(head.data()[i])) return std::nullopt;
+  }
+  return std::string_view(reinterpret_cast<const char*>(head.data()), len);
+}
+
+XrefIndex::XrefIndex(DriverImage& img) {
+  FunctionMap& map = img.facet<FunctionMap>();
+  map_ = &map;
+  sections_ = &img.facet<Relocations>().sections();
+  read_got(img);
+  find_plt();
+  for (const auto& r : map.exec_ranges()) sweep(r);
+  add_pointers(img);
+
+  // By target (then site): what "who refers to X" binary-searches.
+  by_target_.resize(refs_.size());
+  for (size_t i = 0; i < refs_.size(); ++i) by_target_[i] = static_cast<uint32_t>(i);
+  std::sort(by_target_.begin(), by_target_.end(), [&](uint32_t a, uint32_t b) {
+    const Ref& x = refs_[a];
+    const Ref& y = refs_[b];
+    return x.target != y.target ? x.target < y.target : x.site < y.site;
+  });
+  // By function: a counting sort keeps each function's references in site order.
+  const size_t nf = map.functions().size();
+  from_offsets_.assign(nf + 2, 0);
+  for (const auto& r : refs_) {
+    if (r.from >= 0) ++from_offsets_[static_cast<size_t>(r.from) + 1];
+  }
+  for (size_t i = 1; i < from_offsets_.size(); ++i) from_offsets_[i] += from_offsets_[i - 1];
+  by_from_.resize(from_offsets_[nf]);
+  std::vector<uint32_t> next(from_offsets_.begin(), from_offsets_.end() - 1);
+  for (size_t i = 0; i < refs_.size(); ++i) {
+    if (refs_[i].from >= 0) by_from_[next[static_cast<size_t>(refs_[i].from)]++] = uint32_t(i);
+  }
+  find_strings(img);
+  for (const auto& r : refs_) ++stats_.by_kind[static_cast<size_t>(r.kind)];
+  stats_.plt_entries = plt_.size();
+  stats_.strings = strings_.size();
+}
+
+void XrefIndex::read_got(DriverImage& img) {
+  const auto& syms = img.dynamic_symbols();
+  for (const auto& sh : img.elf().sections()) {
+    if (sh.sh_type != SHT_RELA || !sh.is_alloc()) continue;
+    auto table = elf::RelaTable::from_section(img.elf(), sh);
+    if (!table) continue;  // reported by the Relocations facet
+    for (uint64_t i = 0; i < table->size(); ++i) {
+      elf::Rela r = table->at(i);
+      if (r.type != R_X86_64_JUMP_SLOT && r.type != R_X86_64_GLOB_DAT && r.type != R_X86_64_64)
+        continue;
+      if (r.sym == 0 || r.sym >= syms.size() || syms[r.sym].name.empty()) continue;
+      got_.push_back({r.r_offset, syms[r.sym].name, syms[r.sym].defined()});
+    }
+  }
+  std::stable_sort(got_.begin(), got_.end(),
+                   [](const GotSlot& a, const GotSlot& b) { return a.address < b.address; });
+}
+
+const GotSlot* XrefIndex::got_at(uint64_t addr) const {
+  auto it = std::lower_bound(got_.begin(), got_.end(), addr,
+                             [](const GotSlot& g, uint64_t a) { return g.address < a; });
+  return it != got_.end() && it->address == addr ? &*it : nullptr;
+}
+
+void XrefIndex::find_plt() {
+  for (const auto& r : map_->exec_ranges()) {
+    if (!is_plt_section(r.name) || r.bytes.empty()) continue;
+    const uint64_t len = std::min<uint64_t>(r.bytes.size(), r.end - r.start);
+    uint64_t off = 0;
+    while (off < len) {
+      auto in = x86::decode_length(r.bytes.clamp(off, len - off));
+      if (!in) {
+        ++off;
+        continue;
+      }
+      const ByteView insn = r.bytes.clamp(off, in->length);
+      // jmp *disp32(%rip): FF /4 with a RIP-relative operand.
+      if (in->map == 0 && !in->vex && in->opcode == 0xff && in->rip_relative &&
+          ((in->modrm >> 3) & 7) == 4) {
+        auto disp = static_cast<int32_t>(insn.read<uint32_t>(in->addr_field_offset).value_or(0));
+        uint64_t slot = r.start + off + in->length + static_cast<uint64_t>(int64_t{disp});
+        if (const GotSlot* g = got_at(slot)) {
+          uint64_t at = r.start + off;
+          // An IBT stub starts with endbr64 (F3 0F 1E FA); callers jump there.
+          auto before = off >= 4 ? r.bytes.read<uint32_t>(off - 4) : std::nullopt;
+          if (before == 0xfa1e0ff3u) at -= 4;
+          plt_.push_back({at, slot, g->name, r.name});
+        }
+      }
+      off += in->length;
+    }
+  }
+  std::sort(plt_.begin(), plt_.end(),
+            [](const PltEntry& a, const PltEntry& b) { return a.address < b.address; });
+}
+
+const PltEntry* XrefIndex::plt_at(uint64_t addr) const {
+  auto it = std::lower_bound(plt_.begin(), plt_.end(), addr,
+                             [](const PltEntry& e, uint64_t a) { return e.address < a; });
+  return it != plt_.end() && it->address == addr ? &*it : nullptr;
+}
+
+void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
+  if (r.bytes.empty()) return;
+  const auto fns = map_->functions();
+  const size_t nf = fns.size();
+  const bool nested = map_->overlaps() > 0;
+  const uint64_t len = std::min<uint64_t>(r.bytes.size(), r.end - r.start);
+  ++stats_.sections;
+  stats_.code_bytes += len;
+
+  // fi: the next function to start; cur: the last one started (it may have ended already).
+  size_t fi = static_cast<size_t>(
+      std::lower_bound(fns.begin(), fns.end(), r.start,
+                       [](const Function& f, uint64_t a) { return f.start < a; }) -
+      fns.begin());
+  int64_t cur = -1;
+  if (fi > 0 && fns[fi - 1].contains(r.start)) cur = static_cast<int64_t>(fi - 1);
+  uint64_t off = 0;
+  while (off < len) {
+    const uint64_t addr = r.start + off;
+    while (fi < nf && fns[fi].start <= addr) cur = static_cast<int64_t>(fi++);
+    uint64_t limit = len - off;
+    if (fi < nf && fns[fi].start - addr < limit) limit = fns[fi].start - addr;
+    auto in = x86::decode_length(r.bytes.clamp(off, limit));
+    if (!in) {
+      ++stats_.undecodable;
+      ++off;
+      continue;
+    }
+    ++stats_.instructions;
+    // The decoder checked that the instruction lies inside the view: reads in it cannot fail.
+    const ByteView insn = r.bytes.clamp(off, in->length);
+    auto field32 = [&] {
+      return static_cast<int32_t>(insn.read<uint32_t>(in->addr_field_offset).value_or(0));
+    };
+    const uint64_t next = addr + in->length;
+    off += in->length;
+
+    // The function holding the instruction, and the range a jump must leave to be a tail jump
+    // (the function, or the gap between functions).
+    int32_t from = -1;
+    if (cur >= 0 && fns[static_cast<size_t>(cur)].contains(addr)) {
+      from = static_cast<int32_t>(cur);
+    } else if (nested) {
+      if (const Function* f = map_->find(addr)) from = static_cast<int32_t>(f - fns.data());
+    }
+    auto outside = [&](uint64_t t) {
+      if (from >= 0) return !fns[static_cast<size_t>(from)].contains(t);
+      uint64_t lo = cur >= 0 ? std::max(r.start, fns[static_cast<size_t>(cur)].end()) : r.start;
+      uint64_t hi = fi < nf ? std::min(r.end, fns[fi].start) : r.end;
+      return t < lo || t >= hi;
+    };
+    auto add = [&](uint64_t target, RefKind kind, uint8_t flags) {
+      refs_.push_back({addr, target, from, kind, flags, in->length});
+    };
+
+    if (in->rip_relative) {
+      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
+      RefKind kind = RefKind::kLoad;
+      uint8_t flags = 0;
+      const uint8_t reg = (in->modrm >> 3) & 7;
+      if (in->map == 0 && !in->vex) {
+        switch (in->opcode) {
+          case 0x8d:
+            kind = RefKind::kLea;
+            break;
+          case 0x88:
+          case 0x89:
+            kind = RefKind::kStore;
+            break;
+          case 0xc6:
+          case 0xc7:
+            if (reg == 0) kind = RefKind::kStore;
+            break;
+          case 0xff:
+            if (reg >= 2 && reg <= 5) flags = Ref::kBranch;
+            break;
+          default:
+            break;
+        }
+      }
+      add(target, kind, flags);
+      continue;
+    }
+    if (in->vex) continue;
+    if (in->map == 0) {
+      if ((in->opcode == 0xe8 || in->opcode == 0xe9) && in->addr_field_size == 4) {
+        uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
+        if (in->opcode == 0xe8) {
+          add(target, RefKind::kCall, 0);
+        } else if (outside(target)) {
+          add(target, RefKind::kTailJump, 0);
+        }
+      } else if (in->opcode == 0xeb || (in->opcode >= 0x70 && in->opcode <= 0x7f)) {
+        auto rel = static_cast<int8_t>(insn.read<uint8_t>(in->length - 1).value_or(0));
+        uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
+        if (outside(target)) {
+          add(target, RefKind::kTailJump, in->opcode == 0xeb ? 0 : Ref::kConditional);
+        }
+      }
+    } else if (in->map == 1 && in->opcode >= 0x80 && in->opcode <= 0x8f &&
+               in->addr_field_size == 4) {
+      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
+      if (outside(target)) add(target, RefKind::kTailJump, Ref::kConditional);
+    }
+  }
+}
+
+void XrefIndex::add_pointers(DriverImage& img) {
+  const auto& relocs = img.facet<Relocations>().index();
+  refs_.reserve(refs_.size() + relocs.all().size());
+  pointer_begin_ = refs_.size();
+  for (const auto& t : relocs.all()) refs_.push_back({t.where, t.target, -1, RefKind::kPointer});
+}
+
+void XrefIndex::find_strings(DriverImage& img) {
+  const auto& sections = img.facet<Relocations>().sections();
+  // Distinct lea / pointer targets, in order (by_target_ is sorted by target).
+  uint64_t last = 0;
+  bool any = false;
+  for (uint32_t i : by_target_) {
+    const Ref& r = refs_[i];
+    if (r.kind != RefKind::kLea && r.kind != RefKind::kPointer) continue;
+    if (any && r.target == last) continue;
+    any = true;
+    last = r.target;
+    const elf::MappedSection* s = sections.at(r.target);
+    if (s == nullptr || !is_string_section(*s)) continue;
+    auto rest = s->bytes.sub(r.target - s->addr);
+    if (!rest) continue;
+    if (auto text = c_string_at(*rest)) strings_.push_back({r.target, *text, s->name()});
+  }
+}
+
+const CString* XrefIndex::string_at(uint64_t addr) const {
+  auto it = std::lower_bound(strings_.begin(), strings_.end(), addr,
+                             [](const CString& s, uint64_t a) { return s.address < a; });
+  return it != strings_.end() && it->address == addr ? &*it : nullptr;
+}
+
+std::vector<const Ref*> XrefIndex::refs_to(uint64_t lo, uint64_t hi) const {
+  std::vector<const Ref*> out;
+  auto it = std::lower_bound(by_target_.begin(), by_target_.end(), lo,
+                             [&](uint32_t i, uint64_t a) { return refs_[i].target < a; });
+  for (; it != by_target_.end() && refs_[*it].target < hi; ++it) out.push_back(&refs_[*it]);
+  return out;
+}
+
+std::vector<const Ref*> XrefIndex::refs_from(int32_t index) const {
+  std::vector<const Ref*> out;
+  if (index < 0 || static_cast<size_t>(index) + 1 >= from_offsets_.size()) return out;
+  for (uint32_t k = from_offsets_[static_cast<size_t>(index)];
+       k < from_offsets_[static_cast<size_t>(index) + 1]; ++k) {
+    out.push_back(&refs_[by_from_[k]]);
+  }
+  return out;
+}
+
+std::span<const Ref> XrefIndex::pointers_in(uint64_t lo, uint64_t hi) const {
+  auto all = pointers();
+  auto cmp = [](const Ref& r, uint64_t a) { return r.site < a; };
+  auto a = std::lower_bound(all.begin(), all.end(), lo, cmp);
+  auto b = std::lower_bound(a, all.end(), std::max(lo, hi), cmp);
+  return all.subspan(static_cast<size_t>(a - all.begin()), static_cast<size_t>(b - a));
+}
+
+uint64_t XrefIndex::next_target_after(uint64_t addr) const {
+  auto it = std::upper_bound(by_target_.begin(), by_target_.end(), addr,
+                             [&](uint64_t a, uint32_t i) { return a < refs_[i].target; });
+  return it == by_target_.end() ? ~uint64_t{0} : refs_[*it].target;
+}
+
+}  // namespace cudatool

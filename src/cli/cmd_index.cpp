@@ -1,0 +1,84 @@
+// cudatool index LIB -o FILE.sqlite: the whole cross-reference index as one SQLite database.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "analysis/xref_sqlite.hpp"
+#include "analysis/xrefs.hpp"
+#include "base/json_writer.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/xrefs_output.hpp"
+
+namespace cudatool::cli {
+namespace {
+
+struct IndexOptions {
+  std::string lib;
+  std::string output;
+  bool json = false;
+};
+
+int run_index(const IndexOptions& o) {
+  auto img = open_library(o.lib);
+  if (!img) return kExitBadInput;
+  auto stats = write_xref_database(*img, o.output);
+  if (!stats) {
+    print_error(stats.error());
+    return kExitBadInput;
+  }
+  const XrefIndex& x = img->facet<XrefIndex>();
+  std::string out;
+  if (o.json) {
+    JsonWriter w(out);
+    w.begin_object().kv("schema", "cudatool.index/1").kv("path", img->path());
+    w.kv("output", o.output).kv("size", stats->file_size);
+    w.key("rows").begin_object();
+    for (const auto& [table, n] : stats->rows) w.kv(table, n);
+    w.end_object();
+    write_xref_stats_json(w, x);
+    w.key("diagnostics").begin_array();
+    for (const auto& e : img->diagnostics().items()) w.value(e.message());
+    w.end_array();
+    w.end_object();
+    w.finish();
+  } else {
+    out += fmt::format("wrote {} ({})\n", o.output, human_size(stats->file_size));
+    const XrefStats& s = x.stats();
+    out += fmt::format("swept {} instructions in {} of code ({} executable sections)\n",
+                       s.instructions, human_size(s.code_bytes), s.sections);
+    TextTable t({"table", "rows"}, {false, true});
+    for (const auto& [table, n] : stats->rows) t.add({table, fmt::format("{}", n)});
+    out += t.render("  ");
+    std::string kinds;
+    for (int k = 0; k < kRefKinds; ++k) {
+      kinds += fmt::format("{}{} {}", k == 0 ? "" : ", ", s.by_kind[k],
+                           ref_kind_name(static_cast<RefKind>(k)));
+    }
+    out += fmt::format("references: {}\n", kinds);
+  }
+  emit(out);
+  return report_diagnostics(img->diagnostics());
+}
+
+}  // namespace
+
+void register_index(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<IndexOptions>();
+  auto* cmd = app.add_subcommand(
+      "index",
+      "The whole cross-reference index (functions, references, strings, imports, "
+      "exports, driver tables) as one SQLite database");
+  cmd->add_option("LIB", o->lib, "library to read")->required();
+  cmd->add_option("-o,--output", o->output, "SQLite file to write (replaced if present)")
+      ->required();
+  cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.index/1)");
+  cmd->footer(
+      "Schema and example queries: docs/xrefs.md. The file is written as FILE.tmp and renamed.\n"
+      "Examples:\n"
+      "  cudatool index LIB -o libcuda.sqlite\n"
+      "  sqlite3 libcuda.sqlite \"SELECT function, count(*) FROM import_calls WHERE import = "
+      "'ioctl' GROUP BY 1 ORDER BY 2 DESC LIMIT 10\"");
+  cmd->callback([o, exit_code] { *exit_code = run_index(*o); });
+}
+
+}  // namespace cudatool::cli

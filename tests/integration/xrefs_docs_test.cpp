@@ -1,0 +1,116 @@
+// The example queries of docs/xrefs.md run on a real build's SQLite index, and give what
+// `cudatool xrefs` says about the same questions: the page's SQL is read from the page itself.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "frames_helpers.hpp"
+#include "harness.hpp"
+#include "xrefs_support.hpp"
+
+namespace cudatool::test {
+namespace {
+
+// The ```sql block after "<!-- query: NAME -->".
+std::string doc_query(const std::string& name) {
+  std::string page = read_file(source_dir() + "/docs/xrefs.md");
+  size_t at = page.find("<!-- query: " + name + " -->");
+  if (at == std::string::npos) return {};
+  size_t open = page.find("```sql\n", at);
+  size_t close = page.find("```", open + 7);
+  if (open == std::string::npos || close == std::string::npos) return {};
+  return page.substr(open + 7, close - open - 7);
+}
+
+std::string lib550() {
+  for (const auto& b : driver_builds())
+    if (b.version == "550.163.01") return b.lib_path;
+  return {};
+}
+
+class XrefsDocs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lib_ = lib550();
+    ASSERT_FALSE(lib_.empty()) << "550.163.01 is not in tools/drivers.list";
+    ASSERT_EQ(access(lib_.c_str(), R_OK), 0) << lib_ << ": run tools/fetch-drivers.sh";
+    db_ = build_index(lib_, "docs-550");
+  }
+  std::string lib_, db_;
+};
+
+std::set<std::string> source_functions(const nlohmann::json& refs) {
+  std::set<std::string> s;
+  for (const auto& r : refs)
+    if (!r["function"].is_null()) s.insert(r["function"].get<std::string>());
+  return s;
+}
+
+TEST_F(XrefsDocs, IoctlCallersThatUseAnRmString) {
+  std::string sql = doc_query("ioctl_and_rm_string");
+  ASSERT_FALSE(sql.empty()) << "docs/xrefs.md lost the query";
+  std::set<std::string> from_sql;
+  for (const auto& r : sqlite_rows(db_, sql)) from_sql.insert(r[0]);
+
+  JsonRun ioctl = cudatool_json_run({"xrefs", lib_, "ioctl", "--json"});
+  ASSERT_EQ(ioctl.status, 0) << ioctl.err;
+  JsonRun rm = cudatool_json_run({"xrefs", lib_, "--string", "RM", "--json"});
+  ASSERT_EQ(rm.status, 0) << rm.err;
+  std::set<std::string> callers = source_functions(ioctl.json["targets"][0]["references"]);
+  std::set<std::string> users;
+  for (const auto& s : rm.json["strings"]) {
+    for (const auto& f : source_functions(s["references"])) users.insert(f);
+  }
+  std::set<std::string> both;
+  for (const auto& f : callers)
+    if (users.count(f) != 0) both.insert(f);
+  EXPECT_FALSE(both.empty());
+  EXPECT_EQ(from_sql, both);
+}
+
+TEST_F(XrefsDocs, CallersOfTheImplementationBehindCuCtxCreate) {
+  std::string sql = doc_query("callers_of_cuCtxCreate_v2_impl");
+  ASSERT_FALSE(sql.empty()) << "docs/xrefs.md lost the query";
+  std::set<std::pair<std::string, std::string>> from_sql;
+  for (const auto& r : sqlite_rows(db_, sql)) from_sql.emplace(r[0], r[2]);
+
+  std::set<std::pair<std::string, std::string>> from_cli;
+  JsonRun impl = cudatool_json_run({"xrefs", lib_, "cuCtxCreate_v2.impl", "--json"});
+  ASSERT_EQ(impl.status, 0) << impl.err;
+  std::string slot;
+  for (const auto& r : impl.json["targets"][0]["references"]) {
+    std::string k = r["kind"].get<std::string>();
+    if (k == "call" || k == "tail_jump") from_cli.emplace("calls the implementation", r["site"]);
+    if (k == "pointer" && r["slot_name"] == "dispatch slot of cuCtxCreate_v2") slot = r["site"];
+  }
+  ASSERT_FALSE(slot.empty()) << impl.json.dump();
+  JsonRun s = cudatool_json_run({"xrefs", lib_, slot, "--json"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  for (const auto& r : s.json["targets"][0]["references"]) {
+    if (r["kind"] == "load") from_cli.emplace("jumps through its dispatch slot", r["site"]);
+  }
+  JsonRun w = cudatool_json_run({"xrefs", lib_, "cuCtxCreate_v2", "--json"});
+  ASSERT_LE(w.status, 1) << w.err;
+  for (const auto& r : w.json["targets"][0]["references"]) {
+    std::string k = r["kind"].get<std::string>();
+    if (k == "call" || k == "tail_jump") from_cli.emplace("calls the exported wrapper", r["site"]);
+    if (k == "pointer" && r["slot_name"].get<std::string>().rfind("cuGetProcAddress row", 0) == 0)
+      from_cli.emplace("cuGetProcAddress returns the wrapper", r["site"]);
+  }
+  EXPECT_EQ(from_sql, from_cli);
+  // The exported wrapper itself is among those that jump through the slot.
+  const uint64_t lo = hex_field(w.json["targets"][0]["address"]);
+  const uint64_t hi = hex_field(w.json["targets"][0]["end"]);
+  size_t in_wrapper = 0;
+  for (const auto& [how, site] : from_sql) {
+    uint64_t a = hex_field(nlohmann::json(site));
+    in_wrapper += how == "jumps through its dispatch slot" && a >= lo && a < hi;
+  }
+  EXPECT_EQ(in_wrapper, 1u);
+}
+
+}  // namespace
+}  // namespace cudatool::test
