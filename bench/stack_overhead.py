@@ -94,15 +94,18 @@ def main():
     def us(x):
         return "%.2f µs" % (x * 1e6)
 
-    md = ["| configuration (depth %d: %d frames per ioctl) | per traced ioctl (wall) | (CPU) | strace -k / this (wall, CPU) |" % (a.depth, a.depth + 6),
-          "|---|---:|---:|---:|"]
+    base = by["untraced"]
+    md = ["| configuration (depth %d: %d frames per ioctl) | per traced ioctl (wall) | (CPU) | added over untraced (wall) | (CPU) | strace -k / this (wall, CPU) |" % (a.depth, a.depth + 6),
+          "|---|---:|---:|---:|---:|---:|"]
     for name, w, c in rows:
         ratio = "%.1fx, %.1fx" % (ref_k[0] / w, ref_k[1] / c) if w > 0 and c > 0 and name != "untraced" else "-"
-        md.append("| %s | %s | %s | %s |" % (name, us(w), us(c), ratio))
+        md.append("| %s | %s | %s | %s | %s | %s |" % (name, us(w), us(c), us(w - base[0]), us(c - base[1]), ratio))
     pre = by["cudatool trace --mode preload (stacks)"][0] - by["cudatool trace --mode preload --no-stacks"][0]
     pt = by["cudatool trace (ptrace, stacks)"][0] - by["cudatool trace (ptrace) --no-stacks"][0]
     md.append("")
-    md.append("stacks add %s per ioctl in preload mode and %s in ptrace mode (wall)." % (us(pre), us(pt)))
+    pre_c = by["cudatool trace --mode preload (stacks)"][1] - by["cudatool trace --mode preload --no-stacks"][1]
+    pt_c = by["cudatool trace (ptrace, stacks)"][1] - by["cudatool trace (ptrace) --no-stacks"][1]
+    md.append("stacks add %s wall / %s CPU per ioctl in preload mode and %s / %s in ptrace mode." % (us(pre), us(pre_c), us(pt), us(pt_c)))
     text = "\n".join(md) + "\n"
     print("depth %d; %d runs each; slopes between each configuration's two counts\n" % (a.depth, a.runs))
     print(text)
