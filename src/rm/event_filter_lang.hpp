@@ -38,7 +38,7 @@ enum FieldId : uint8_t {
   kRequest,
   kRet,
   kApi,  // the CUDA API call in progress (from the event's stack; given by the caller)
-  kOp,  // environment events: the call as the program made it ("stat", "__xstat", "fopen", …)
+  kOp,   // environment events: the call as the program made it ("stat", "__xstat", "fopen", …)
 };
 
 struct FieldDef {
