@@ -136,7 +136,7 @@ struct Side {
 void diff_buffer(const Namer& na, const NormBuffer& x, const Namer& nb, const NormBuffer& y,
                  trace::Sys sys, SymbolMap& map, std::vector<FieldDiff>& out) {
   const NormalizedTrace& ta = na.t;
-  std::string role(role_name(x.role));
+  std::string role(x.member.empty() ? role_name(x.role) : x.member);
   std::string side = x.role == Role::kCall ? "" : (x.after ? "out" : "in");
   if (x.unreadable != y.unreadable) {
     out.push_back(

@@ -71,6 +71,9 @@ std::span<const CallMember> call_layout(trace::Sys s);
 // One side (before or after the call) of one buffer, normalised.
 struct NormBuffer {
   Role role = Role::kArg;
+  // kOther: a buffer behind a pointer member of the parameters, by the branch's pointer rule
+  // ("params.grInfoList"; "params.opsBuffer[].pCpuVA" for every element of an array); "" else.
+  std::string_view member;
   bool after = false;
   bool unreadable = false;                  // the recorder could not read it
   const rm::StructEntry* layout = nullptr;  // members known; null: compared byte by byte

@@ -231,13 +231,14 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   }
 
   auto add = [&](const trace::Buffer& b, Role role, const rm::StructEntry* layout, bool array,
-                 bool sized, uint64_t size) {
+                 bool sized, uint64_t size, std::string_view member = {}) {
     for (bool after : {false, true}) {
       const std::vector<uint8_t>& bytes = after ? b.after : b.before;
       const std::string& error = after ? b.after_error : b.before_error;
       if (bytes.empty() && error.empty() && after && !b.before.empty()) continue;  // not re-read
       NormBuffer nb;
       nb.role = role;
+      nb.member = member;
       nb.after = after;
       nb.recorded = bytes.size();
       nb.unreadable = bytes.empty() && !error.empty();
@@ -262,6 +263,20 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
     if (role == Role::kXfer) layout = p.xfer_layout;
     if (role == Role::kRights) layout = s.layout("RS_ACCESS_MASK");
     uint64_t recorded = std::max(b.before.size(), b.after.size());
+    if (role == Role::kOther && b.role.starts_with("params.")) {
+      // Behind a pointer member (v2): an array of the rule's element structure, the bytes
+      // compared member by member; the pointer itself, in `params`, is a pointer symbol.
+      const rm::PointerRule* r = nullptr;
+      if (p.escape != nullptr && ne.cmd && p.escape->name == "NV_ESC_RM_CONTROL") {
+        r = t.find_pointer_rule(rm::PointerKind::kControl, *ne.cmd, b.role);
+      } else if (p.escape != nullptr && ne.cls && p.escape->name == "NV_ESC_RM_ALLOC") {
+        r = t.find_pointer_rule(rm::PointerKind::kAlloc, *ne.cls, b.role);
+      }
+      const rm::StructEntry* elem = r ? s.layout(r->elem_type) : nullptr;
+      add(b, role, elem, elem != nullptr, !b.bounded, recorded,
+          r ? r->role : std::string_view("params.?"));
+      continue;
+    }
     bool sized = !b.bounded || layout != nullptr;
     uint64_t size = b.bounded && layout ? static_cast<uint64_t>(layout->size) : recorded;
     add(b, role, layout, false, sized, size);

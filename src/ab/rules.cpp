@@ -11,7 +11,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Found by comparing ../shared/data trace_a and trace_b (docs/ab.md, "Fields that vary between
+// Found by comparing tests/data/captures trace_a and trace_b (docs/ab.md, "Fields that vary between
 // identical runs"): each entry is a member that still differed between the two runs after the
 // renaming by name and type. tests/integration/ab_test.cpp checks that each rule is still needed.
 constexpr std::array kMaskRules{

@@ -90,8 +90,10 @@ void register_ab(CLI::App& app, int* exit_code) {
   add_stack_options(*cmd, o->stacks, false);
   cmd->footer(
       "Examples:\n"
-      "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.trace --driver-version 580.159.04\n"
-      "  cudatool import ../shared/data/trace_b.jsonl.xz -o b.trace --driver-version 580.159.04\n"
+      "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.trace --driver-version "
+      "580.159.04\n"
+      "  cudatool import tests/data/captures/trace_b.jsonl.xz -o b.trace --driver-version "
+      "580.159.04\n"
       "  cudatool ab a.trace b.trace                 # two runs of one program: equivalent\n"
       "  cudatool ab host.trace guest.trace --context 10\n"
       "  cudatool ab host.trace guest.trace --all    # every divergence, by kind\n"

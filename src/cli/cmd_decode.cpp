@@ -88,6 +88,13 @@ void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d,
     out += n;
     out += ']';
   }
+  for (const trace::Unrecorded& u : d.unrecorded) {
+    out += " [unrecorded: ";
+    out += u.what;
+    out += ": ";
+    out += u.why;
+    out += ']';
+  }
   if (!api.empty()) {
     out += " during ";
     out += api;

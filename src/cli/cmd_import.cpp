@@ -1,4 +1,4 @@
-// cudatool import: a capture of the simpler format of ../shared/data into a trace.
+// cudatool import: a capture of the simpler format of tests/data/captures into a trace.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -61,7 +61,8 @@ int run_import(const ImportCliOptions& o) {
 void register_import(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ImportCliOptions>();
   auto* cmd = app.add_subcommand(
-      "import", "Convert a capture of the simpler JSON-lines format (../shared/data) to a trace");
+      "import",
+      "Convert a capture of the simpler JSON-lines format (tests/data/captures) to a trace");
   cmd->add_option("CAPTURE", o->capture, "capture file: JSON lines, plain, .xz or .zst")
       ->required();
   cmd->add_option("-o,--output", o->output, "trace file to write (.zst: compressed)")->required();
@@ -70,7 +71,8 @@ void register_import(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
   cmd->footer(
       "Examples:\n"
-      "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04\n"
+      "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
+      "580.159.04\n"
       "  cudatool import capture.jsonl -o capture.jsonl.zst --json\n"
       "Every field of a capture line is kept (docs/trace-format.md, \"Imported captures\"). A\n"
       "line that is not a valid capture record is reported (line, offset, reason) and skipped;\n"

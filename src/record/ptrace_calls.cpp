@@ -106,10 +106,7 @@ bool PtraceRecorder::stack_fill(Thread& t, const nvtr_buf_plan* plans, Buffer* c
       fill_buffer(none, p, opt_.max_buffer, after, b);  // size 0 or over the cap: no read
       continue;
     }
-    b.role = p.role;
-    b.addr = p.addr;
-    b.size = p.size;
-    b.bounded = false;
+    set_identity(p, b);
     (after ? b.after_error : b.before_error).clear();
     auto from = span_.begin() + static_cast<ptrdiff_t>(p.addr - lo);
     (after ? b.after : b.before).assign(from, from + static_cast<ptrdiff_t>(p.size));
@@ -136,7 +133,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     Buffer guess;
     bool guessed = false;
     if (t.guess_size > 0 && c.arg_plan.size > 0 && kind == NVTR_DEV_RM) {
-      nvtr_buf_plan two[2] = {c.arg_plan, {"params", t.guess_addr, t.guess_size, 0}};
+      nvtr_buf_plan two[2] = {c.arg_plan, nvtr_plan("params", t.guess_addr, t.guess_size, 0)};
       Buffer* both[2] = {arg, &guess};
       fill(t, two, both, 2, false);
       guessed = guess.before_error.empty() && guess.before.size() == t.guess_size;
@@ -145,7 +142,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     }
     nvtr_buf_plan plans[2];
     int n = nvtr_plan_nested(kind, static_cast<uint32_t>(ev.request), ev.arg->before.data(),
-                             ev.arg->before.size(), plans);
+                             ev.arg->before.size(), rm_, plans);
     c.nested.assign(plans, plans + n);
     ev.nested.resize(static_cast<size_t>(n));
     Buffer* bufs[4] = {};
@@ -154,10 +151,7 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
         plans[0].addr - t.guess_addr <= t.guess_size - plans[0].size) {
       // Read already: the bytes are the same as a read of their own (the thread is stopped).
       Buffer& b = ev.nested[0];
-      b.role = plans[0].role;
-      b.addr = plans[0].addr;
-      b.size = plans[0].size;
-      b.bounded = false;
+      set_identity(plans[0], b);
       b.before_error.clear();
       auto from = guess.before.begin() + static_cast<ptrdiff_t>(plans[0].addr - t.guess_addr);
       b.before.assign(from, from + static_cast<ptrdiff_t>(plans[0].size));
@@ -173,7 +167,8 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
     if (n == 1 && std::string_view(plans[0].role) == "xfer") {
       const Buffer& x = ev.nested[0];
       nvtr_buf_plan inner[2];
-      int m = nvtr_plan_xfer_inner(ev.arg->before.data(), x.before.data(), x.before.size(), inner);
+      int m =
+          nvtr_plan_xfer_inner(ev.arg->before.data(), x.before.data(), x.before.size(), rm_, inner);
       ev.nested.resize(static_cast<size_t>(1 + m));
       for (int i = 0; i < m; ++i) {
         c.nested.push_back(inner[i]);
@@ -181,21 +176,56 @@ void PtraceRecorder::read_ioctl_buffers(Thread& t, PendingCall& c, bool after) {
       }
       fill(t, inner, bufs, static_cast<size_t>(m), false);
     }
+    read_pointees(t, c);
     return;
   }
   // After the call: the argument and every nested buffer in one read when all are readable.
-  nvtr_buf_plan plans[5];
-  Buffer* bufs[5] = {};
+  constexpr size_t kMax = 4 + NVTR_MAX_POINTEES;
+  nvtr_buf_plan plans[kMax];
+  Buffer* bufs[kMax] = {};
   size_t n = 0;
   if (ev.arg) {
     plans[n] = c.arg_plan;
     bufs[n++] = &*ev.arg;
   }
-  for (size_t i = 0; i < c.nested.size() && i < ev.nested.size() && n < 5; ++i) {
+  for (size_t i = 0; i < c.nested.size() && i < ev.nested.size() && n < kMax; ++i) {
     plans[n] = c.nested[i];
     bufs[n++] = &ev.nested[i];
   }
   fill(t, plans, bufs, n, true);
+}
+
+// The second level: the buffers behind pointer members of the parameters RM follows
+// (nv_ioctl_abi.h nvtr_plan_pointees), planned from the parameters' bytes before the call.
+void PtraceRecorder::read_pointees(Thread& t, PendingCall& c) {
+  Event& ev = c.ev;
+  nvtr_buf_plan plans[NVTR_MAX_POINTEES];
+  int n = 0;
+  size_t first_level = std::min(c.nested.size(), ev.nested.size());
+  for (size_t i = 0; i < first_level && n < NVTR_MAX_POINTEES; ++i) {
+    const std::vector<uint8_t>& bytes = ev.nested[i].before;
+    int dropped = 0;
+    n += nvtr_plan_pointees(rm_, &c.nested[i], bytes.data(), bytes.size(), plans + n,
+                            NVTR_MAX_POINTEES - n, &dropped);
+    if (dropped > 0) {
+      ev.unrecorded.push_back(
+          {std::string(c.nested[i].role),
+           fmt::format("{} more buffers behind pointer members: at most {} per call", dropped,
+                       NVTR_MAX_POINTEES)});
+    }
+  }
+  if (n == 0) return;
+  ev.nested.resize(first_level + static_cast<size_t>(n));
+  Buffer* bufs[NVTR_MAX_POINTEES] = {};
+  for (int i = 0; i < n; ++i) {
+    c.nested.push_back(plans[i]);
+    bufs[i] = &ev.nested[first_level + static_cast<size_t>(i)];
+  }
+  fill(t, plans, bufs, static_cast<size_t>(n), false);
+  for (int i = 0; i < n; ++i) {
+    std::string why = pointee_unrecorded(plans[i], opt_.max_buffer);
+    if (!why.empty()) ev.unrecorded.push_back({bufs[i]->role, std::move(why)});
+  }
 }
 
 bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
@@ -231,6 +261,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       ev.arg.reset();
       ev.nested.clear();  // an ioctl resizes them (each side is rewritten when read)
     }
+    ev.unrecorded.clear();
     ev.extra.clear();
     c.path_id = path_id;
     if (path_id >= 0) ev.path.assign(paths_.path(static_cast<uint32_t>(path_id)));

@@ -509,6 +509,7 @@ Result<RecordSummary> PtraceRecorder::run() {
   h.env = env_.spec();
   uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
                                                     : 0);
+  rm_ = nvtr_rm_branch_for_major(uvm_->major);
   if (opt_.attach_pid != 0) {
     std::ifstream f(fmt::format("/proc/{}/cmdline", opt_.attach_pid), std::ios::binary);
     std::string arg;

@@ -96,6 +96,7 @@ class PtraceRecorder {
   bool on_entry(Thread& t, int nr, const uint64_t* args);  // true: wants the exit stop
   void on_exit(Thread& t, int64_t rval, bool is_error);
   void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
+  void read_pointees(Thread& t, PendingCall& c);
   // v2: the stack of the call starting at this stop (and the module records it needs, written
   // at once, before its event).
   void capture_stack(Thread& t, Event& ev);
@@ -134,6 +135,8 @@ class PtraceRecorder {
   std::vector<int> path_kind_;  // nvtr_dev_kind per path id
   // UVM parameter sizes of the driver branch (nv_ioctl_abi.h), chosen from the header's version.
   const nvtr_uvm_branch* uvm_ = nullptr;
+  // RM class sizes and pointer rules of the same branch (nv_ioctl_abi.h).
+  const nvtr_rm_branch* rm_ = nullptr;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, std::shared_ptr<Process>> procs_;
   bool attach_mode_ = false;

@@ -92,10 +92,7 @@ void fill_buffers(int pid, const nvtr_buf_plan* plans, Buffer* const* buffers, s
       fill_buffer(reader, p, cap, after, b);  // nothing to read, or an error without reading
       continue;
     }
-    b.role = p.role;
-    b.addr = p.addr;
-    b.size = p.size;
-    b.bounded = p.bounded != 0;
+    set_identity(p, b);
     std::vector<uint8_t>& bytes = after ? b.after : b.before;
     (after ? b.after_error : b.before_error).clear();
     bytes.resize(p.size);
@@ -121,6 +118,28 @@ void fill_buffers(int pid, const nvtr_buf_plan* plans, Buffer* const* buffers, s
   }
   // Something is not readable (or too many pieces): one buffer at a time, with exact errors.
   for (size_t i = 0; i < n; ++i) fill_buffer(reader, plans[i], cap, after, *buffers[i]);
+}
+
+void set_identity(const nvtr_buf_plan& plan, Buffer& b) {
+  if (plan.index >= 0) {
+    char role[256];
+    b.role.assign(role, nvtr_role_format(&plan, role, sizeof role));
+  } else {
+    b.role = plan.role;
+  }
+  b.addr = plan.addr;
+  b.size = plan.size;
+  b.bounded = plan.bounded != 0;
+  if (plan.class_sized != 0) {
+    b.sized_by = "class";
+  } else {
+    b.sized_by.clear();
+  }
+}
+
+std::string pointee_unrecorded(const nvtr_buf_plan& plan, uint64_t cap) {
+  if (plan.size <= cap || std::strchr(plan.role, '.') == nullptr) return {};
+  return fmt::format("count {} x {} bytes over --max-buffer ({})", plan.count, plan.elem, cap);
 }
 
 std::string errno_name(int err) {

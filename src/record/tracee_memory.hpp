@@ -45,12 +45,18 @@ void fill_buffers(int pid, const nvtr_buf_plan* plans, Buffer* const* buffers, s
 std::string over_cap_error(uint64_t size, uint64_t cap);
 std::string partial_error(int err, uint64_t got, uint64_t size);
 
+// What the plan says of the buffer whatever its bytes: role ("params.list[3].ptr" for an
+// element of an array rule), address, size, bound, and "class" in sized_by for RM alloc
+// parameters sized by the class.
+void set_identity(const nvtr_buf_plan& plan, Buffer& b);
+
+// Why a second-level buffer (role "params.<member>") was not read, for Event::unrecorded; ""
+// when it was, or when the plan is not of the second level.
+std::string pointee_unrecorded(const nvtr_buf_plan& plan, uint64_t cap);
+
 template <class Reader>
 void fill_buffer(Reader&& reader, const nvtr_buf_plan& plan, uint64_t cap, bool after, Buffer& b) {
-  b.role = plan.role;
-  b.addr = plan.addr;
-  b.size = plan.size;
-  b.bounded = plan.bounded != 0;
+  set_identity(plan, b);
   std::vector<uint8_t>& bytes = after ? b.after : b.before;
   std::string& error = after ? b.after_error : b.before_error;
   bytes.clear();

@@ -125,6 +125,71 @@ bool decode_named(Ctx& c, std::string_view type, ByteView bytes, std::vector<Fie
   return true;
 }
 
+// --- buffers behind pointer members (v2) ---------------------------------------------------
+
+// Text when the bytes up to the first NUL are printable and there is at least one.
+bool as_text(ByteView bytes, std::string& out) {
+  std::string_view c = bytes.chars();
+  size_t end = c.find('\0');
+  if (end == std::string_view::npos || end == 0) return false;
+  for (size_t i = 0; i < end; ++i) {
+    auto u = static_cast<unsigned char>(c[i]);
+    if ((u < 0x20 && u != '\t' && u != '\n') || u >= 0x7f) return false;
+  }
+  out.assign(c.substr(0, end));
+  return true;
+}
+
+void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointee& out) {
+  out.role = b.role;
+  out.known = r != nullptr;
+  Field& f = out.value;
+  f.name = r ? r->member : std::string_view();
+  ByteView bytes = view_of(b);
+  uint32_t elem = r ? r->elem_size : 0;
+  const StructEntry* s = r && !r->elem_type.empty() ? c.t.find_struct(r->elem_type) : nullptr;
+  bool scalar = elem == 1 || elem == 2 || elem == 4 || elem == 8;
+  if (r != nullptr && (s != nullptr || (scalar && !r->elem_type.empty() && elem > 1))) {
+    out.elem_type = r->elem_type;
+    f.kind = ValueKind::kList;
+    uint64_t n = bytes.size() / elem;
+    f.total = n;
+    FieldEntry m{r->member, r->elem_type, 0, elem, elem};
+    ValueKind kind = member_kind(r->struct_name, m);
+    for (uint64_t i = 0; i < n && f.items.size() < kMaxListItems; ++i) {
+      ByteView one = *bytes.sub(i * elem, elem);
+      Field& e = f.items.emplace_back();
+      if (s != nullptr) {
+        e.kind = ValueKind::kStruct;
+        detail::decode_struct(c.t, *s, one, e.items, c.d.partial, out.role);
+      } else {
+        e.kind = kind;
+        e.value = read_uint(one, 0, elem);
+      }
+    }
+    resolve(c.t, f.items);
+    return;
+  }
+  if (as_text(bytes, f.text)) {
+    f.kind = ValueKind::kString;
+    return;
+  }
+  f.kind = ValueKind::kBytes;
+  append_hex(f.text, bytes.clamp(0, kMaxHexBytes));
+  f.total = bytes.size();
+}
+
+// The nested buffers "params.<member>" of a call whose parameters are of control command or
+// class `key`.
+void decode_pointees(Ctx& c, PointerKind kind, uint32_t key) {
+  for (const trace::Buffer& b : c.ev.nested) {
+    if (b.role.size() <= 7 || b.role.compare(0, 7, "params.") != 0) continue;
+    if (b.before.empty() && b.after.empty()) continue;  // not read: `unrecorded` says why
+    Pointee& p = c.d.pointees.emplace_back();
+    decode_pointee(c, b, c.t.find_pointer_rule(kind, key, b.role), p);
+  }
+}
+
 // --- 'F' escapes ---------------------------------------------------------------------------
 
 // The argument structure of an escape: the main one, or the alternative whose size the request
@@ -176,6 +241,7 @@ void escape_rm_control(Ctx& c) {
   if (p != nullptr && !cmd->params.empty()) {
     decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), c.d.params, "params");
   }
+  decode_pointees(c, PointerKind::kControl, *c.d.cmd);
 }
 
 // NV_ESC_RM_ALLOC (NVOS21 / NVOS64): the class by name and its allocation parameters.
@@ -197,6 +263,7 @@ void escape_rm_alloc(Ctx& c) {
     if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
     decode_named(c, cls->alloc_params, bytes, c.d.params, "params");
   }
+  decode_pointees(c, PointerKind::kAlloc, *c.d.h_class);
 }
 
 // Escapes whose argument is an array of the table's type (NV_ESC_CARD_INFO: nv_ioctl_card_info_t
@@ -258,6 +325,14 @@ void escape_xfer(Ctx& c) {
   c.d.params_struct = e->type;
   if (const trace::Buffer* x = nested(c.ev, "xfer")) {
     decode_named(c, e->type, view_of(*x), c.d.params, "xfer");
+  }
+  // The wrapped escape's own parameters' pointer members: by its command or class.
+  for (const Field& f : c.d.params) {
+    if (f.kind == ValueKind::kControl) {
+      decode_pointees(c, PointerKind::kControl, static_cast<uint32_t>(f.value));
+    } else if (f.kind == ValueKind::kClass && f.name == "hClass") {
+      decode_pointees(c, PointerKind::kAlloc, static_cast<uint32_t>(f.value));
+    }
   }
 }
 
@@ -438,6 +513,7 @@ void Decoded::clear() {
   args.clear();
   params_struct = {};
   params.clear();
+  pointees.clear();
   status.reset();
   status_name = {};
   h_client.reset();
@@ -448,6 +524,7 @@ void Decoded::clear() {
   hex.clear();
   notes.clear();
   partial.clear();
+  unrecorded.clear();
   summary.clear();
 }
 
@@ -455,6 +532,7 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
   out.clear();
   out.sys = ev.sys;
   out.device = classify_device(ev.path);
+  out.unrecorded = ev.unrecorded;
   if (ev.sys != trace::Sys::kIoctl) {
     decode_other(ev, out);
     return;

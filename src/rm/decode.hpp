@@ -69,6 +69,15 @@ struct Field {
   uint64_t total = 0;         // kList: elements the source holds (items may keep fewer)
 };
 
+// A buffer behind a pointer member of the parameters (nested role "params.<member>"), decoded
+// element by element by the rule that made the recorder read it (rm/tables.hpp PointerRule).
+struct Pointee {
+  std::string role;            // "params.grInfoList", "params.opsBuffer[3].pCpuVA"
+  std::string_view elem_type;  // "NV2080_CTRL_GR_INFO"; "" for bytes or text
+  bool known = false;          // a pointer rule of the branch names the role
+  Field value;                 // kList of elements, kString, or kBytes
+};
+
 struct Decoded {
   Device device = Device::kUnknown;
   trace::Sys sys = trace::Sys::kUnknown;
@@ -82,6 +91,7 @@ struct Decoded {
   std::vector<Field> args;         // members of the argument (after the call when recorded)
   std::string_view params_struct;  // nested structure: control/alloc params, XFER target
   std::vector<Field> params;
+  std::vector<Pointee> pointees;  // v2: buffers behind pointer members of the parameters
   // NV_STATUS of the call (RM `status`, UVM `rmStatus`, …) read after the call.
   std::optional<uint32_t> status;
   std::string_view status_name;  // "" when the value has no name
@@ -94,6 +104,8 @@ struct Decoded {
   // Limits of the recording: a buffer recorded shorter than its structure (members past its end
   // are left out), no argument bytes, a long argument shown in part.
   std::vector<std::string> partial;
+  // v2: what the recorder says it could not record for the call (trace::Event::unrecorded).
+  std::vector<trace::Unrecorded> unrecorded;
   // Environment events (v2: stat, file, mknod, …): the readable text after the call name
   // ("/dev/nvidiactl → char 195:255 0666 (__xstat)"); `args` hold the same facts as members.
   std::string summary;
@@ -121,7 +133,8 @@ std::string format_line(const Decoded& d);
 // format_line appended to `out` (no allocation when `out` has room).
 void append_line(std::string& out, const Decoded& d);
 // The JSON twin: an object {"call", "known", "device", "nr", "arg_struct", "args": [...],
-// "params_struct", "params": [...], "status", "status_name", "h_client", …, "notes"}.
+// "params_struct", "params": [...], "pointees": [...], "status", "status_name", "h_client", …,
+// "notes", "partial", "unrecorded"}.
 void write_json(JsonWriter& w, const Decoded& d);
 // The same members without the enclosing braces, for a caller that adds its own (`decode --json`
 // puts seq, t, pid, tid and path first).

@@ -248,9 +248,7 @@ void decode_environment(const trace::Event& ev, Decoded& d) {
       break;
   }
   text += " (" + ev.op + ")";
-  for (const trace::Unrecorded& u : ev.unrecorded) {
-    d.partial.push_back(u.what + " not recorded: " + u.why);
-  }
+  // What could not be recorded (names past the bound) is in Decoded::unrecorded, as for ioctls.
 }
 
 }  // namespace cudatool::rm::detail

@@ -276,6 +276,12 @@ void append_line(std::string& out, const Decoded& d) {
       out += '}';
     }
   }
+  for (const Pointee& p : d.pointees) {
+    out += ' ';
+    out += p.role;
+    out += '=';
+    append_value(out, p.value);
+  }
   if (!d.hex.empty()) {
     out += " hex=";
     out += d.hex;
@@ -318,6 +324,26 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   }
   w.key("params");
   write_fields(w, d.params);
+  w.key("pointees");
+  w.begin_array();
+  for (const Pointee& p : d.pointees) {
+    w.begin_object();
+    w.kv("role", p.role);
+    w.key("struct");
+    if (p.elem_type.empty()) {
+      w.null();
+    } else {
+      w.value(p.elem_type);
+    }
+    w.kv("known", p.known);
+    w.key("value");
+    thread_local std::string text;
+    text.clear();
+    json_field_value(text, p.value);
+    w.raw(text);
+    w.end_object();
+  }
+  w.end_array();
   kv_opt_hex(w, "status", d.status);
   w.key("status_name");
   if (d.status_name.empty()) {
@@ -343,6 +369,15 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   w.key("partial");
   w.begin_array();
   for (const std::string& n : d.partial) w.value(n);
+  w.end_array();
+  w.key("unrecorded");
+  w.begin_array();
+  for (const trace::Unrecorded& u : d.unrecorded) {
+    w.begin_object();
+    w.kv("what", u.what);
+    w.kv("why", u.why);
+    w.end_object();
+  }
   w.end_array();
 }
 

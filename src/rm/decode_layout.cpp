@@ -25,6 +25,9 @@ constexpr std::array kOverrides{
     Override{"nv_ioctl_wait_open_complete_t", "rc", ValueKind::kSigned},
     Override{"nv_ioctl_wait_open_complete_t", "adapterStatus", ValueKind::kStatus},
     Override{"NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS", "classList", ValueKind::kClass},
+    // The buffers behind these pointers hold class ids (embedded_param_copy.c).
+    Override{"NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS", "classList", ValueKind::kClass},
+    Override{"NV2080_CTRL_GPU_GET_ENGINE_CLASSLIST_PARAMS", "classList", ValueKind::kClass},
     Override{"NV906F_CTRL_GET_CLASS_ENGINEID_PARAMS", "classID", ValueKind::kClass},
     Override{"NV0000_CTRL_GPU_GET_ATTACHED_IDS_PARAMS", "gpuIds", ValueKind::kHex},
     Override{"NV0000_CTRL_GPU_GET_PROBED_IDS_PARAMS", "gpuIds", ValueKind::kHex},

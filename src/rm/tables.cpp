@@ -81,6 +81,35 @@ const FieldEntry* Tables::find_field(const StructEntry& s, std::string_view name
   return nullptr;
 }
 
+std::span<const PointerRule> Tables::find_pointer_rules(PointerKind kind, uint32_t key) const {
+  auto k = std::pair{static_cast<uint32_t>(kind), key};
+  auto proj = [](const PointerRule& r) { return std::pair{r.kind, r.key}; };
+  auto lo = std::lower_bound(d_.pointers.begin(), d_.pointers.end(), k,
+                             [&](const PointerRule& r, const auto& x) { return proj(r) < x; });
+  auto hi = std::upper_bound(lo, d_.pointers.end(), k,
+                             [&](const auto& x, const PointerRule& r) { return x < proj(r); });
+  return {lo, hi};
+}
+
+const PointerRule* Tables::find_pointer_rule(PointerKind kind, uint32_t key,
+                                             std::string_view role) const {
+  for (const PointerRule& r : find_pointer_rules(kind, key)) {
+    if (r.role == role) return &r;
+    // "params.list[3].ptr" against "params.list[].ptr": the index is the only difference.
+    size_t open = r.role.find("[]");
+    if (open == std::string_view::npos || role.size() <= r.role.size() ||
+        role.substr(0, open + 1) != r.role.substr(0, open + 1) ||
+        !role.ends_with(r.role.substr(open + 1))) {
+      continue;
+    }
+    std::string_view index = role.substr(open + 1, role.size() - r.role.size());
+    if (!index.empty() && index.find_first_not_of("0123456789") == std::string_view::npos) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 BranchChoice choose_branch(std::string_view driver_version) {
   auto branches = all_branches();
   BranchChoice c;

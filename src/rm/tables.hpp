@@ -98,6 +98,48 @@ struct FieldEntry {
   uint32_t elem_size;  // sizeof one element (== size for scalars)
 };
 
+// A pointer member of a control or allocation parameter structure that RM follows: it copies
+// the buffer the member points to (embedded_param_copy.c, rmapi_deprecated_control.c, a few
+// handlers; tools/rm_tables/rmptrs.py). The extent is the product of the count members times
+// `elem_size` bytes, or `elem_size` itself without count members. Offsets of the pointer and its
+// counts are relative to the array element in an array rule (a member of every element of
+// `array`, the first `array_count` of them). The same rules, as plain C for the recorders, are
+// in generated/rm_params.h.
+inline constexpr uint32_t kNoMember = 0xffffffffu;
+enum class PointerKind : uint8_t { kControl = 0, kAlloc = 1 };
+inline constexpr uint32_t kPointerBounded = 1;  // PointerRule::flags: no extent: a bounded read
+
+struct PointerRule {
+  uint32_t kind;                 // PointerKind
+  uint32_t key;                  // control command, or class
+  std::string_view struct_name;  // "NV2080_CTRL_GR_GET_INFO_PARAMS"
+  std::string_view member;       // "grInfoList", "transData.i2cBlockData.pMessage"
+  std::string_view role;         // the nested buffer's role: "params.grInfoList"
+  uint32_t params_size;          // sizeof the structure: the rule applies to buffers this long
+  uint32_t ptr_off;
+  uint32_t count_off0, count_off1;  // kNoMember: none
+  uint32_t count_size;
+  uint32_t elem_size;
+  std::string_view elem_type;  // structure of one element ("NV2080_CTRL_GR_INFO"), "" for bytes
+  uint32_t array_off, array_stride, array_max, array_count_off, array_count_size;
+  uint32_t cond_off, cond_size, cond_value;  // only when that member holds cond_value
+  uint32_t flags;
+  std::string_view count0, count1;  // names of the count members
+  std::string_view source;          // the file of RM's sources that copies it
+};
+
+// What RM does with a pointer member of a parameter structure (pointer_members.inc).
+enum class PointerStatus : uint8_t {
+  kFollowed = 0,   // a PointerRule reads it
+  kBounded = 1,    // RM copies it; the sources give no extent
+  kNotCopied = 2,  // RM copies it nowhere: an address or a value passed through, not a buffer
+};
+struct PointerMember {
+  std::string_view struct_name;
+  std::string_view member;  // path, "[]" for every element of an array: "levels[].pFmt"
+  uint32_t status;          // PointerStatus
+};
+
 // The tables of one driver branch.
 class Tables {
  public:
@@ -111,6 +153,8 @@ class Tables {
     std::span<const UvmEntry> uvm;
     std::span<const StructEntry> structs;
     std::span<const FieldEntry> fields;
+    std::span<const PointerRule> pointers = {};
+    std::span<const PointerMember> pointer_members = {};
   };
   constexpr explicit Tables(Data d) : d_(d) {}
 
@@ -128,6 +172,13 @@ class Tables {
   [[nodiscard]] const StructEntry* find_struct(std::string_view name) const;
   [[nodiscard]] std::span<const FieldEntry> fields(const StructEntry& s) const;
   [[nodiscard]] const FieldEntry* find_field(const StructEntry& s, std::string_view name) const;
+  // The pointer rules of a control command or class (sorted by pointer offset); empty: none.
+  [[nodiscard]] std::span<const PointerRule> find_pointer_rules(PointerKind kind,
+                                                                uint32_t key) const;
+  // The rule whose role a nested buffer has ("params.grInfoList"; "params.list[3].ptr" matches
+  // the array rule "params.list[].ptr"), or nullptr.
+  [[nodiscard]] const PointerRule* find_pointer_rule(PointerKind kind, uint32_t key,
+                                                     std::string_view role) const;
 
   [[nodiscard]] std::span<const StatusEntry> statuses() const { return d_.status; }
   [[nodiscard]] std::span<const EscapeEntry> escapes() const { return d_.escapes; }
@@ -138,6 +189,10 @@ class Tables {
   [[nodiscard]] std::span<const StructEntry> structs() const { return d_.structs; }
   // Every member of every structure (StructEntry::first_field indexes it).
   [[nodiscard]] std::span<const FieldEntry> all_fields() const { return d_.fields; }
+  [[nodiscard]] std::span<const PointerRule> pointer_rules() const { return d_.pointers; }
+  [[nodiscard]] std::span<const PointerMember> pointer_members() const {
+    return d_.pointer_members;
+  }
 
  private:
   Data d_;

@@ -7,6 +7,7 @@
 #include "base/json_reader.hpp"
 #include "rm/nv_ioctl_abi.h"
 #include "trace/line_source.hpp"
+#include "trace/trace_json.hpp"
 
 namespace cudatool::trace {
 namespace {
@@ -53,13 +54,7 @@ bool read_hex(JsonReader& r, std::vector<uint8_t>& out, const char*& why) {
 // Members of a trace event: a capture field the importer does not know but that has one of these
 // names is kept as "capture.<name>", so that the line keeps one member per name.
 bool is_trace_member(std::string_view k) {
-  static constexpr std::string_view kNames[] = {
-      "seq",   "t",   "dur",    "pid",   "tid",  "sys", "fd",   "path", "req",  "ret",
-      "errno", "arg", "nested", "flags", "addr", "len", "prot", "off",  "child"};
-  for (auto n : kNames) {
-    if (n == k) return true;
-  }
-  return k.substr(0, 8) == "capture.";
+  return is_event_member(k) || k.substr(0, 8) == "capture.";
 }
 
 // A raw syscall result: -4095..-1 is -errno.
@@ -174,6 +169,50 @@ Status parse_capture_line(std::string_view line, uint64_t offset, Event& ev) {
   return Status::success();
 }
 
+void note_unrecorded(const nvtr_rm_branch* rm, Event& ev) {
+  if (ev.sys != Sys::kIoctl || !ev.arg) return;
+  int kind = nvtr_dev_kind_of_path(ev.path.c_str());
+  const std::vector<uint8_t>& arg = ev.arg->before;
+  nvtr_buf_plan plans[2];
+  int n =
+      nvtr_plan_nested(kind, static_cast<uint32_t>(ev.request), arg.data(), arg.size(), rm, plans);
+  if (n == 0) return;
+  auto nested = [&](std::string_view role) -> const Buffer* {
+    for (const Buffer& b : ev.nested) {
+      if (b.role == role) return &b;
+    }
+    return nullptr;
+  };
+  if (std::string_view(plans[0].role) == "xfer") {
+    const Buffer* x = nested("xfer");
+    nvtr_buf_plan inner[2];
+    int m = x ? nvtr_plan_xfer_inner(arg.data(), x->before.data(), x->before.size(), rm, inner) : 0;
+    for (int i = 0; i < m; ++i) {
+      if (inner[i].size > 0) {
+        ev.unrecorded.push_back({inner[i].role, "capture format: the escape an XFER wraps"});
+      }
+    }
+    return;
+  }
+  if (plans[0].class_sized != 0) {
+    ev.unrecorded.push_back(
+        {"params", fmt::format("alloc parameters not recorded: capture format (paramsSize 0: RM "
+                               "sizes them by the class, {} bytes in r{})",
+                               plans[0].size, rm->major)});
+  } else if (const Buffer* p = nested("params")) {
+    nvtr_buf_plan q[NVTR_MAX_POINTEES];
+    int dropped = 0;
+    int m = nvtr_plan_pointees(rm, &plans[0], p->before.data(), p->before.size(), q,
+                               NVTR_MAX_POINTEES, &dropped);
+    char role[256];
+    for (int i = 0; i < m; ++i) {
+      nvtr_role_format(&q[i], role, sizeof role);
+      ev.unrecorded.push_back({role, "capture format"});
+    }
+  }
+  if (n == 2) ev.unrecorded.push_back({plans[1].role, "capture format"});  // NVOS64 rights
+}
+
 Header import_header(const ImportOptions& o, const std::string& capture_path) {
   Header h;
   h.mode = "import";
@@ -195,6 +234,8 @@ Result<ImportResult> import_capture(const std::string& path, const ImportOptions
   uint64_t off = 0, line_no = 0;
   bool complete = true;
   Event ev;
+  const nvtr_rm_branch* rm =
+      nvtr_rm_branch_for_major(o.driver_version ? nvtr_driver_major(o.driver_version->c_str()) : 0);
   while ((*src)->next(line, off, complete)) {
     ++line_no;
     if (line.empty()) continue;
@@ -207,6 +248,7 @@ Result<ImportResult> import_capture(const std::string& path, const ImportOptions
       diag.report(std::move(e));
       continue;
     }
+    note_unrecorded(rm, ev);
     if (Status w = out.write_event(ev); !w.ok()) return w.error();
     ++res.events;
     ++res.by_sys[ev.sys_raw];

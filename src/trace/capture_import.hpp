@@ -1,8 +1,8 @@
-// `cudatool import`: the capture format of ../shared/data (one JSON object per line: seq, t_us,
-// tid, sys, path, flags, fd, addr, len, prot, off, req, ret, pre, post, nptr, npre, npost; see its
-// README) into a trace. Nothing of a capture line is lost: fields map as below, fields this build
-// does not know are kept as extra members ("capture.<name>" when a trace event member has that
-// name, e.g. a "t" field, so that no name appears twice in a line).
+// `cudatool import`: the capture format of tests/data/captures (one JSON object per line: seq,
+// t_us, tid, sys, path, flags, fd, addr, len, prot, off, req, ret, pre, post, nptr, npre, npost;
+// see its README) into a trace. Nothing of a capture line is lost: fields map as below, fields this
+// build does not know are kept as extra members ("capture.<name>" when a trace event member has
+// that name, e.g. a "t" field, so that no name appears twice in a line).
 //
 //   t_us (µs at completion)   -> t (ns; no duration: captures know only completion time)
 //   tid                       -> tid, pid 0 (captures record no pid)
@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "base/error.hpp"
+#include "rm/nv_ioctl_abi.h"
 #include "trace/event.hpp"
 #include "trace/trace_file.hpp"
 
@@ -41,6 +42,13 @@ Status parse_capture_line(std::string_view line, uint64_t offset, Event& ev);
 
 // The header an import writes.
 Header import_header(const ImportOptions& o, const std::string& capture_path);
+
+// What the capture format lacks of an imported RM escape, as the recorders would have read it
+// (rm/nv_ioctl_abi.h, RM tables `rm` of the import's driver version), added to ev.unrecorded:
+// allocation parameters sized by the class ("alloc parameters not recorded: capture format"),
+// the buffers behind pointer members of recorded parameters, NVOS64 rights, the parameters of an
+// escape an XFER wraps ("capture format").
+void note_unrecorded(const nvtr_rm_branch* rm, Event& ev);
 
 // Reads the capture at `path` (plain, xz or zstd), writes header, events and a trailer to `out`.
 // Lines that are not valid capture records are reported to `diag` (one error each) and skipped;

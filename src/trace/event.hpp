@@ -64,6 +64,9 @@ struct Buffer {
   // ioctl the size table of nv_ioctl_abi.h does not know): `before`/`after` hold what was
   // readable of it, clipped at the end of the mapping, with no error unless nothing was readable.
   bool bounded = false;
+  // v2: how `size` was chosen when the call did not give it: "class" for the parameters of an
+  // RM alloc with paramsSize 0, sized as RM sizes them for the class; "" otherwise.
+  std::string sized_by;
   // Contents; empty with the matching `*_error` set when the memory could not be read (bad
   // pointer, unmapped, size over the recorder's cap). Both may be present with fewer bytes than
   // `size` when only a prefix was readable (then `*_error` says so too).

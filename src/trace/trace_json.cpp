@@ -91,6 +91,10 @@ void write_buffer(Line& l, const Buffer& b) {
   l.key("size");
   l.num(b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
+  if (!b.sized_by.empty()) {
+    l.key("sized_by");
+    l.str(b.sized_by);
+  }
   if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
     l.key("pre");
     l.bytes(b.before);
@@ -302,6 +306,7 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
   b.role.clear();
   b.addr = b.size = 0;
   b.bounded = false;
+  b.sized_by.clear();
   b.before.clear();
   b.after.clear();
   b.before_error.clear();
@@ -321,6 +326,8 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
       ok = p.u64(b.size);
     } else if (k == "bounded") {
       ok = r.boolean(b.bounded);
+    } else if (k == "sized_by") {
+      ok = r.string(b.sized_by);
     } else if (k == "pre") {
       ok = p.hex(b.before);
     } else if (k == "post") {
@@ -726,6 +733,18 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
                       "not a cudatool trace header (no \"cudatool_trace\" version member)");
   }
   return Status::success();
+}
+
+bool is_event_member(std::string_view key) {
+  // Every key parse_event_line below dispatches on; keep the two in step.
+  static constexpr std::string_view kMembers[] = {
+      "seq",  "sys",  "stack", "stack_error", "size", "t",   "tid",   "target",  "dur",     "pid",
+      "path", "prot", "fd",    "flags",       "req",  "ret", "rdev",  "errno",   "entries", "arg",
+      "addr", "len",  "mode",  "unrecorded",  "off",  "op",  "child", "content", "nested"};
+  for (std::string_view m : kMembers) {
+    if (m == key) return true;
+  }
+  return false;
 }
 
 Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {

@@ -31,4 +31,9 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
 Status parse_module_line(std::string_view line, uint64_t offset, Module& out);
 
+// Whether `key` is a member parse_event_line reads into an Event field (the rest it keeps as
+// ExtraField). Whoever fills Event::extra from outside (import) must keep such keys out of it, or
+// the line written would not read back as the same event.
+bool is_event_member(std::string_view key);
+
 }  // namespace cudatool::trace

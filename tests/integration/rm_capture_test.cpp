@@ -173,6 +173,58 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
   EXPECT_GT(statuses.size(), 0u);
 }
 
+// Every pointer member of the parameter structures the real run uses is followed (a pointer rule
+// reads the buffer) or listed with what RM does with it (pointer_members.inc): the members are
+// taken from the structures' layouts (fields.inc), the statuses from the inventory.
+TEST_P(Capture580, EveryPointerMemberOfTheStructuresUsedIsFollowedOrListed) {
+  Capture cap = load(GetParam());
+  ASSERT_FALSE(cap.events.empty());
+  const rm::Tables& t = rm::tables_for_driver(cap.driver_version);
+  std::set<std::string_view> used;
+  size_t allocs = 0;
+  rm::Decoded d;
+  for (const trace::Event& ev : cap.events) {
+    rm::decode_event(t, ev, d);
+    if (d.call == "NV_ESC_RM_ALLOC") ++allocs;
+    if (!d.params_struct.empty()) used.insert(d.params_struct);
+  }
+  EXPECT_EQ(allocs, 120u);
+  std::map<std::pair<std::string_view, std::string_view>, rm::PointerStatus> listed;
+  for (const rm::PointerMember& m : t.pointer_members()) {
+    listed[{m.struct_name, m.member}] = static_cast<rm::PointerStatus>(m.status);
+  }
+  size_t members = 0, followed = 0, not_copied = 0, bounded = 0;
+  std::string report;
+  for (std::string_view s : used) {
+    const rm::StructEntry* e = t.find_struct(s);
+    if (e == nullptr) continue;
+    for (const rm::FieldEntry& f : t.fields(*e)) {
+      if (f.type != "NvP64" && !f.type.ends_with("*")) continue;
+      ++members;
+      auto it = listed.find({s, f.name});
+      ASSERT_NE(it, listed.end()) << s << "." << f.name << " is neither followed nor listed";
+      followed += it->second == rm::PointerStatus::kFollowed;
+      bounded += it->second == rm::PointerStatus::kBounded;
+      not_copied += it->second == rm::PointerStatus::kNotCopied;
+      report += " " + std::string(s) + "." + std::string(f.name) +
+                (it->second == rm::PointerStatus::kFollowed ? "(followed)" : "(not copied)");
+      if (it->second == rm::PointerStatus::kFollowed) {
+        bool ruled = false;
+        for (const rm::PointerRule& r : t.pointer_rules()) {
+          ruled |= r.struct_name == s && r.member == f.name;
+        }
+        EXPECT_TRUE(ruled) << s << "." << f.name;
+      }
+    }
+  }
+  std::cout << GetParam() << ": " << used.size() << " parameter structures used, " << members
+            << " pointer members: " << followed << " followed, " << not_copied
+            << " not copied by RM, " << bounded << " bounded;" << report << "\n";
+  EXPECT_EQ(followed, 6u);  // the three build-version strings, grInfoList, the two channel lists
+  EXPECT_EQ(not_copied, 3u);
+  EXPECT_EQ(bounded, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Captures, Capture580,
                          ::testing::Values("trace_a.jsonl.xz", "trace_b.jsonl.xz"),
                          [](const auto& info) { return info.param.substr(0, 7); });

@@ -63,6 +63,7 @@ std::string check_buffer(const json& e, const json& r) {
   if (hexnum(r["addr"]) != hexnum(e["addr"])) return "addr " + r["addr"].dump();
   if (r["size"] != e["size"]) return "size " + r["size"].dump() + " != " + e["size"].dump();
   if (r.value("bounded", false) != e["bounded"].get<bool>()) return "bounded flag";
+  if (r.value("sized_by", "") != e.value("sized_by", "")) return "sized_by " + r.dump();
   for (const char* side : {"pre", "post"}) {
     std::string m = check_side(e, r, side);
     if (!m.empty()) return str(e, "role") + ": " + m;
@@ -138,6 +139,14 @@ std::string mismatch(const json& e, const json& r) {
     for (size_t i = 0; i < rn.size(); ++i) {
       if (std::string m = check_buffer(e["nested"][i], rn[i]); !m.empty()) return "nested: " + m;
     }
+    // What the recorder says it could not record: the same members as the program expects.
+    std::set<std::string> want, got;
+    for (const json& u : e.value("unrecorded", json::array())) want.insert(u["what"]);
+    for (const json& u : r.value("unrecorded", json::array())) {
+      if (str(u, "why").empty()) return "unrecorded without a reason";
+      got.insert(u["what"]);
+    }
+    if (want != got) return "unrecorded " + r.value("unrecorded", json::array()).dump();
   }
   return "";
 }
@@ -189,6 +198,26 @@ size_t resolve_uvm_table_sizes(std::vector<json>& printed,
       if (a.contains(side)) a[side] = a[side].get<std::string>().substr(0, 2 * it->second);
     }
     ++n;
+  }
+  return n;
+}
+
+size_t resolve_class_table_sizes(std::vector<json>& printed,
+                                 const std::map<uint64_t, uint64_t>& class_sizes) {
+  size_t n = 0;
+  for (json& e : printed) {
+    if (e["sys"] != "ioctl" || !e.contains("nested")) continue;
+    for (json& b : e["nested"]) {
+      if (b["size"] != "class_table") continue;
+      auto it = class_sizes.find(b["class"].get<uint64_t>());
+      if (it == class_sizes.end()) continue;
+      b["size"] = it->second;
+      for (const char* side : {"pre", "post"}) {
+        if (b.contains(side)) b[side] = b[side].get<std::string>().substr(0, 2 * it->second);
+      }
+      b.erase("class");
+      ++n;
+    }
   }
   return n;
 }

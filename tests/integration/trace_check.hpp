@@ -39,6 +39,13 @@ std::vector<std::string> match_exactly(const std::vector<nlohmann::json>& printe
 size_t resolve_uvm_table_sizes(std::vector<nlohmann::json>& printed,
                                const std::map<uint64_t, uint64_t>& uvm_sizes);
 
+// nv_params prints "size":"class_table" (and "class") for RM allocation parameters that RM sizes
+// by the class: sets the size from `class_sizes` (class -> allocation-parameter size, from the
+// decoder's table of the recording's branch) and cuts the printed bytes to it. Returns how many
+// buffers it resolved.
+size_t resolve_class_table_sizes(std::vector<nlohmann::json>& printed,
+                                 const std::map<uint64_t, uint64_t>& class_sizes);
+
 // The fake device directory: nvidiactl and nvidia0 (8 KiB files), nvidia-uvm (a FIFO).
 std::string make_fake_devices(const std::string& name);
 

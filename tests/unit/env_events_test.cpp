@@ -99,7 +99,9 @@ std::vector<Event> round_trip(const std::vector<Event>& in, std::vector<json>* a
   std::vector<Event> out;
   Event e;
   while (r && (*r)->next(e)) out.push_back(e);
-  if (r) EXPECT_TRUE((*r)->diagnostics().empty());
+  if (r) {
+    EXPECT_TRUE((*r)->diagnostics().empty());
+  }
   return out;
 }
 

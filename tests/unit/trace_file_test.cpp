@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trace/capture_import.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_json.hpp"
 
@@ -389,6 +390,48 @@ TEST(TraceReader, ReadsVersion1Traces) {
   EXPECT_TRUE(e.stack.empty());
   EXPECT_TRUE(e.unrecorded.empty());
   EXPECT_TRUE((*r)->modules().empty());
+}
+
+// Keys the event reader takes into Event fields are exactly is_event_member's: any other key is
+// kept as an extra, and an imported capture line whose unknown key is a member name (here every
+// member name, with a value of the wrong type for most) is renamed capture.<key>, so the line
+// written reads back as the same event (the capture fuzzer found "size" and the other v2 names).
+TEST(TraceJson, EventMembersAndExtrasDoNotOverlap) {
+  std::vector<std::string> keys = {
+      "seq",  "sys",  "stack", "stack_error", "size", "t",   "tid",   "target",  "dur",     "pid",
+      "path", "prot", "fd",    "flags",       "req",  "ret", "rdev",  "errno",   "entries", "arg",
+      "addr", "len",  "mode",  "unrecorded",  "off",  "op",  "child", "content", "nested"};
+  for (const std::string& k : keys) EXPECT_TRUE(is_event_member(k)) << k;
+  for (const char* k : {"uid", "gid", "sizes", "st", "capture.size", "stat", "modes", "x"}) {
+    EXPECT_FALSE(is_event_member(k)) << k;
+    Event e;
+    std::string line = std::string("{\"seq\":1,\"sys\":\"stat\",\"") + k + "\":\"v\"}";
+    ASSERT_TRUE(parse_event_line(line, 0, e).ok()) << line;
+    ASSERT_EQ(e.extra.size(), 1u) << line;
+    EXPECT_EQ(e.extra[0].key, k);
+  }
+  for (const std::string& k : keys) {
+    if (k == "seq" || k == "sys" || k == "tid" || k == "pid" || k == "fd" || k == "prot" ||
+        k == "len" || k == "path" || k == "flags" || k == "addr" || k == "off" || k == "req" ||
+        k == "ret") {
+      continue;  // keys of the capture format itself
+    }
+    for (const char* v : {"\"v\"", "7", "[1,2]", "{\"a\":1}"}) {
+      std::string line = "{\"seq\":3,\"sys\":\"ioctl\",\"fd\":4,\"req\":1,\"" + k + "\":" + v + "}";
+      Event ev, back;
+      ASSERT_TRUE(parse_capture_line(line, 0, ev).ok()) << line;
+      ASSERT_EQ(ev.extra.size(), 1u) << line;
+      EXPECT_EQ(ev.extra[0].key, "capture." + k);
+      std::string out;
+      append_event_line(out, ev);
+      ASSERT_TRUE(parse_event_line(std::string_view(out).substr(0, out.size() - 1), 0, back).ok())
+          << out;
+      ASSERT_EQ(back.extra.size(), 1u) << out;
+      EXPECT_EQ(back.extra[0].key, "capture." + k) << out;
+      EXPECT_EQ(back.extra[0].json, v) << out;
+      EXPECT_EQ(back.seq, 3u);
+    }
+  }
 }
 
 TEST(TraceReader, DamagedModuleLineIsReportedAndSkipped) {

@@ -72,29 +72,33 @@ TEST(NvIoctlAbi, OffsetsMatchTheStructures) {
 TEST(NvIoctlAbi, PlansNestedBuffers) {
   NVOS54_PARAMETERS c{1, 2, 0x20800101, 0, 0x7ffd1000, 48, 0};
   nvtr_buf_plan out[2];
+  const nvtr_rm_branch* rm = nvtr_rm_branch_for_major(580);
   uint32_t req = _IOWR('F', NVTR_ESC_RM_CONTROL, NVOS54_PARAMETERS);
   auto* bytes = reinterpret_cast<const uint8_t*>(&c);
-  ASSERT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, bytes, sizeof c, out), 1);
+  ASSERT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, bytes, sizeof c, rm, out), 1);
   EXPECT_STREQ(out[0].role, "params");
   EXPECT_EQ(out[0].addr, 0x7ffd1000u);
   EXPECT_EQ(out[0].size, 48u);
   // Not on a UVM node, not with a short read of the argument.
-  EXPECT_EQ(nvtr_plan_nested(NVTR_DEV_UVM, req, bytes, sizeof c, out), 0);
-  EXPECT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, bytes, 16, out), 0);
+  EXPECT_EQ(nvtr_plan_nested(NVTR_DEV_UVM, req, bytes, sizeof c, rm, out), 0);
+  EXPECT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, bytes, 16, rm, out), 0);
   NVOS64_PARAMETERS a{1, 2, 3, 0x2080, 0x5000, 0x6000, 24, 0, 0};
   req = _IOWR('F', NVTR_ESC_RM_ALLOC, NVOS64_PARAMETERS);
-  ASSERT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, reinterpret_cast<const uint8_t*>(&a), sizeof a, out),
-            2);
+  ASSERT_EQ(
+      nvtr_plan_nested(NVTR_DEV_RM, req, reinterpret_cast<const uint8_t*>(&a), sizeof a, rm, out),
+      2);
   EXPECT_EQ(out[0].size, 24u);
   EXPECT_STREQ(out[1].role, "rights");
   EXPECT_EQ(out[1].addr, 0x6000u);
   nv_ioctl_xfer_t x{NVTR_ESC_RM_CONTROL, sizeof c, 0x8000};
   req = _IOWR('F', NVTR_ESC_IOCTL_XFER_CMD, nv_ioctl_xfer_t);
-  ASSERT_EQ(nvtr_plan_nested(NVTR_DEV_RM, req, reinterpret_cast<const uint8_t*>(&x), sizeof x, out),
-            1);
+  ASSERT_EQ(
+      nvtr_plan_nested(NVTR_DEV_RM, req, reinterpret_cast<const uint8_t*>(&x), sizeof x, rm, out),
+      1);
   EXPECT_STREQ(out[0].role, "xfer");
   EXPECT_EQ(out[0].size, sizeof c);
-  ASSERT_EQ(nvtr_plan_xfer_inner(reinterpret_cast<const uint8_t*>(&x), bytes, sizeof c, out), 1);
+  ASSERT_EQ(nvtr_plan_xfer_inner(reinterpret_cast<const uint8_t*>(&x), bytes, sizeof c, rm, out),
+            1);
   EXPECT_EQ(out[0].addr, 0x7ffd1000u);
   // UVM: no size in the request; the table of the branch gives it, else a bounded read.
   const nvtr_uvm_branch* uvm = nvtr_uvm_branch_for_major(580);

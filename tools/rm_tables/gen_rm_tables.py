@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rmemit  # noqa: E402
 import rmparse  # noqa: E402
 import rmprobe  # noqa: E402
+import rmptrs  # noqa: E402
+import rmrules  # noqa: E402
 
 SDK = "src/common/sdk/nvidia/inc"
 UNIX_INC = "src/nvidia/arch/nvalloc/unix/include"
@@ -38,7 +40,8 @@ RESOURCE_LIST = "src/nvidia/src/kernel/rmapi/resource_list.h"
 # Directories and files read from a release (git archive pathspecs).
 SOURCE_PATHS = [SDK, UNIX_INC, UNIX_SRC + "/escape.c", UNIX_SRC + "/osapi.c", KOPEN_INC,
                 "kernel-open/nvidia/nv.c", UVM_DIR, GENERATED + "/g_allclasses.h",
-                ":(glob)" + GENERATED + "/g_*_nvoc.c", RESOURCE_LIST]
+                ":(glob)" + GENERATED + "/g_*_nvoc.c", RESOURCE_LIST, rmptrs.EMBEDDED,
+                rmptrs.DEPRECATED] + sorted({h["file"] for h in rmptrs.HANDLER_COPIES})
 
 # Escapes whose argument type no `case` block names with sizeof(): the handler passes the buffer
 # to a helper (rm_perform_version_check) or the check is outside the switch (XFER in nv.c).
@@ -251,6 +254,28 @@ def collect(tree, log):
         classes.setdefault(cid, {"id": cid, "name": name, "internal": None, "params": None,
                                  "required": False, "rm": False})
 
+    # Pointer members RM follows (embedded-pointer copies), bound to commands and classes.
+    control_ids = {}
+    for cid, names in finn.items():
+        for name, _ in names:
+            control_ids.setdefault(name, cid)
+    for cid, names in plain_names.items():
+        for name in names:
+            control_ids.setdefault(name, cid)
+    defined = set()
+    for t in header_texts:
+        defined |= {name for name, _ in rmparse._defines(t)}
+    parsed, skipped = rmrules.parse_release(tree, defined)
+    for line in skipped:
+        log("pointer rules: " + line)
+    pointer_rules = rmrules.bind(parsed, ctrl, list(classes.values()), control_ids, log)
+    by_id = {c["id"]: c for c in ctrl}
+    for r in pointer_rules:  # RM's copy code names the structure a header define does not
+        c = by_id.get(r["key"]) if r["kind"] == rmrules.KIND_CONTROL else None
+        if c is not None and c["params"] is None and r["struct"] in known_types:
+            c["params"] = r["struct"]
+            log("control %s: parameters %s, from %s" % (c["name"], r["struct"], r["source"]))
+
     # UVM ioctls.
     uvm = []
     for rel in (UVM_DIR + "/uvm_ioctl.h", UVM_DIR + "/uvm_linux_ioctl.h"):
@@ -262,24 +287,35 @@ def collect(tree, log):
     return {"status": status, "escapes": sorted(escapes.values(), key=lambda e: e["nr"]),
             "ctrl": ctrl, "categories": sorted(categories.items()), "classes": sorted(classes.values(), key=lambda c: c["id"]),
             "uvm": sorted(uvm, key=lambda u: u["nr"]), "known_types": known_types,
-            "header_texts": header_texts}
+            "header_texts": header_texts, "pointer_rules": pointer_rules,
+            "bodies": StructBodies(header_texts)}
 
 
-def layout_requests(tables):
-    """Structures whose members are located: every escape and UVM structure, EXTRA_LAYOUTS and
-    the structure types of their members (two levels)."""
-    wanted = []
-    for e in tables["escapes"]:
-        wanted += [t.rstrip("[]") for t in e["types"]]
-    wanted += [u["params"] for u in tables["uvm"] if u["params"]]
-    wanted += EXTRA_LAYOUTS
-    texts = tables["header_texts"]
-    bodies = {}
+def pointer_inventory(tables):
+    """{structure: [pointer member paths]} of every control and allocation parameter structure
+    and every structure a pointer rule reads (those without pointer members left out)."""
+    names = {c["params"] for c in tables["ctrl"] if c["params"]}
+    names |= {c["params"] for c in tables["classes"] if c["params"]}
+    names |= {r["struct"] for r in tables["pointer_rules"]}
+    out = {}
+    for n in sorted(names):
+        paths = rmptrs.pointer_members(n, tables["bodies"].members_of)
+        if paths:
+            out[n] = paths
+    return out
 
-    def body_of(name, depth=0):
-        if name not in bodies:
-            bodies[name] = None
-            for t in texts:
+
+class StructBodies:
+    """The bodies of the structures the release's headers define, found on demand."""
+
+    def __init__(self, texts):
+        self.texts = texts
+        self.bodies = {}
+
+    def body_of(self, name, depth=0):
+        if name not in self.bodies:
+            self.bodies[name] = None
+            for t in self.texts:
                 if name not in t:
                     continue
                 b = rmparse.find_struct_body(t, name)
@@ -287,11 +323,41 @@ def layout_requests(tables):
                     alias = re.search(r"typedef\s+(?:struct\s+)?(\w+)\s+" + re.escape(name) +
                                       r"\s*;", t)
                     if alias:
-                        b = body_of(alias.group(1), depth + 1)
+                        b = self.body_of(alias.group(1), depth + 1)
                 if b is not None:
-                    bodies[name] = b
+                    self.bodies[name] = b
                     break
-        return bodies[name]
+        return self.bodies[name]
+
+    def members_of(self, name):
+        """[(member, type, is_array, inline body)]; a struct/union declared in place is looked
+        into under the name "{inline body}"."""
+        if name.startswith("{"):
+            return rmparse.parse_members(name[1:-1], with_bodies=True)
+        body = self.body_of(name)
+        if body is None:
+            return None
+        return [(m, "{%s}" % b if b is not None else t, a, b)
+                for m, t, a, b in rmparse.parse_members(body, with_bodies=True)]
+
+
+def layout_requests(tables):
+    """Structures whose members are located: every escape and UVM structure, EXTRA_LAYOUTS, the
+    allocation parameters of every class, the structures pointer rules read and their element
+    types, and the structure types of their members (two levels)."""
+    wanted = []
+    for e in tables["escapes"]:
+        wanted += [t.rstrip("[]") for t in e["types"]]
+    wanted += [u["params"] for u in tables["uvm"] if u["params"]]
+    wanted += EXTRA_LAYOUTS
+    wanted += sorted({c["params"] for c in tables["classes"] if c["params"]})
+    for r in tables["pointer_rules"]:
+        wanted.append(r["struct"])
+        if r["elem"][0] == "sizeof":
+            wanted.append(r["elem"][1])
+    wanted += sorted(tables["pointer_inventory"])
+    bodies = tables["bodies"]
+    body_of = bodies.body_of
 
     out, seen = [], set()
     queue = [(n, 0) for n in wanted
@@ -348,19 +414,27 @@ def measure(tree, tables, log):
     for u in tables["uvm"]:
         if u["params"]:
             fields.append((u["params"], "rmStatus", False))
-    sizes, offsets, dropped = rmprobe.probe(includes, include_dirs, sorted(types),
-                                            sorted(set(fields)))
+    rule_types, rule_fields, rule_values = rmrules.probe_requests(tables["pointer_rules"])
+    types |= rule_types
+    fields += sorted(rule_fields)
+    sizes, offsets, dropped, values = rmprobe.probe(includes, include_dirs, sorted(types),
+                                                    sorted(set(fields)),
+                                                    values=sorted(rule_values))
     for d in dropped:
         log("probe: dropped " + d)
-    return sizes, offsets, layouts
+    return sizes, offsets, layouts, values
 
 
 def build_tables(tree, version, commit, log):
     tables = collect(tree, log)
-    sizes, offsets, layouts = measure(tree, tables, log)
+    tables["pointer_inventory"] = pointer_inventory(tables)
+    sizes, offsets, layouts, values = measure(tree, tables, log)
     tables["sizes"] = sizes
     tables["offsets"] = offsets
     tables["layouts"] = layouts
+    tables["pointers"] = rmrules.resolve(tables["pointer_rules"], sizes, offsets, values, log)
+    tables["pointer_members"] = rmrules.inventory(
+        {n: p for n, p in tables["pointer_inventory"].items() if n in sizes}, tables["pointers"])
     tables["version"] = version
     tables["commit"] = commit
     return tables
@@ -416,10 +490,15 @@ def main():
     ap.add_argument("--index-only", action="store_true",
                     help="only rewrite the files made from the branch directories already in --out "
                          "(branches.inc, uvm_sizes.h): needs no NVIDIA sources")
+    ap.add_argument("--pointer-doc", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                          "docs", "rm-pointers.md"),
+                    help="where the list of pointer members goes (\"\": not written)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
     if args.index_only:
         rmemit.emit_index(os.path.abspath(args.out), None)
+        if args.pointer_doc:
+            rmemit.emit_pointer_doc(os.path.abspath(args.out), args.pointer_doc)
         return 0
     if not args.tree and not (args.git_dir and args.rev):
         ap.error("give --git-dir with --rev, or --tree with --version")
@@ -434,6 +513,8 @@ def main():
     if not args.check:
         os.makedirs(out, exist_ok=True)
         generate(args, out, log)
+        if args.pointer_doc:
+            rmemit.emit_pointer_doc(out, args.pointer_doc)
         return 0
     # Regenerate the named releases over a copy of the committed tree, then compare.
     tmp = tempfile.mkdtemp(prefix="rmtables-check.")

@@ -335,9 +335,10 @@ _DECL_ALIGNED = re.compile(r"NV_DECLARE_ALIGNED\(\s*(.*?)\s*,\s*\d+\s*\)")
 _ALIGN_BYTES = re.compile(r"NV_ALIGN_BYTES\(\s*\d+\s*\)|__attribute__\s*\(\(.*?\)\)")
 
 
-def parse_members(body):
+def parse_members(body, with_bodies=False):
     """[(name, type, is_array)] of a struct body; nested struct/union members have type
-    "struct"/"union"; bit-fields and unparsable declarations are skipped."""
+    "struct"/"union"; bit-fields and unparsable declarations are skipped. `with_bodies`: 4-tuples
+    whose last item is the body of a nested struct/union declared in place (else None)."""
     body = "\n".join(l for l in body.split("\n") if not l.strip().startswith("#"))
     body = _DECL_ALIGNED.sub(r"\1", body)
     body = _ALIGN_BYTES.sub("", body)
@@ -361,7 +362,8 @@ def parse_members(body):
             kind = "union" if d.startswith("union") else "struct"
             m = re.search(r"\}\s*([A-Za-z_]\w*)\s*((?:\[[^\]]*\])*)$", d)
             if m:
-                out.append((m.group(1), kind, bool(m.group(2))))
+                inner = d[d.index("{") + 1:d.rindex("}")]
+                out.append((m.group(1), kind, bool(m.group(2))) + ((inner,) if with_bodies else ()))
             continue
         if ":" in d or "(" in d:
             continue  # bit-field or function pointer
@@ -376,7 +378,7 @@ def parse_members(body):
             if mm:
                 decls_here.append((mm.group(1), mm.group(2), mm.group(3)))
         for stars, name, dims in decls_here:
-            out.append((name, base + stars, bool(dims)))
+            out.append((name, base + stars, bool(dims)) + ((None,) if with_bodies else ()))
     return out
 
 

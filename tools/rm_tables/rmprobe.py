@@ -20,15 +20,21 @@ def _c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def probe(includes, include_dirs, sizes, fields, cc="gcc", workdir=None, max_rounds=8):
+def probe(includes, include_dirs, sizes, fields, cc="gcc", workdir=None, max_rounds=8,
+          values=None):
     """Compiles and runs one probe.
 
     includes: header names for #include "..." in order; include_dirs: -I directories;
-    sizes: type names to measure; fields: (type, member, is_array) to locate.
+    sizes: type names to measure; fields: (type, member, is_array) to locate (a member may be a
+    path, "a.b[0].c"); values: names of integer constants (enumerators, defines) to evaluate.
     Returns (sizes {type: bytes}, fields {(type, member): (offset, size, elem_size)}, dropped
-    [reason strings]).
+    [reason strings]) and, when `values` is given (a list, maybe empty), a fourth item
+    {name: value}.
     """
     requests = []  # (kind, key, C statement)
+    for v in values or ():
+        requests.append(("V", v, 'printf("V %%s %%lld\\n", %s, (long long)(%s));' % (
+            _c_string(v), v)))
     for t in sizes:
         requests.append(("S", t, 'printf("S %%s %%zu\\n", %s, sizeof(%s));' % (_c_string(t), t)))
     for t, member, is_array in fields:
@@ -74,7 +80,7 @@ def probe(includes, include_dirs, sizes, fields, cc="gcc", workdir=None, max_rou
                 raise ProbeError("probe does not compile:\n" + res.stderr[-4000:])
             for i in sorted(bad, reverse=True):
                 kind, key, _ = requests.pop(i)
-                dropped.append("%s %s" % ("size" if kind == "S" else "field", key))
+                dropped.append("%s %s" % ({"S": "size", "F": "field", "V": "value"}[kind], key))
         else:
             raise ProbeError("probe still fails after %d rounds" % max_rounds)
         run = subprocess.run([exe], capture_output=True, text=True, check=True)
@@ -84,11 +90,15 @@ def probe(includes, include_dirs, sizes, fields, cc="gcc", workdir=None, max_rou
                 if os.path.exists(p):
                     os.unlink(p)
             os.rmdir(workdir)
-    out_sizes, out_fields = {}, {}
+    out_sizes, out_fields, out_values = {}, {}, {}
     for line in run.stdout.splitlines():
         parts = line.split()
         if parts[0] == "S":
             out_sizes[parts[1]] = int(parts[2])
         elif parts[0] == "F":
             out_fields[(parts[1], parts[2])] = (int(parts[3]), int(parts[4]), int(parts[5]))
+        elif parts[0] == "V":
+            out_values[parts[1]] = int(parts[2])
+    if values is not None:
+        return out_sizes, out_fields, dropped, out_values
     return out_sizes, out_fields, dropped

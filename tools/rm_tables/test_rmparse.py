@@ -21,6 +21,8 @@ import gen_rm_tables  # noqa: E402
 import rmemit  # noqa: E402
 import rmparse  # noqa: E402
 import rmprobe  # noqa: E402
+import rmptrs  # noqa: E402
+import rmrules  # noqa: E402
 
 
 def dedent(s):
@@ -291,6 +293,201 @@ class Members(unittest.TestCase):
         self.assertNotIn("inner", types)
 
 
+class PointerRules(unittest.TestCase):
+    """The parsers of RM's embedded-pointer copy code (rmptrs.py) on snippets written here."""
+
+    EMBEDDED = dedent('''
+        static NvBool _xCopyIn(RMAPI_PARAM_COPY *paramCopies, RmCtrlParams *pRmCtrlParams)
+        {
+            NVX_TRANSACTION_PARAMS *pParams = (NVX_TRANSACTION_PARAMS*)pRmCtrlParams->pParams;
+            switch (pParams->transType)
+            {
+                case NVX_TYPE_BLOCK:
+                {
+                    RMAPI_PARAM_COPY_INIT(paramCopies[0], pParams->data.block.pMessage,
+                                    pParams->data.block.pMessage,
+                                    pParams->data.block.messageLength, 1);
+                    break;
+                }
+                default:
+                    break;
+            }
+            return NV_TRUE;
+        }
+        NV_STATUS embeddedParamCopyIn(RMAPI_PARAM_COPY *paramCopies, RmCtrlParams *pRmCtrlParams)
+        {
+            switch (pRmCtrlParams->cmd)
+            {
+                case NVX_CTRL_CMD_GET_LIST:
+                {
+                    CHECK_PARAMS_OR_RETURN(pRmCtrlParams, NVX_GET_LIST_PARAMS);
+                    RMAPI_PARAM_COPY_INIT(paramCopies[0],
+                                    ((NVX_GET_LIST_PARAMS*)pParams)->list,
+                                    ((NVX_GET_LIST_PARAMS*)pParams)->list,
+                                    ((NVX_GET_LIST_PARAMS*)pParams)->listSize, sizeof(NVX_ITEM));
+                    break;
+                }
+        #ifdef NOT_ON_LINUX
+                case NVX_CTRL_CMD_HIDDEN:
+                {
+                    RMAPI_PARAM_COPY_INIT(paramCopies[0], ((NVX_H*)pParams)->p, ((NVX_H*)pParams)->p,
+                                    1, sizeof(NVX_H));
+                    break;
+                }
+        #endif
+                case NVX_CTRL_CMD_SQUARE:
+                {
+                    NvU32 numEntries = 0;
+                    if (((NVX_SQ_PARAMS*)pParams)->peers != NULL)
+                        numEntries = ((NVX_SQ_PARAMS*)pParams)->gpuCount *
+                                     ((NVX_SQ_PARAMS*)pParams)->gpuCount;
+                    RMAPI_PARAM_COPY_INIT(paramCopies[0], ((NVX_SQ_PARAMS*)pParams)->peers,
+                                    ((NVX_SQ_PARAMS*)pParams)->peers, numEntries, sizeof(NvU32));
+                    numEntries = 0;
+                    break;
+                }
+                case NVX_CTRL_CMD_FIXED:
+                {
+                    RMAPI_PARAM_COPY_INIT(paramCopies[0], ((NVX_F_PARAMS*)pParams)->pPde,
+                                    ((NVX_F_PARAMS*)pParams)->pPde, 1, 0x10/*size*/);
+                    break;
+                }
+                case NVX_CTRL_CMD_TRANSACTION:
+                {
+                    if (!_xCopyIn(paramCopies, pRmCtrlParams))
+                        return status;
+                    break;
+                }
+                default:
+                    return status;
+            }
+            return NV_OK;
+        }
+        ''')
+
+    def rule(self, cmd, struct, ptr, count, elem, cond=None):
+        return {"cmd": cmd, "struct": struct, "ptr": ptr, "count": count, "elem": elem,
+                "array": None, "cond": cond, "source": rmptrs.EMBEDDED}
+
+    def test_ifdefs_drop_what_the_build_compiles_out(self):
+        text = "a\n#ifdef X\nb\n#else\nc\n#endif\n#ifndef X\nd\n#endif\n#if FOO > 1\ne\n#endif\n"
+        self.assertEqual(rmptrs.apply_ifdefs(text, set()).split(), ["a", "c", "d", "e"])
+        self.assertEqual(rmptrs.apply_ifdefs(text, {"X"}).split(), ["a", "b", "e"])
+
+    def test_embedded_param_copies(self):
+        rules, skipped = rmptrs.parse_embedded_param_copy(self.EMBEDDED, defined=set())
+        self.assertEqual(skipped, [])
+        self.assertEqual(rules, [
+            self.rule("NVX_CTRL_CMD_GET_LIST", "NVX_GET_LIST_PARAMS", "list", ["listSize"],
+                      ("sizeof", "NVX_ITEM")),
+            self.rule("NVX_CTRL_CMD_SQUARE", "NVX_SQ_PARAMS", "peers", ["gpuCount", "gpuCount"],
+                      ("sizeof", "NvU32")),
+            self.rule("NVX_CTRL_CMD_FIXED", "NVX_F_PARAMS", "pPde", [], ("num", 16)),
+            self.rule("NVX_CTRL_CMD_TRANSACTION", "NVX_TRANSACTION_PARAMS",
+                      "data.block.pMessage", ["data.block.messageLength"], ("num", 1),
+                      ("transType", "NVX_TYPE_BLOCK"))])
+
+    def test_a_case_the_build_keeps_is_read(self):
+        rules, _ = rmptrs.parse_embedded_param_copy(self.EMBEDDED, defined={"NOT_ON_LINUX"})
+        self.assertIn("NVX_CTRL_CMD_HIDDEN", [r["cmd"] for r in rules])
+
+    def test_deprecated_converters(self):
+        text = dedent('''
+            static const RmDeprecatedControlEntry rmDeprecatedControlTable[] =
+            {
+                { NVX_CTRL_CMD_OLD,       V2_CONVERTER(_NVX_CTRL_CMD_OLD),     NV_FALSE },
+                { NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, V2_CONVERTER(_NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION) },
+                { NVX_CTRL_CMD_MSA,       V2_CONVERTER(_NVX_CTRL_CMD_MSA) },
+                { 0, NULL }
+            };
+            static NV_STATUS V2_CONVERTER(_NVX_CTRL_CMD_OLD)(API_SECURITY_INFO *pSecInfo);
+            static NV_STATUS V2_CONVERTER(_NVX_CTRL_CMD_OLD)
+            (
+                API_SECURITY_INFO *pSecInfo
+            )
+            {
+                CONVERT_TO_V2(NVX_CTRL_CMD_OLD_V2, NVX_OLD_PARAMS, NVX_OLD_V2_PARAMS, infoList,
+                              infoList, infoListSize, NV_TRUE, NVX_INFO, NV_TRUE, NV_TRUE);
+            }
+            static NV_STATUS V2_CONVERTER(_NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION)
+            (
+                API_SECURITY_INFO *pSecInfo
+            )
+            {
+                CTRL_PARAMS_TOKEN_INIT(token, NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS, pArgs);
+                rmapiParamsCopyOut(NULL, pParams2->versionBuffer, pParams->pVersionBuffer,
+                                   versionBufferLen, NV_TRUE);
+            }
+            static NV_STATUS V2_CONVERTER(_NVX_CTRL_CMD_MSA)
+            (
+                API_SECURITY_INFO *pSecInfo
+            )
+            {
+                NVX_MSA_PARAMS *pParams = NULL;
+                NVX_MSA_V2_PARAMS *pParams2 = NULL;
+                RmCopyUserForDeprecatedApi(RMAPI_DEPRECATED_COPYIN, RMAPI_DEPRECATED_BUFFER_EMPLACE,
+                                           pArgs->params, sizeof(*pParams), (void**)&pParams, 1);
+                RmCopyUserForDeprecatedApi(RMAPI_DEPRECATED_COPYIN, RMAPI_DEPRECATED_BUFFER_EMPLACE,
+                                           pParams->pDebug, sizeof(pParams2->debugValues),
+                                           (void**)&pParams2->debugValues, 1);
+            }
+            ''')
+        rules, skipped = rmptrs.parse_deprecated_controls(text)
+        self.assertEqual(skipped, [])
+        got = [(r["cmd"], r["struct"], r["ptr"], r["count"], r["elem"]) for r in rules]
+        self.assertEqual(got, [
+            ("NVX_CTRL_CMD_OLD", "NVX_OLD_PARAMS", "infoList", ["infoListSize"],
+             ("sizeof", "NVX_INFO")),
+            ("NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", "NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS",
+             "pVersionBuffer", ["sizeOfStrings"], ("num", 1)),
+            ("NVX_CTRL_CMD_MSA", "NVX_MSA_PARAMS", "pDebug", [],
+             ("member", "NVX_MSA_V2_PARAMS", "debugValues"))])
+
+    def test_handler_copies_need_their_copy_in_the_release(self):
+        files = {"src/nvidia/src/kernel/mem_mgr/mem_list.c":
+                 "status = rmapiParamsCopyIn(NULL, pPteArray, pAllocParams->pageNumberList,\n"
+                 "                           sizeof(NvU64) * pAllocParams->pageCount, b);\n"}
+        rules, skipped = rmptrs.handler_copies(files.get)
+        self.assertEqual([(r["struct"], r["ptr"]) for r in rules],
+                         [("NV_MEMORY_LIST_ALLOCATION_PARAMS", "pageNumberList")])
+        self.assertEqual(len(skipped), len(rmptrs.HANDLER_COPIES) - 1)
+
+    def test_pointer_members_through_nested_unions_and_arrays(self):
+        texts = [dedent('''
+            typedef struct OP { NvU64 gpuVA; NV_DECLARE_ALIGNED(NvP64 pCpuVA, 8); NvU32 size; } OP;
+            typedef union DATA { struct { NvU32 n; NvP64 pMessage; } block; NvU8 raw[4]; } DATA;
+            typedef struct P { NvU32 count; OP ops[4]; DATA data; void *pCallback; NvU64 plain; } P;
+            ''')]
+        bodies = gen_rm_tables.StructBodies(texts)
+        self.assertEqual(rmptrs.pointer_members("P", bodies.members_of),
+                         ["ops[].pCpuVA", "data.block.pMessage", "pCallback"])
+
+    def test_bind_and_resolve(self):
+        rules = [self.rule(None, "S", "list", ["n"], ("sizeof", "E")),
+                 self.rule("CMD_B", "T", "p", [], ("num", 16)),
+                 self.rule("CMD_UNKNOWN", "T", "p", [], ("num", 16))]
+        rules[0]["cmd"] = None
+        ctrl = [{"id": 0x2080aa01, "params": "S"}, {"id": 0x2080aa02, "params": "T"}]
+        classes = [{"id": 0x3e, "params": "S"}]
+        logged = []
+        bound = rmrules.bind(rules, ctrl, classes, {"CMD_B": 0x2080aa02}, logged.append)
+        self.assertEqual([(b["kind"], b["key"]) for b in bound],
+                         [(0, 0x2080aa01), (1, 0x3e), (0, 0x2080aa02)])
+        self.assertEqual(len(logged), 1)  # CMD_UNKNOWN
+        sizes = {"S": 24, "T": 16, "E": 8}
+        offsets = {("S", "list"): (8, 8, 8), ("S", "n"): (0, 4, 4), ("T", "p"): (8, 8, 8)}
+        rows = rmrules.resolve(bound, sizes, offsets, {}, logged.append)
+        self.assertEqual([(r["kind"], r["key"], r["ptr_off"], r["count_off"], r["elem_size"])
+                          for r in rows],
+                         [(0, 0x2080aa01, 8, [0, rmrules.NO_MEMBER], 8),
+                          (0, 0x2080aa02, 8, [rmrules.NO_MEMBER] * 2, 16),
+                          (1, 0x3e, 8, [0, rmrules.NO_MEMBER], 8)])
+        del offsets[("S", "n")]  # not measurable: dropped, said
+        n = len(logged)
+        self.assertEqual(len(rmrules.resolve(bound, sizes, offsets, {}, logged.append)), 1)
+        self.assertEqual(len(logged), n + 2)
+
+
 class Probe(unittest.TestCase):
     """rmprobe on a header written here; expected layouts from ctypes."""
 
@@ -382,6 +579,27 @@ class EndToEnd(unittest.TestCase):
             #define NV2080_CTRL_CMD_GPU_GET_THING (0x20800107U) /* finn: Evaluated from "(FINN_NV20_SUBDEVICE_0_GPU_INTERFACE_ID << 8) | NV2080_CTRL_GPU_GET_THING_PARAMS_MESSAGE_ID" */
             #define NV2080_CTRL_GPU_GET_THING_PARAMS_MESSAGE_ID (0x7U)
             typedef struct NV2080_CTRL_GPU_GET_THING_PARAMS { NvU32 count; NvU64 list[5]; } NV2080_CTRL_GPU_GET_THING_PARAMS;
+            #define NV2080_CTRL_CMD_GPU_GET_ITEMS (0x20800108U) /* finn: Evaluated from "(FINN_NV20_SUBDEVICE_0_GPU_INTERFACE_ID << 8) | NV2080_CTRL_GPU_GET_ITEMS_PARAMS_MESSAGE_ID" */
+            #define NV2080_CTRL_GPU_GET_ITEMS_PARAMS_MESSAGE_ID (0x8U)
+            typedef struct NV2080_CTRL_GPU_ITEM { NvU32 a; NvU32 b; NvU32 c; } NV2080_CTRL_GPU_ITEM;
+            typedef struct NV2080_CTRL_GPU_GET_ITEMS_PARAMS { NvU32 itemCount; NvP64 items NV_ALIGN_BYTES(8); NvP64 cookie NV_ALIGN_BYTES(8); } NV2080_CTRL_GPU_GET_ITEMS_PARAMS;
+            ''',
+        "src/nvidia/src/kernel/rmapi/embedded_param_copy.c": '''
+            NV_STATUS embeddedParamCopyIn(RMAPI_PARAM_COPY *paramCopies, RmCtrlParams *pRmCtrlParams)
+            {
+                switch (pRmCtrlParams->cmd)
+                {
+                    case NV2080_CTRL_CMD_GPU_GET_ITEMS:
+                    {
+                        RMAPI_PARAM_COPY_INIT(paramCopies[0],
+                            ((NV2080_CTRL_GPU_GET_ITEMS_PARAMS*)pParams)->items,
+                            ((NV2080_CTRL_GPU_GET_ITEMS_PARAMS*)pParams)->items,
+                            ((NV2080_CTRL_GPU_GET_ITEMS_PARAMS*)pParams)->itemCount,
+                            sizeof(NV2080_CTRL_GPU_ITEM));
+                        break;
+                    }
+                }
+            }
             ''',
         "src/common/sdk/nvidia/inc/class/cl2080.h": '''
             #define NV20_SUBDEVICE_0 (0x2080U) /* finn: Evaluated from "NV2080_ALLOC_PARAMETERS_MESSAGE_ID" */
@@ -461,6 +679,13 @@ class EndToEnd(unittest.TestCase):
             _fields_ = [("base", ctypes.c_uint64), ("length", ctypes.c_uint64),
                         ("rmStatus", ctypes.c_uint32)]
 
+        class Item(ctypes.Structure):
+            _fields_ = [("a", ctypes.c_uint32), ("b", ctypes.c_uint32), ("c", ctypes.c_uint32)]
+
+        class Items(ctypes.Structure):
+            _fields_ = [("itemCount", ctypes.c_uint32), ("items", ctypes.c_uint64),
+                        ("cookie", ctypes.c_uint64)]
+
         tables = gen_rm_tables.build_tables(gen_rm_tables.Tree(self.root), "999.1", "abc",
                                             lambda msg: None)
         counts = rmemit.emit_branch(os.path.join(self.out, "r999"), "r999", tables)
@@ -481,7 +706,20 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(ctrl, [
             '{0x20800107, "NV2080_CTRL_CMD_GPU_GET_THING", "NV2080_CTRL_GPU_GET_THING_PARAMS", '
             '%d, 3},' % ctypes.sizeof(Thing),
+            '{0x20800108, "NV2080_CTRL_CMD_GPU_GET_ITEMS", "NV2080_CTRL_GPU_GET_ITEMS_PARAMS", '
+            '%d, 2},' % ctypes.sizeof(Items),  # its structure from RM's copy code
             '{0x20800145, "subdeviceCtrlCmdUnpublished", "", 0, 5},'])
+        # The pointer rule of the embedded-pointer copy, measured, and the inventory.
+        self.assertEqual(self.read("pointers"), [
+            '{0, 0x20800108, "NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", "params.items", %d, %d, '
+            '%d, 0xffffffff, 4, %d, "NV2080_CTRL_GPU_ITEM", 0xffffffff, 0, 0, 0xffffffff, 0, '
+            '0xffffffff, 0, 0, 0, "itemCount", "", '
+            '"src/nvidia/src/kernel/rmapi/embedded_param_copy.c"},' % (
+                ctypes.sizeof(Items), Items.items.offset, Items.itemCount.offset,
+                ctypes.sizeof(Item))])
+        self.assertEqual(self.read("pointer_members"), [
+            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", 0},',
+            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "cookie", 2},'])
         self.assertEqual(self.read("categories"), ['{0x208001, "NV2080_CTRL_GPU"},'])
         self.assertEqual(self.read("classes"), [
             '{0x00002080, "NV20_SUBDEVICE_0", "Subdevice", "NV2080_ALLOC_PARAMETERS", 4, false, '
@@ -505,6 +743,30 @@ class EndToEnd(unittest.TestCase):
         self.assertIn('#include "rm/generated/r999/ctrl.inc"', index)
         self.assertIn("  X(r999) \\", index)
         self.check_uvm_sizes_header(ctypes.sizeof(Init), ctypes.sizeof(Free))
+        self.check_rm_params_header(ctypes.sizeof(Items), Items.items.offset, ctypes.sizeof(Item))
+
+    def check_rm_params_header(self, items_size, items_off, item_size):
+        """rm_params.h compiles as C and holds the class sizes and the rule, for the recorders."""
+        src = os.path.join(self.out, "probe_rm.c")
+        with open(src, "w") as f:
+            f.write('#include <stdio.h>\n#include "rm_params.h"\nint main(void) {\n'
+                    '  const struct nvtr_rm_branch* b = &nvtr_rm_branches[0];\n'
+                    '  printf("%d %s %u %u\\n", b->major, b->release, b->nclasses, b->nrules);\n'
+                    '  for (unsigned i = 0; i < b->nclasses; ++i)\n'
+                    '    printf("c %x %u\\n", b->classes[i].hclass, b->classes[i].size);\n'
+                    '  for (unsigned i = 0; i < b->nrules; ++i) {\n'
+                    '    const struct nvtr_ptr_rule* r = &b->rules[i];\n'
+                    '    printf("r %u %x %u %u %u %u %u %s\\n", r->kind, r->key, r->params_size,\n'
+                    '           r->ptr, r->count, r->count_size, r->elem, r->role);\n'
+                    '  }\n  return 0;\n}\n')
+        exe = os.path.join(self.out, "probe_rm")
+        import subprocess
+        subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", self.out, src,
+                        "-o", exe], check=True)
+        lines = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(lines.splitlines(), [
+            "999 999.1 1 1", "c 2080 4",
+            "r 0 20800108 %d %d 0 4 %d params.items" % (items_size, items_off, item_size)])
 
     def check_uvm_sizes_header(self, init_size, free_size):
         """uvm_sizes.h compiles as C and holds the measured sizes, for the recorders."""

@@ -12,6 +12,12 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#ifdef __clang__
+/* The hooks declare libc's functions with their ABI types (void* for FILE*, DIR*, struct stat*),
+ * deliberately without <stdio.h>, <dirent.h>, <sys/stat.h>, whose prototypes would not match. */
+#pragma clang diagnostic ignored "-Wbuiltin-requires-header"
+#endif
+
 #define EXPORT __attribute__((visibility("default")))
 
 const struct shim_fn_info shim_fn[SHIM_C_COUNT] = {

@@ -59,6 +59,29 @@ static void read_post(struct shim_buf* b, uint8_t* base) {
       shim_read(b->plan.addr, base + b->post_at, b->plan.size, b->plan.bounded, &b->post_err);
 }
 
+/* The second level: the buffers behind pointer members of the parameters RM follows
+ * (nv_ioctl_abi.h nvtr_plan_pointees), planned from the parameters' bytes before the call. */
+static int read_pointees(struct shim_event* ev, size_t* used) {
+  struct nvtr_buf_plan plans[NVTR_MAX_POINTEES];
+  int n = 0, first_level = ev->nbufs;
+  uint8_t* base = shim_scratch(0, 0, 1);
+  for (int i = 1; i < first_level && n < NVTR_MAX_POINTEES; ++i) {
+    const struct shim_buf* b = &ev->bufs[i];
+    int dropped = 0;
+    n += nvtr_plan_pointees(shim_rm_branch(), &b->plan, base + b->pre_at, b->pre_len, plans + n,
+                            NVTR_MAX_POINTEES - n, &dropped);
+    if (dropped > 0) {
+      ev->pointees_dropped = dropped;
+      ev->pointees_dropped_role = b->plan.role;
+    }
+  }
+  for (int i = 0; i < n && ev->nbufs < SHIM_MAX_BUFS; ++i) {
+    ev->bufs[ev->nbufs].plan = plans[i];
+    if (read_pre(&ev->bufs[ev->nbufs++], used) != 0) return -1;
+  }
+  return 0;
+}
+
 long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int via_syscall) {
   int idx = shim_dev_of_fd(fd);
   if (idx < 0 || !shim_ready()) return shim_perform(c);
@@ -82,8 +105,8 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
   if (ok) {
     struct nvtr_buf_plan plans[2];
     uint8_t* base = shim_scratch(0, 0, 1);
-    int n =
-        nvtr_plan_nested(kind, (uint32_t)req, base + ev.bufs[0].pre_at, ev.bufs[0].pre_len, plans);
+    int n = nvtr_plan_nested(kind, (uint32_t)req, base + ev.bufs[0].pre_at, ev.bufs[0].pre_len,
+                             shim_rm_branch(), plans);
     for (int i = 0; i < n && ok; ++i) {
       ev.bufs[ev.nbufs].plan = plans[i];
       ok = read_pre(&ev.bufs[ev.nbufs++], &used) == 0;
@@ -92,12 +115,14 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     if (ok && n == 1 && plans[0].role[0] == 'x') {
       base = shim_scratch(0, 0, 1);
       const struct shim_buf* x = &ev.bufs[1];
-      int m = nvtr_plan_xfer_inner(base + ev.bufs[0].pre_at, base + x->pre_at, x->pre_len, plans);
+      int m = nvtr_plan_xfer_inner(base + ev.bufs[0].pre_at, base + x->pre_at, x->pre_len,
+                                   shim_rm_branch(), plans);
       for (int i = 0; i < m && ok; ++i) {
         ev.bufs[ev.nbufs].plan = plans[i];
         ok = read_pre(&ev.bufs[ev.nbufs++], &used) == 0;
       }
     }
+    if (ok) ok = read_pointees(&ev, &used) == 0;
   }
   start(&ev);
   long r = shim_perform(c);

@@ -98,6 +98,10 @@ struct shim_event {
   int entries_truncated; /* file: names past the recorder's bound were left out */
   int has_owner;         /* chown: the uid and gid asked for */
   int64_t uid, gid;
+  /* v2, ioctl: second-level buffers the pointer rules named past NVTR_MAX_POINTEES (left out),
+   * and the role of the parameters they were behind */
+  int pointees_dropped;
+  const char* pointees_dropped_role;
   int nbufs; /* ioctl: bufs[0] is the argument */
   struct shim_buf bufs[SHIM_MAX_BUFS];
   uint64_t frames[SHIM_MAX_FRAMES];
@@ -160,6 +164,7 @@ SHIM_HIDDEN void shim_emit_line(const char* line, size_t len);
 SHIM_HIDDEN void shim_count(uint64_t* counter);
 SHIM_HIDDEN uint64_t shim_max_buffer(void);
 SHIM_HIDDEN const struct nvtr_uvm_branch* shim_uvm_branch(void); /* UVM sizes of the recording */
+SHIM_HIDDEN const struct nvtr_rm_branch* shim_rm_branch(void);   /* RM sizes and pointer rules */
 
 /* ---- formatting (shim_json.c) ---- */
 SHIM_HIDDEN size_t shim_event_bound(const struct shim_event* ev);

@@ -30,6 +30,7 @@ static char env_globs[2048]; /* --env: environment paths whose calls are recorde
 static uint64_t t0_ns;
 static uint64_t max_buffer = NVTR_MAX_BUFFER;
 static const struct nvtr_uvm_branch* uvm_branch;
+static const struct nvtr_rm_branch* rm_branch;
 static pthread_key_t scratch_key;
 
 /* fd -> device path index + 1 (0: not a device). fds above the table are not followed. */
@@ -607,6 +608,7 @@ void shim_init(void) {
   t0_ns = shim_ctl->t0_ns;
   if (shim_ctl->max_buffer != 0) max_buffer = shim_ctl->max_buffer;
   uvm_branch = nvtr_uvm_branch_for_major((int)shim_ctl->uvm_major);
+  rm_branch = nvtr_rm_branch_for_major(uvm_branch->major);
   shim_pid = (int)SHIM_SYS(SYS_getpid, 0, 0, 0);
   pthread_key_create(&scratch_key, scratch_free);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -633,6 +635,10 @@ uint64_t shim_max_buffer(void) {
 
 const struct nvtr_uvm_branch* shim_uvm_branch(void) {
   return uvm_branch;
+}
+
+const struct nvtr_rm_branch* shim_rm_branch(void) {
+  return rm_branch;
 }
 
 __attribute__((constructor)) static void shim_constructor(void) {

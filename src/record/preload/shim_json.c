@@ -164,14 +164,26 @@ static int side_failed(const struct shim_buf* b, int after) {
   return !(b->plan.bounded && got > 0);
 }
 
+/* The role as the trace writes it ("params.list[3].ptr" for an element of an array rule). */
+static void put_role(struct out* o, const struct nvtr_buf_plan* p) {
+  if (p->index < 0) {
+    put_string(o, p->role);
+    return;
+  }
+  char role[256];
+  nvtr_role_format(p, role, sizeof role);
+  put_string(o, role);
+}
+
 static void put_buffer(struct out* o, const struct shim_buf* b) {
   PUTLIT(o, "{\"role\":");
-  put_string(o, b->plan.role);
+  put_role(o, &b->plan);
   PUTLIT(o, ",\"addr\":");
   put_hex(o, b->plan.addr);
   PUTLIT(o, ",\"size\":");
   put_u64(o, b->plan.size);
   if (b->plan.bounded) PUTLIT(o, ",\"bounded\":true");
+  if (b->plan.class_sized) PUTLIT(o, ",\"sized_by\":\"class\"");
   for (int after = 0; after < 2; ++after) {
     uint64_t got = after ? b->post_len : b->pre_len;
     int failed = side_failed(b, after);
@@ -228,6 +240,54 @@ static const char* sys_name(int sys) {
     default:
       return "fork";
   }
+}
+
+/* Whether buffer `b` is of the second level and was not read for being over the cap. */
+static int pointee_over_cap(const struct shim_buf* b) {
+  return b->over_cap && strchr(b->plan.role, '.') != NULL;
+}
+
+/* v2: what the recorder could not record of an ioctl, as tracee_memory.cpp pointee_unrecorded
+ * and ptrace_calls.cpp read_pointees write it. */
+static void put_unrecorded(struct out* o, const struct shim_event* ev) {
+  int first = 1;
+  for (int i = 1; i < ev->nbufs; ++i) {
+    const struct shim_buf* b = &ev->bufs[i];
+    if (!pointee_over_cap(b)) continue;
+    if (first) {
+      KEY(o, "unrecorded");
+      *o->p++ = '[';
+    } else {
+      *o->p++ = ',';
+    }
+    first = 0;
+    PUTLIT(o, "{\"what\":");
+    put_role(o, &b->plan);
+    PUTLIT(o, ",\"why\":\"count ");
+    put_u64(o, b->plan.count);
+    PUTLIT(o, " x ");
+    put_u64(o, b->plan.elem);
+    PUTLIT(o, " bytes over --max-buffer (");
+    put_u64(o, shim_max_buffer());
+    PUTLIT(o, ")\"}");
+  }
+  if (ev->pointees_dropped > 0) {
+    if (first) {
+      KEY(o, "unrecorded");
+      *o->p++ = '[';
+    } else {
+      *o->p++ = ',';
+    }
+    first = 0;
+    PUTLIT(o, "{\"what\":");
+    put_string(o, ev->pointees_dropped_role);
+    PUTLIT(o, ",\"why\":\"");
+    put_u64(o, (uint64_t)ev->pointees_dropped);
+    PUTLIT(o, " more buffers behind pointer members: at most ");
+    put_u64(o, NVTR_MAX_POINTEES);
+    PUTLIT(o, " per call\"}");
+  }
+  if (!first) *o->p++ = ']';
 }
 
 /* The members of an environment event before `ret` (write_environment in trace_json.cpp). */
@@ -367,7 +427,12 @@ size_t shim_event_bound(const struct shim_event* ev) {
     n += 320 + (ev->target != NULL ? 6 * strlen(ev->target) : 0) + 2 * ev->content_len +
          6 * ev->entries_len + 3 * (ev->entries_len + 1);
   }
-  for (int i = 0; i < ev->nbufs; ++i) n += 320 + 2 * ev->bufs[i].pre_len + 2 * ev->bufs[i].post_len;
+  for (int i = 0; i < ev->nbufs; ++i) {
+    n += 320 + 2 * ev->bufs[i].pre_len + 2 * ev->bufs[i].post_len;
+    if (ev->bufs[i].plan.index >= 0 || strchr(ev->bufs[i].plan.role, '.') != NULL) {
+      n += 3 * 256 + 160; /* a role of up to 255 bytes, escaped, twice; its unrecorded note */
+    }
+  }
   n += 24 * (size_t)ev->nframes + (ev->stack_error != NULL ? 32 + 6 * strlen(ev->stack_error) : 0);
   return n;
 }
@@ -467,6 +532,7 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
       }
       *o.p++ = ']';
     }
+    put_unrecorded(&o, ev);
   }
   if (ev->nframes > 0) { /* v2 */
     KEY(&o, "stack");
