@@ -63,7 +63,7 @@ std::vector<MapsLine> parse_maps(std::string_view text) {
     size_t dash = range.find('-');
     MapsLine m;
     if (dash == std::string_view::npos || !hex_field(range.substr(0, dash), m.lo) ||
-        !hex_field(range.substr(dash + 1), m.hi) || m.hi < m.lo || perms.size() < 4 ||
+        !hex_field(range.substr(dash + 1), m.hi) || m.hi <= m.lo || perms.size() < 4 ||
         !hex_field(off, m.offset) || inode.empty()) {
       continue;
     }
@@ -83,8 +83,10 @@ std::vector<trace::Module> modules_from_maps(const std::vector<MapsLine>& maps, 
     const MapsLine& first = maps[i];
     size_t j = i + 1;
     bool exec = first.exec;
-    // Consecutive mappings of one file are one object (its segments, and the gaps between them).
-    while (j < maps.size() && maps[j].path == first.path && maps[j].dev_inode == first.dev_inode) {
+    // Consecutive mappings of one file are one object (its segments, and the gaps between them),
+    // in ascending order as the kernel lists them (text that is not: separate objects).
+    while (j < maps.size() && maps[j].path == first.path && maps[j].dev_inode == first.dev_inode &&
+           maps[j].lo >= maps[j - 1].hi) {
       exec |= maps[j].exec;
       ++j;
     }

@@ -239,5 +239,21 @@ TEST(ProcMaps, ModulesAreTheFilesWithCode) {
   EXPECT_EQ(mods[1].hi, 0x7f1000003000u);
 }
 
+// Found by stack_resolver_fuzzer: mappings of one file listed out of order (or empty) made a
+// module whose range ended before it began. Every module has lo < hi.
+TEST(ProcMaps, OutOfOrderOrEmptyMappingsNeverMakeAnEmptyRange) {
+  std::string maps =
+      "7f0000002000-7f0000003000 r-xp 00001000 08:01 12 /lib/x.so\n"
+      "7f0000000000-7f0000001000 r--p 00000000 08:01 12 /lib/x.so\n"
+      "7f0000005000-7f0000005000 r-xp 00000000 08:01 13 /lib/empty.so\n";
+  auto lines = parse_maps(maps);
+  EXPECT_EQ(lines.size(), 2u);  // the empty mapping is no mapping
+  auto mods = modules_from_maps(lines, 1, nullptr);
+  ASSERT_EQ(mods.size(), 1u);  // the second piece alone has no code
+  EXPECT_EQ(mods[0].lo, 0x7f0000002000u);
+  EXPECT_EQ(mods[0].hi, 0x7f0000003000u);
+  for (const auto& m : mods) EXPECT_LT(m.lo, m.hi);
+}
+
 }  // namespace
 }  // namespace cudatool::record
