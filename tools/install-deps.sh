@@ -6,6 +6,7 @@ pkgs=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libzstd-dev libxxhash-dev libcapstone-dev liblzma-dev liblz4-dev zlib1g-dev libsqlite3-dev
+  libdw-dev libelf-dev libbz2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils elfutils gdb sqlite3 linux-perf strace xz-utils zstd jq dpkg-dev apt
   python3 python3-pyelftools hyperfine clang-format debian-archive-keyring

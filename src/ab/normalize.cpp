@@ -321,8 +321,15 @@ std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, st
   nt->substs.reserve(n / 130);
   nt->bytes.reserve(n / 3);
   choose_tables(*nt);
+  NormalizeOptions with_reader;
+  if (options.reader_api_namer) {
+    with_reader = options;
+    with_reader.api_namer = [namer = options.reader_api_namer(reader)](const trace::Header&) {
+      return namer;
+    };
+  }
   {
-    Normalizer norm(*nt, *nt->tables, options);
+    Normalizer norm(*nt, *nt->tables, options.reader_api_namer ? with_reader : options);
     trace::Event ev;
     while (reader.next(ev)) norm.add(ev);
   }

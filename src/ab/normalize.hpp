@@ -32,6 +32,10 @@
 #include "rm/tables.hpp"
 #include "trace/event.hpp"
 
+namespace cudatool::trace {
+class TraceReader;  // trace/trace_file.hpp
+}  // namespace cudatool::trace
+
 namespace cudatool::ab {
 
 // What a symbol stands for.
@@ -162,6 +166,9 @@ struct NormalizeOptions {
   // Made once per trace from its header (where a module map would be), then asked for each
   // event; unset (the default) or returning an empty ApiNamer: no event is named.
   std::function<ApiNamer(const trace::Header&)> api_namer;
+  // Or made from the trace's reader (normalize_file, normalize_memory; it takes precedence): a
+  // namer that follows the module records the reader has read so far (trace::make_api_namer).
+  std::function<ApiNamer(const trace::TraceReader&)> reader_api_namer;
 };
 
 class Normalizer {

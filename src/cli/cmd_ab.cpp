@@ -9,6 +9,8 @@
 #include "cli/ab_output.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/stack_output.hpp"
+#include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -18,15 +20,31 @@ struct AbCliOptions {
   std::string html;
   bool json = false;
   AbReportOptions report;
+  StackOptions stacks;  // --api-lib, --lib-path: the API call each event was made under
 };
+
+// The API call in progress ("during cuCtxCreate_v2" in the verdict), from the stacks and module
+// records of traces that have them (docs/decode.md, "Call stacks").
+ab::NormalizeOptions normalize_options(const StackOptions& s) {
+  ab::NormalizeOptions n;
+  n.reader_api_namer = [s](const trace::TraceReader& reader) -> ab::ApiNamer {
+    if (!reader.header().stacks) return {};
+    trace::ResolverOptions r;
+    r.lib_paths = s.lib_paths;
+    r.api_lib = s.api_lib;
+    return trace::make_api_namer(reader, std::move(r));
+  };
+  return n;
+}
 
 int run_ab(const AbCliOptions& o) {
   // The two traces are read and normalised at the same time, one thread each.
   Result<std::unique_ptr<ab::NormalizedTrace>> ra = Error{};
   Result<std::unique_ptr<ab::NormalizedTrace>> rb = Error{};
   {
-    std::thread other([&] { rb = ab::normalize_file(o.b); });
-    ra = ab::normalize_file(o.a);
+    ab::NormalizeOptions n = normalize_options(o.stacks);
+    std::thread other([&] { rb = ab::normalize_file(o.b, n); });
+    ra = ab::normalize_file(o.a, n);
     other.join();
   }
   if (!ra || !rb) {
@@ -69,6 +87,7 @@ void register_ab(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", o->html,
                   "also write the comparison as one self-contained HTML page: the runs side by "
                   "side, every call expandable to its decoded members, a filter box");
+  add_stack_options(*cmd, o->stacks, false);
   cmd->footer(
       "Examples:\n"
       "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.trace --driver-version "
@@ -80,6 +99,7 @@ void register_ab(CLI::App& app, int* exit_code) {
       "  cudatool ab host.trace guest.trace --all    # every divergence, by kind\n"
       "  cudatool ab host.trace guest.trace --json | jq '.first.divergence.fields'\n"
       "  cudatool ab host.trace guest.trace --html report.html   # open it in a browser\n"
+      "  cudatool ab a.jsonl b.jsonl --api-lib 'libmycuda*'   # 'during myCtxCreate' (stacks)\n"
       "\n"
       "Before comparing, each trace is normalised: RM handles become names by order of creation\n"
       "under their parent (c0, c0/1, c0/1/0 …), pointers the buffer or mapping they point into\n"

@@ -8,6 +8,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "rm/decode.hpp"
 #include "rm/event_filter.hpp"
@@ -20,6 +21,7 @@ struct DecodeOptions {
   std::string filter;
   std::string branch;
   bool json = false;
+  StackOptions stacks;
 };
 
 std::string_view base_name(std::string_view path) {
@@ -47,7 +49,8 @@ void append_uint(std::string& out, uint64_t v, size_t width, size_t zero_pad = 0
 
 // "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
 // (written without a format library: this is the command's inner loop).
-void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d) {
+void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d,
+                 std::string_view api) {
   append_uint(out, ev.seq, 7);
   out += ' ';
   append_uint(out, ev.t_ns / 1000000000, 6);
@@ -92,12 +95,17 @@ void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d)
     out += u.why;
     out += ']';
   }
+  if (!api.empty()) {
+    out += " during ";
+    out += api;
+  }
   out += '\n';
 }
 
 // `w` writes into the output buffer and is reused across events (a writer per event would
 // allocate its container stack each time).
-void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d) {
+void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d, bool with_api,
+                 std::string_view api, const std::vector<trace::ResolvedFrame>* frames) {
   w.begin_object();
   w.kv("seq", ev.seq).kv("t", ev.t_ns);
   w.key("dur");
@@ -130,9 +138,13 @@ void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d) {
     w.null();
   }
   rm::write_json_members(w, d);
+  if (with_api) w.kv_or_null("api", api);
+  if (frames != nullptr) write_frames_json(w, *frames, ev.stack_error);
   w.end_object();
   w.finish();
 }
+
+const std::vector<trace::ResolvedFrame> kNoFrames;
 
 int run_decode(const DecodeOptions& o) {
   auto in = open_trace_input(o.trace, o.branch);
@@ -166,15 +178,32 @@ int run_decode(const DecodeOptions& o) {
   rm::Decoded d;
   JsonWriter event_writer(out.str(), false);
   uint64_t events = 0, shown = 0;
+  // Call stacks (docs/decode.md, "Call stacks"): the API call of each event, its frames.
+  bool with_api = r.header().stacks || filter->uses_api();
+  auto res = make_resolver(o.stacks);
+  std::vector<trace::ResolvedFrame> frames;
   while (r.next(ev)) {
     ++events;
+    res->follow(r.modules(), ev);
     rm::decode_event(*in->tables, ev, d);
-    if (!filter->matches(ev, d)) continue;
+    std::string_view api;
+    if (with_api && !ev.stack.empty()) api = res->api_of(ev).value_or(std::string_view());
+    if (!filter->matches(ev, d, api)) continue;
     ++shown;
+    bool show_frames = o.stacks.show && !ev.stack.empty();
+    if (show_frames) res->frames(ev, frames);
+    if (!o.json) {
+      for (const trace::Library* lib : res->take_new_libraries()) {
+        out.str() += library_note(*lib);
+        out.str() += '\n';
+      }
+    }
     if (o.json) {
-      append_json(event_writer, ev, d);
+      append_json(event_writer, ev, d, with_api, api,
+                  o.stacks.show ? (show_frames ? &frames : &kNoFrames) : nullptr);
     } else {
-      append_text(out.str(), ev, d);
+      append_text(out.str(), ev, d, api);
+      if (show_frames) append_frames_text(out.str(), frames, ev.stack_error);
     }
     out.maybe_flush();
     if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
@@ -189,6 +218,7 @@ int run_decode(const DecodeOptions& o) {
     w.key("diagnostics").begin_array();
     for (const Error& e : r.diagnostics().items()) w.value(e.message());
     w.end_array();
+    if (with_api) write_libraries_json(w, *res);
     w.end_object().end_object();
     w.finish();
   } else {
@@ -218,6 +248,7 @@ void register_decode(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json,
                 "JSON lines: a header object (schema cudatool.decode/1), one object per event, "
                 "a summary object");
+  add_stack_options(*cmd, o->stacks, true);
   cmd->footer(
       "Examples:\n"
       "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04\n"
@@ -227,6 +258,8 @@ void register_decode(CLI::App& app, int* exit_code) {
       "  cudatool decode a.jsonl --filter 'call=NV_ESC_RM_ALLOC,NV_ESC_RM_FREE and tid=540'\n"
       "  cudatool decode a.jsonl --json --filter 'device=uvm' | jq -r 'select(.seq) | .call' | "
       "sort\n"
+      "  cudatool decode run.jsonl --filter 'api=cuDevicePrimaryCtxRetain' --stacks\n"
+      "  cudatool decode run.jsonl --stacks --lib-path ./libs-of-the-recording-machine\n"
       "\n"
       "Each line: seq, time since the start (s), duration (-: not recorded), tid, device, then\n"
       "the call: escape or UVM ioctl, its argument members (handles, class, control command and\n"
@@ -238,7 +271,14 @@ void register_decode(CLI::App& app, int* exit_code) {
       "list is any of them), FIELD<N (<, <=, >, >= for numbers and times), the flags failed,\n"
       "unknown, notes, partial; joined with and, or, not, parentheses. Fields: sys, call, ctrl,\n"
       "class, status, errno, device, path, tid, pid, seq, fd, t, dur, client, parent, object,\n"
-      "handle, request, ret. See docs/decode.md.\n"
+      "handle, request, ret, api. See docs/decode.md.\n"
+      "\n"
+      "Stacks (traces recorded with them): each event ends with 'during X', X the CUDA API call "
+      "in\n"
+      "progress (the outermost exported entry point of --api-lib on its stack); --stacks prints\n"
+      "the frames under it as module+offset and function+offset. A library that is absent or\n"
+      "another build here is matched by build id in --lib-path; without it a '# no names' line\n"
+      "says why and its frames stay module+offset.\n"
       "\n"
       "Exit status: 0 ok; 2 the trace cannot be read, a bad --filter or --branch, or lines of\n"
       "the trace that are not valid events (each reported on stderr; the rest are decoded).");

@@ -5,6 +5,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "rm/decode.hpp"
 #include "rm/trace_stats.hpp"
@@ -18,6 +19,14 @@ struct StatsOptions {
   size_t max_objects = 500;
   size_t slowest = 10;
   bool json = false;
+  StackOptions stacks;
+};
+
+// Device calls per API call (cli/stack_output.hpp): what the stacks say, beside the counts.
+struct ApiSection {
+  bool stacks = false;
+  trace::ApiStats stats;
+  std::unique_ptr<trace::StackResolver> res;
 };
 
 std::string seconds(uint64_t ns) {
@@ -81,7 +90,7 @@ void rows_table(std::string& out, std::string_view title, const std::vector<rm::
 }
 
 std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::TraceStats& s,
-                        uint64_t bad) {
+                        uint64_t bad, const ApiSection& api) {
   std::string out;
   bool durs = s.with_duration > 0;
   fmt::format_to(std::back_inserter(out),
@@ -127,6 +136,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
   }
   rows_table(out, "failures by status", s.failures_by_status, durs, "status");
   rows_table(out, "failures by errno", s.failures_by_errno, durs, "errno");
+  append_api_stats_text(out, api.stats, api.stacks, *api.res);
 
   fmt::format_to(std::back_inserter(out),
                  "\nobjects: {} allocated, {} freed, {} never freed; {} frees of handles not "
@@ -196,7 +206,7 @@ void json_rows(JsonWriter& w, std::string_view key, const std::vector<rm::CountR
 }
 
 std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::TraceStats& s,
-                        const Diagnostics& diag) {
+                        const Diagnostics& diag, const ApiSection& api) {
   std::string out;
   JsonWriter w(out);
   bool durs = s.with_duration > 0;
@@ -218,6 +228,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
   json_rows(w, "by_status", s.failures_by_status, "status", durs);
   json_rows(w, "by_errno", s.failures_by_errno, "errno", durs);
   w.end_object();
+  write_api_stats_json(w, api.stats, api.stacks, *api.res);
   w.key("first_context");
   const rm::Milestone* fc = s.first_context();
   if (fc == nullptr) {
@@ -310,15 +321,25 @@ int run_stats(const StatsOptions& o) {
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
   rm::Decoded d;
+  ApiSection api;
+  api.stacks = r.header().stacks;
+  api.res = make_resolver(o.stacks);
+  trace::ApiStatsBuilder by_api;
   while (r.next(ev)) {
     rm::decode_event(*in->tables, ev, d);
     b.add(ev, d);
+    if (api.stacks) {
+      api.res->follow(r.modules(), ev);
+      bool failed = ev.err != 0 || (d.status && *d.status != 0);
+      by_api.add(ev, ev.stack.empty() ? std::nullopt : api.res->api_of(ev), failed, d.call);
+    }
     if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
   }
   diag.flush(r.diagnostics());
   rm::TraceStats s = b.finish();
+  api.stats = by_api.finish();
   uint64_t bad = r.diagnostics().count();
-  emit(o.json ? render_json(o, *in, s, r.diagnostics()) : render_text(o, *in, s, bad));
+  emit(o.json ? render_json(o, *in, s, r.diagnostics(), api) : render_text(o, *in, s, bad, api));
   return bad == 0 ? kExitOk : kExitBadInput;
 }
 
@@ -339,11 +360,13 @@ void register_stats(CLI::App& app, int* exit_code) {
   cmd->add_option("--slowest", o->slowest, "how many of the slowest calls to list")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print as JSON (schema cudatool.stats/1)");
+  add_stack_options(*cmd, o->stacks, false);
   cmd->footer(
       "Examples:\n"
       "  cudatool stats a.jsonl\n"
       "  cudatool stats a.jsonl --json | jq '.controls[:5]'\n"
       "  cudatool stats a.jsonl --json | jq '.objects.tree[] | select(.free == null)'\n"
+      "  cudatool stats run.jsonl --json | jq '.api_calls.rows[] | {api, device_calls}'\n"
       "\n"
       "Counts: per device path, per call (escape, UVM ioctl, system call), per RM control\n"
       "command, per class allocated, per thread; failures by NV_STATUS and by errno. Objects:\n"
@@ -352,7 +375,9 @@ void register_stats(CLI::App& app, int* exit_code) {
       "object and everything below it). Time to first context: from the first event of the\n"
       "trace to the completion of the first channel allocation (a *_CHANNEL_GPFIFO_* class,\n"
       "RM's KernelChannel), see docs/decode.md. Slowest calls need recorded durations\n"
-      "(cudatool trace; imported captures have none).\n"
+      "(cudatool trace; imported captures have none). Device calls per API call: with call\n"
+      "stacks in the trace, device calls grouped by the CUDA API call in progress (the outermost\n"
+      "exported entry point of --api-lib on the stack; --lib-path as for decode).\n"
       "\n"
       "Exit status: 0 ok; 2 the trace cannot be read, a bad --branch, or lines of the trace\n"
       "that are not valid events (each reported on stderr; the rest are counted).");

@@ -24,6 +24,7 @@ struct TraceOptions {
   int pid = 0;
   bool json = false;
   bool quiet = false;
+  bool no_stacks = false;
   std::vector<std::string> command;
 };
 
@@ -113,6 +114,7 @@ int run_trace(TraceOptions& o) {
   ro.max_buffer = o.max_buffer;
   ro.preload_lib = o.preload_lib;
   ro.count_events = !o.quiet;
+  ro.stacks = !o.no_stacks;
   Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
     sum = record::record_preload(ro, o.output);
@@ -176,6 +178,10 @@ void register_trace(CLI::App& app, int* exit_code) {
                 "print the end summary as JSON (schema cudatool.trace/1) on stderr; stdout "
                 "belongs to the traced command");
   cmd->add_flag("-q,--quiet", o->quiet, "print no summary");
+  cmd->add_flag("--no-stacks", o->no_stacks,
+                "record no call stacks (each device call carries its stack and the trace its "
+                "module map by default: ptrace mode unwinds with libdw, preload mode in process "
+                "from .eh_frame)");
   cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
   cmd->positionals_at_end();
   cmd->footer(
@@ -184,6 +190,8 @@ void register_trace(CLI::App& app, int* exit_code) {
       "  cudatool trace --mode preload -o run.jsonl.zst -- python3 train.py\n"
       "  cudatool trace -o attached.jsonl --pid 12345        # Ctrl-C detaches\n"
       "  cudatool trace --devices '/dev/nvidia*,/tmp/fake/*' -- ./test-program\n"
+      "  cudatool trace --no-stacks -o run.jsonl -- ./work kern.cubin   # no call stacks\n"
+      "  cudatool decode run.jsonl --stacks                  # the stacks, by function name\n"
       "  cudatool trace --env '/tmp/fake-sys/*' -- ./test-program   # a fake /sys tree\n"
       "  cudatool trace --env none -- ./work kern.cubin          # device calls only\n"
       "The trace (docs/trace-format.md) is written as calls complete, so a crash or kill of the\n"

@@ -38,6 +38,7 @@ struct cudatool_preload_ctl {
   uint64_t processes;     /* shim instances started (one per program image) (atomic) */
   uint64_t written;       /* event lines written (atomic) */
   uint64_t uvm_major;     /* driver major whose UVM parameter sizes the shims use (0: newest) */
+  uint64_t stacks;        /* v2: 1 when device calls carry call stacks and modules are recorded */
 };
 
 #endif /* CUDATOOL_TRACE_PRELOAD_CTL_H */

@@ -57,7 +57,7 @@ class ControlBlock {
     if (ctl_ != nullptr) munmap(ctl_, 4096);
     if (!path_.empty()) unlink(path_.c_str());
   }
-  Status create(uint64_t t0, uint64_t max_buffer, uint64_t start_off, int uvm_major) {
+  Status create(uint64_t t0, uint64_t max_buffer, uint64_t start_off, int uvm_major, bool stacks) {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl =
         std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudatool-preload-XXXXXX";
@@ -77,6 +77,7 @@ class ControlBlock {
     ctl_->t0_ns = t0;
     ctl_->max_buffer = max_buffer;
     ctl_->uvm_major = static_cast<uint64_t>(uvm_major);
+    ctl_->stacks = stacks ? 1 : 0;
     ctl_->write_off = start_off;
     ctl_->extended_to = start_off;
     __atomic_store_n(&ctl_->magic, CUDATOOL_PRELOAD_MAGIC, __ATOMIC_RELEASE);
@@ -108,6 +109,7 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
     auto w = TraceWriter::create(events_path, TraceWriter::Compression::kNone);
     if (!w) return w.error();
     Header h = make_header(o.argv, "preload", o.devices);
+    h.stacks = o.stacks;
     h.env = o.env;
     if (h.driver_version) uvm_major = nvtr_driver_major(h.driver_version->c_str());
     if (Status st = (*w)->write_header(h); !st.ok()) return st.error();
@@ -117,7 +119,8 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   if (stat(events_path.c_str(), &st) != 0) return err(events_path + ": " + std::strerror(errno));
   uint64_t t0 = monotonic_ns();
   ControlBlock ctl;
-  if (Status s = ctl.create(t0, o.max_buffer, static_cast<uint64_t>(st.st_size), uvm_major);
+  if (Status s =
+          ctl.create(t0, o.max_buffer, static_cast<uint64_t>(st.st_size), uvm_major, o.stacks);
       !s.ok()) {
     return s.error();
   }

@@ -2,6 +2,7 @@
 // how its exit completes the event and the fd / mapping tables.
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -265,6 +266,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
     c.path_id = path_id;
     if (path_id >= 0) ev.path.assign(paths_.path(static_cast<uint32_t>(path_id)));
     t.pending_valid = true;
+    capture_stack(t, ev);
     return true;
   };
   switch (nr) {
@@ -332,6 +334,8 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       return true;
     }
     case SYS_mmap: {
+      // Code mapped from a file (a dlopen, the loader): the module map changes (v2, stacks).
+      if ((args[2] & PROT_EXEC) != 0 && (args[3] & MAP_ANONYMOUS) == 0) t.proc->stacks.mark_dirty();
       int64_t id = device_fd(t, fd_arg(4));
       if (id < 0) return false;
       start(Sys::kMmap, id);

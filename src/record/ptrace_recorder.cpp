@@ -100,6 +100,20 @@ Event PtraceRecorder::base_event(const Thread& t, Sys sys, uint64_t t_entry) con
   return ev;
 }
 
+void PtraceRecorder::capture_stack(Thread& t, Event& ev) {
+  if (!opt_.stacks) {
+    ev.stack.clear();
+    ev.stack_error.clear();
+    return;
+  }
+  module_records_.clear();
+  stacks_.capture(t.proc->stacks, t.proc->tgid, t.tid, ev, module_records_);
+  for (const trace::Module& m : module_records_) {
+    if (!write_error_.empty()) break;
+    if (Status st = out_.write_module(m); !st.ok()) write_error_ = st.error().message();
+  }
+}
+
 void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
   ++sum_.by_sys[std::string(sys_name(ev.sys))];
@@ -307,6 +321,7 @@ void PtraceRecorder::on_exec(Thread& t) {
   self.exec_path.clear();
   // A new address space; fds marked close-on-exec are gone.
   proc->maps.clear();
+  proc->stacks.reset();
   if (proc->mem_fd >= 0) {
     close(proc->mem_fd);  // it reads the old address space
     proc->mem_fd = -1;
@@ -490,6 +505,7 @@ Result<RecordSummary> PtraceRecorder::run() {
   sum_.placement = cpu >= 0 ? fmt::format("same-cpu {}", cpu) : "any";
   Header h = make_header(opt_.argv, "ptrace", devices_.spec());
   h.placement = sum_.placement;
+  h.stacks = opt_.stacks;
   h.env = env_.spec();
   uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
                                                     : 0);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "record/devices.hpp"
+#include "record/ptrace_stacks.hpp"
 #include "record/recorder.hpp"
 #include "rm/nv_ioctl_abi.h"
 
@@ -32,6 +33,7 @@ struct Process {
   // /proc/<tgid>/mem, for reads inside a thread's stack (see PtraceRecorder::stack_read);
   // opened at the first such read, reopened after an exec.
   int mem_fd = -1;
+  ProcessStacks stacks;  // v2: its libdwfl session and the module records written for it
   Process() = default;
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -95,6 +97,9 @@ class PtraceRecorder {
   void on_exit(Thread& t, int64_t rval, bool is_error);
   void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
   void read_pointees(Thread& t, PendingCall& c);
+  // v2: the stack of the call starting at this stop (and the module records it needs, written
+  // at once, before its event).
+  void capture_stack(Thread& t, Event& ev);
   // Environment events (ptrace_env.cpp): calls on paths, and opens of paths that are no device.
   bool on_env_entry(Thread& t, int nr, const uint64_t* args);
   bool env_open_entry(Thread& t, int nr, const uint64_t* args, const std::string& path);
@@ -144,6 +149,8 @@ class PtraceRecorder {
   uint64_t seq_ = 0;
   RecordSummary sum_;
   std::vector<uint8_t> span_;  // stack_fill's read
+  StackRecorder stacks_;
+  std::vector<trace::Module> module_records_;
   std::string write_error_;
   std::string end_reason_;
 };

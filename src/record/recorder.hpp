@@ -37,6 +37,9 @@ struct RecordOptions {
   // Preload mode: read the trace back at the end for the per-kind and per-device counts of the
   // summary (the shims do not count them). Off with -q.
   bool count_events = true;
+  // v2: record each device call's user-space stack and the module records that resolve it
+  // (--no-stacks turns it off: header `stacks` false, no module lines).
+  bool stacks = true;
 };
 
 struct RecordSummary {

@@ -87,7 +87,8 @@ Got got_number(std::optional<uint32_t> v) {
   return g;
 }
 
-Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d) {
+Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d,
+           std::string_view api) {
   Got g;
   auto num = [&](uint64_t v) {
     g.present = g.has_number = true;
@@ -173,6 +174,9 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
       break;
     case kHandle:
       break;  // several values: see eval
+    case kApi:
+      name(api);
+      break;
   }
   return g;
 }
@@ -242,18 +246,23 @@ std::string_view EventFilter::flag_list() {
 }
 
 bool EventFilter::matches(const trace::Event& ev, const Decoded& d) const {
-  return root_ < 0 || eval(root_, ev, d);
+  return matches(ev, d, {});
 }
 
-bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d) const {
+bool EventFilter::matches(const trace::Event& ev, const Decoded& d, std::string_view api) const {
+  return root_ < 0 || eval(root_, ev, d, api);
+}
+
+bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d,
+                       std::string_view api) const {
   const Node& n = nodes_[static_cast<size_t>(i)];
   switch (n.kind) {
     case Node::kAnd:
-      return eval(n.a, ev, d) && eval(n.b, ev, d);
+      return eval(n.a, ev, d, api) && eval(n.b, ev, d, api);
     case Node::kOr:
-      return eval(n.a, ev, d) || eval(n.b, ev, d);
+      return eval(n.a, ev, d, api) || eval(n.b, ev, d, api);
     case Node::kNot:
-      return !eval(n.a, ev, d);
+      return !eval(n.a, ev, d, api);
     case Node::kFlag:
       switch (n.field) {
         case kFailed:
@@ -280,7 +289,7 @@ bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d) const {
     }
     return present && (n.op == Node::kNe ? !hit : hit);
   }
-  Got g = got_of(static_cast<FieldId>(n.field), *tables_, ev, d);
+  Got g = got_of(static_cast<FieldId>(n.field), *tables_, ev, d, api);
   if (!g.present) return false;
   if (n.op == Node::kNe) return !any_value(n, g);
   return any_value(n, g);

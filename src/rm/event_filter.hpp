@@ -7,6 +7,7 @@
 //   ctrl=NV2080_CTRL_CMD_GPU_* or class=*CHANNEL*
 //   call=NV_ESC_RM_ALLOC,NV_ESC_RM_FREE and not tid=540
 //   dur>=1ms                           (durations: ns, us, ms, s)
+//   api=cuDevicePrimaryCtxRetain       calls made under that CUDA API call (from the stacks)
 //
 // The expression is parsed once against the tables of the decoding branch: an exact name that
 // the knowledge base does not know is an error (a glob never is), and names resolve to numbers
@@ -32,6 +33,11 @@ class EventFilter {
 
   [[nodiscard]] bool empty() const { return root_ < 0; }
   [[nodiscard]] bool matches(const trace::Event& ev, const Decoded& d) const;
+  // With the CUDA API call in progress when the event was made (`api`; "" when none is known:
+  // the trace has no stacks, or no frame is an API entry point), which the caller resolves from
+  // the event's stack (trace/stack_resolver.hpp) when uses_api() says the expression needs it.
+  [[nodiscard]] bool matches(const trace::Event& ev, const Decoded& d, std::string_view api) const;
+  [[nodiscard]] bool uses_api() const { return uses_api_; }
 
   // The field names and flags the language knows, for help texts.
   static std::string_view field_list();
@@ -41,11 +47,12 @@ class EventFilter {
   struct Value;
 
  private:
-  bool eval(int node, const trace::Event& ev, const Decoded& d) const;
+  bool eval(int node, const trace::Event& ev, const Decoded& d, std::string_view api) const;
 
   const Tables* tables_ = nullptr;
   std::vector<Node> nodes_;
   int root_ = -1;
+  bool uses_api_ = false;
 };
 
 struct EventFilter::Value {

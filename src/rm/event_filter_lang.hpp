@@ -37,7 +37,8 @@ enum FieldId : uint8_t {
   kHandle,
   kRequest,
   kRet,
-  kOp,  // environment events: the call as the program made it ("stat", "__xstat", "fopen", …)
+  kApi,  // the CUDA API call in progress (from the event's stack; given by the caller)
+  kOp,   // environment events: the call as the program made it ("stat", "__xstat", "fopen", …)
 };
 
 struct FieldDef {
@@ -70,6 +71,7 @@ inline constexpr std::array kFields{
     FieldDef{"request", kRequest, Type::kNumber},
     FieldDef{"req", kRequest, Type::kNumber},
     FieldDef{"ret", kRet, Type::kSigned},
+    FieldDef{"api", kApi, Type::kName},
     FieldDef{"op", kOp, Type::kName},
 };
 
@@ -83,7 +85,7 @@ inline constexpr std::array kFlags{FlagDef{"failed", kFailed}, FlagDef{"unknown"
 
 inline constexpr std::string_view kFieldList =
     "sys, call (escape), ctrl (control, cmd), class, status, errno, device, path, tid, pid, seq, "
-    "fd, t, dur, client, parent, object, handle, request (req), ret, op";
+    "fd, t, dur, client, parent, object, handle, request (req), ret, api, op";
 inline constexpr std::string_view kFlagList = "failed, unknown, notes, partial";
 inline constexpr std::array<std::string_view, 8> kDeviceNames{
     "nvidiactl", "gpu", "uvm", "uvm-tools", "modeset", "caps", "nvidia-other", "unknown"};

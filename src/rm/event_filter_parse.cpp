@@ -383,6 +383,7 @@ class Parser {
         }
         return std::nullopt;
       case kPath:
+      case kApi:  // names of the trace's own libraries: any name may be right
       case kOp:
         return 0;
       case kCall:
@@ -528,6 +529,9 @@ Result<EventFilter> EventFilter::parse(std::string_view expr, const Tables& tabl
   auto root = p.parse();
   if (!root) return root.error();
   f.root_ = *root;
+  for (const EventFilter::Node& n : f.nodes_) {
+    f.uses_api_ |= n.kind == EventFilter::Node::kCompare && n.field == filter_detail::kApi;
+  }
   return f;
 }
 

@@ -94,6 +94,8 @@ TraceFile load_trace(const std::string& path) {
       first = false;
     } else if (j.contains("end")) {
       t.trailer = j["end"];
+    } else if (j.contains("module")) {
+      t.modules.push_back(j["module"]);  // v2 module records: not events
     } else {
       t.events.push_back(j);
     }

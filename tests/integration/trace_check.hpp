@@ -12,7 +12,8 @@ namespace cudatool::test {
 struct TraceFile {
   nlohmann::json header;
   std::vector<nlohmann::json> events;
-  nlohmann::json trailer;  // null when absent
+  nlohmann::json trailer;               // null when absent
+  std::vector<nlohmann::json> modules;  // v2 module records ({"module": …} lines)
   std::vector<std::string> bad_lines;
   uint64_t nul_padding = 0;  // trailing NUL bytes: space reserved by a writer that was killed
 };

@@ -12,6 +12,7 @@
 
 #include "hooks.h"
 #include "shim.h"
+#include "unwind.h"
 
 /* The event of a call about to be made; its time is taken by start() just before the call. */
 static void begin(struct shim_event* ev, int sys) {
@@ -20,6 +21,7 @@ static void begin(struct shim_event* ev, int sys) {
   ev->pid = shim_pid;
   ev->tid = shim_tid();
   ev->fd = -1;
+  shim_capture_stack(ev); /* v2: the call stack, when the recording wants them */
 }
 
 static void start(struct shim_event* ev) {

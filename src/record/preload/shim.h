@@ -153,10 +153,14 @@ SHIM_HIDDEN int shim_map_overlaps(uint64_t addr, uint64_t len);
 SHIM_HIDDEN int shim_map_remove(uint64_t addr, uint64_t len); /* path index or -1 */
 /* Reads n bytes at addr of this process without faulting; returns how many were readable. */
 SHIM_HIDDEN uint64_t shim_read(uint64_t addr, uint8_t* dst, uint64_t n, int bounded, int* err);
+/* v2: the mapping that holds this thread's stack pointer `sp` (for the unwinder, unwind.h). */
+SHIM_HIDDEN int shim_stack_range(uint64_t sp, uint64_t* lo, uint64_t* hi);
 /* Per-thread memory of at least n bytes; `keep` preserves what the slot held (it may move). */
 SHIM_HIDDEN uint8_t* shim_scratch(int slot, size_t n, int keep);
 SHIM_HIDDEN void shim_scratch_trim(void);
 SHIM_HIDDEN void shim_emit(struct shim_event* ev); /* assigns seq, formats, writes */
+/* v2: writes one complete line that is not an event (a module record; no seq). */
+SHIM_HIDDEN void shim_emit_line(const char* line, size_t len);
 SHIM_HIDDEN void shim_count(uint64_t* counter);
 SHIM_HIDDEN uint64_t shim_max_buffer(void);
 SHIM_HIDDEN const struct nvtr_uvm_branch* shim_uvm_branch(void); /* UVM sizes of the recording */

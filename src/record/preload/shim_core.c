@@ -280,6 +280,13 @@ static int find_stack(uint64_t sp) {
   return 1;
 }
 
+int shim_stack_range(uint64_t sp, uint64_t* lo, uint64_t* hi) {
+  if (!find_stack(sp)) return 0;
+  *lo = shim_t.stack_lo;
+  *hi = shim_t.stack_hi;
+  return 1;
+}
+
 uint64_t shim_read(uint64_t addr, uint8_t* dst, uint64_t n, int bounded, int* err) {
   *err = 0;
   if (n == 0) return 0;
@@ -454,6 +461,20 @@ static void copy_out(uint64_t off, const char* src, size_t n) {
   }
 }
 
+/* Reserves len bytes of the trace and copies the line (ending in '\n') in; 0 when it could not. */
+static int write_line(const char* line, size_t len) {
+  uint64_t off = __atomic_load_n(&shim_ctl->write_off, __ATOMIC_RELAXED);
+  do {
+    if (off & CUDATOOL_PRELOAD_CLOSED) return 0;
+  } while (!__atomic_compare_exchange_n(&shim_ctl->write_off, &off, off + len, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
+  if (ensure_size(off + len) != 0) return 0;
+  /* The newline first: if the program dies during the copy, the partial line stays one line. */
+  copy_out(off + len - 1, "\n", 1);
+  copy_out(off, line, len - 1);
+  return 1;
+}
+
 void shim_emit(struct shim_event* ev) {
   size_t bound = shim_event_bound(ev);
   uint8_t* out = shim_scratch(1, bound, 0);
@@ -463,22 +484,15 @@ void shim_emit(struct shim_event* ev) {
   }
   uint64_t seq = __atomic_fetch_add(&shim_ctl->seq, 1, __ATOMIC_RELAXED);
   size_t len = shim_format_event((char*)out, seq, ev);
-  uint64_t off = __atomic_load_n(&shim_ctl->write_off, __ATOMIC_RELAXED);
-  do {
-    if (off & CUDATOOL_PRELOAD_CLOSED) {
-      shim_count(&shim_ctl->lost);
-      return;
-    }
-  } while (!__atomic_compare_exchange_n(&shim_ctl->write_off, &off, off + len, 1, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED));
-  if (ensure_size(off + len) != 0) {
+  if (!write_line((const char*)out, len)) {
     shim_count(&shim_ctl->lost);
     return;
   }
-  /* The newline first: if the program dies during the copy, the partial line stays one line. */
-  copy_out(off + len - 1, "\n", 1);
-  copy_out(off, (const char*)out, len - 1);
   shim_count(&shim_ctl->written);
+}
+
+void shim_emit_line(const char* line, size_t len) {
+  if (len > 0 && line[len - 1] == '\n') write_line(line, len);
 }
 
 /* ---- start-up ---- */

@@ -433,6 +433,7 @@ size_t shim_event_bound(const struct shim_event* ev) {
       n += 3 * 256 + 160; /* a role of up to 255 bytes, escaped, twice; its unrecorded note */
     }
   }
+  n += 24 * (size_t)ev->nframes + (ev->stack_error != NULL ? 32 + 6 * strlen(ev->stack_error) : 0);
   return n;
 }
 
@@ -532,6 +533,19 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
       *o.p++ = ']';
     }
     put_unrecorded(&o, ev);
+  }
+  if (ev->nframes > 0) { /* v2 */
+    KEY(&o, "stack");
+    *o.p++ = '[';
+    for (int i = 0; i < ev->nframes; ++i) {
+      if (i > 0) *o.p++ = ',';
+      put_hex(&o, ev->frames[i]);
+    }
+    *o.p++ = ']';
+  }
+  if (ev->stack_error != NULL) {
+    KEY(&o, "stack_error");
+    put_string(&o, ev->stack_error);
   }
   if (ev->sys >= SHIM_STAT) put_environment_data(&o, ev);
   *o.p++ = '}';
