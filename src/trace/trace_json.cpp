@@ -6,81 +6,17 @@
 #include "base/hex.hpp"
 #include "base/json_reader.hpp"
 #include "base/json_writer.hpp"
+#include "trace/trace_json_line.hpp"
 
 namespace cudatool::trace {
 namespace {
 
+using json_line::Line;
+using json_line::LineParser;
+using json_line::write_extra;
+
 // ---------------------------------------------------------------------------------------------
 // Writing
-
-void write_extra(JsonWriter& w, const std::vector<ExtraField>& extra) {
-  for (const auto& x : extra) w.key(x.key).raw(x.json);
-}
-
-void write_string_or_null(JsonWriter& w, std::string_view key, const std::string& v) {
-  w.key(key);
-  if (v.empty()) {
-    w.null();
-  } else {
-    w.value(v);
-  }
-}
-
-// Event lines are the bulk of every trace: written with direct appends (member names are
-// literals that need no escaping) rather than the general JsonWriter.
-class Line {
- public:
-  explicit Line(std::string& out) : out_(out) {}
-  // ,"name":  (the first member of an object has no comma)
-  void key(std::string_view k, bool first = false) {
-    if (!first) out_.push_back(',');
-    out_.push_back('"');
-    out_.append(k);
-    out_.append("\":", 2);
-  }
-  void num(uint64_t v) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, r.ptr);
-  }
-  void num(int64_t v) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, r.ptr);
-  }
-  void hex(uint64_t v) {
-    char buf[24] = {'"', '0', 'x'};
-    auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
-    *r.ptr = '"';
-    out_.append(buf, r.ptr + 1);
-  }
-  void str(std::string_view s) { json_escape_to(out_, s); }
-  void bytes(const std::vector<uint8_t>& b) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    size_t at = out_.size();
-    out_.resize(at + 2 * b.size() + 2);
-    char* p = out_.data() + at;
-    *p++ = '"';
-    for (uint8_t c : b) {
-      *p++ = kDigits[c >> 4];
-      *p++ = kDigits[c & 15];
-    }
-    *p = '"';
-  }
-  void raw(std::string_view s) { out_.append(s); }
-  void ch(char c) { out_.push_back(c); }
-  void extra(const std::vector<ExtraField>& x) {
-    for (const auto& f : x) {
-      out_.push_back(',');
-      json_escape_to(out_, f.key);
-      out_.push_back(':');
-      out_.append(f.json);
-    }
-  }
-
- private:
-  std::string& out_;
-};
 
 void write_buffer(Line& l, const Buffer& b) {
   l.ch('{');
@@ -207,101 +143,6 @@ void write_content(Line& l, const Buffer& b) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-// The parse state of one line: the pull reader plus the first field-level error.
-class LineParser {
- public:
-  LineParser(std::string_view line, uint64_t offset) : r_(line, offset, true) {}
-
-  JsonReader& r() { return r_; }
-
-  // A numeric field: a JSON number, or a string "0x…" (hex) / decimal, as the capture format and
-  // older tools write them.
-  bool u64(uint64_t& v) {
-    if (r_.peek() == JsonReader::Kind::kString) {
-      std::string_view s;
-      if (!r_.string(s)) return false;
-      auto x = parse_u64(s, true);
-      if (!x) return bad("expected a number or a \"0x…\" string");
-      v = *x;
-      return true;
-    }
-    return r_.u64(v);
-  }
-  bool i64(int64_t& v) {
-    if (r_.peek() == JsonReader::Kind::kString) {
-      uint64_t u = 0;
-      if (!u64(u)) return false;
-      v = static_cast<int64_t>(u);
-      return true;
-    }
-    return r_.i64(v);
-  }
-  bool i32(int32_t& v) {
-    int64_t x = 0;
-    if (!i64(x)) return false;
-    if (x < INT32_MIN || x > INT32_MAX) return bad("out of the range of a 32-bit integer");
-    v = static_cast<int32_t>(x);
-    return true;
-  }
-  bool str(std::string& v) {
-    if (r_.peek() == JsonReader::Kind::kNull) {
-      v.clear();
-      return r_.null();
-    }
-    return r_.string(v);
-  }
-  bool hex(std::vector<uint8_t>& v) {
-    bool not_hex = false;
-    if (!r_.hex_string(v, not_hex)) return false;
-    if (not_hex) return bad("expected hex digits in pairs");
-    return true;
-  }
-  bool extra(std::vector<ExtraField>& out, std::string_view key) {
-    std::string_view raw;
-    if (!r_.raw(raw)) return false;
-    out.push_back({std::string(key), std::string(raw)});
-    return true;
-  }
-  bool bad(const char* reason) {
-    if (field_reason_ == nullptr) {
-      field_reason_ = reason;
-      field_offset_ = r_.offset();
-    }
-    return false;
-  }
-  // The member being read, for errors: `buffer` -1 for a member of "arg", i >= 0 for one of
-  // "nested[i]". The view stays valid: parsing stops at the first error.
-  void set_field(std::string_view k, int buffer = -2) {
-    if (field_reason_ == nullptr && r_.ok()) {
-      key_ = k;
-      buffer_ = buffer;
-    }
-  }
-  std::string field_name() const {
-    if (buffer_ == -2) return std::string(key_);
-    std::string prefix = buffer_ == -1   ? "arg."
-                         : buffer_ == -3 ? "content."
-                                         : "nested[" + std::to_string(buffer_) + "].";
-    return prefix + std::string(key_);
-  }
-
-  Status finish() {
-    if (r_.ok() && field_reason_ == nullptr && !r_.at_end()) {
-      return make_error("", "", r_.offset(), "characters after the JSON object");
-    }
-    if (!r_.ok()) return make_error("", field_name(), r_.error_offset(), r_.error_reason());
-    if (field_reason_ != nullptr) return make_error("", field_name(), field_offset_, field_reason_);
-    return Status::success();
-  }
-
- private:
-  JsonReader r_;
-  std::string_view key_;
-  int buffer_ = -2;
-  const char* field_reason_ = nullptr;
-  uint64_t field_offset_ = 0;
-};
-
 bool parse_buffer(LineParser& p, Buffer& b, int index) {
   b.role.clear();
   b.addr = b.size = 0;
@@ -395,36 +236,6 @@ bool parse_unrecorded(LineParser& p, std::vector<Unrecorded>& out) {
 }
 
 }  // namespace
-
-void append_header_line(std::string& out, const Header& h) {
-  JsonWriter w(out, false);
-  w.begin_object();
-  w.kv("cudatool_trace", h.format_version);
-  w.key("argv").begin_array();
-  for (const auto& a : h.argv) w.value(a);
-  w.end_array();
-  w.kv("mode", h.mode);
-  w.key("driver_version");
-  if (h.driver_version) {
-    w.value(*h.driver_version);
-  } else {
-    w.null();
-  }
-  write_string_or_null(w, "driver_version_line", h.driver_version_line);
-  write_string_or_null(w, "host", h.host);
-  write_string_or_null(w, "kernel", h.kernel);
-  write_string_or_null(w, "start_time", h.start_time);
-  w.kv("devices", h.devices);
-  if (!h.source.empty()) w.kv("source", h.source);
-  if (!h.gpu.empty()) w.kv("gpu", h.gpu);
-  if (!h.recorder.empty()) w.kv("recorder", h.recorder);
-  if (!h.placement.empty()) w.kv("placement", h.placement);
-  if (h.stacks) w.kv("stacks", true);
-  if (!h.env.empty()) w.kv("env", h.env);
-  write_extra(w, h.extra);
-  w.end_object();
-  w.finish();
-}
 
 void append_event_line(std::string& out, const Event& e) {
   Line l(out);
@@ -572,167 +383,6 @@ void append_event_line(std::string& out, const Event& e) {
   }
   l.extra(e.extra);
   l.raw("}\n");
-}
-
-void append_trailer_line(std::string& out, const Trailer& t) {
-  JsonWriter w(out, false);
-  w.begin_object();
-  w.key("end").begin_object();
-  w.kv("events", t.events).kv("reason", t.reason).kv("exit_status", t.exit_status);
-  if (!t.routes.empty()) {
-    w.key("routes").begin_object();
-    for (const auto& [k, n] : t.routes) w.kv(k, n);
-    w.end_object();
-  }
-  if (t.lost != 0) w.kv("lost", t.lost);
-  write_extra(w, t.extra);
-  w.end_object();
-  w.end_object();
-  w.finish();
-}
-
-void append_module_line(std::string& out, const Module& m) {
-  Line l(out);
-  l.raw("{\"module\":{");
-  l.key("pid", true);
-  l.num(int64_t{m.pid});
-  l.key("path");
-  l.str(m.path);
-  l.key("build_id");
-  l.str(m.build_id);
-  l.key("base");
-  l.hex(m.base);
-  l.key("lo");
-  l.hex(m.lo);
-  l.key("hi");
-  l.hex(m.hi);
-  l.extra(m.extra);
-  l.raw("}}\n");
-}
-
-LineKind classify_line(std::string_view line) {
-  JsonReader r(line);
-  std::string_view k;
-  if (r.enter_object() && r.next_member(k)) {
-    if (k == "cudatool_trace") return LineKind::kHeader;
-    if (k == "end") return LineKind::kTrailer;
-    if (k == "module") return LineKind::kModule;
-  }
-  return LineKind::kEvent;
-}
-
-Status parse_module_line(std::string_view line, uint64_t offset, Module& m) {
-  m = Module{};
-  LineParser p(line, offset);
-  auto& r = p.r();
-  bool have_module = false;
-  if (r.enter_object()) {
-    std::string_view k;
-    while (r.next_member(k)) {
-      if (k != "module") {
-        std::string_view raw;
-        if (!r.raw(raw)) break;
-        continue;
-      }
-      have_module = true;
-      if (!r.enter_object()) break;
-      while (r.next_member(k)) {
-        p.set_field(k);
-        bool ok = true;
-        if (k == "pid") {
-          ok = p.i32(m.pid);
-        } else if (k == "path") {
-          ok = p.str(m.path);
-        } else if (k == "build_id") {
-          ok = p.str(m.build_id);
-        } else if (k == "base") {
-          ok = p.u64(m.base);
-        } else if (k == "lo") {
-          ok = p.u64(m.lo);
-        } else if (k == "hi") {
-          ok = p.u64(m.hi);
-        } else {
-          ok = p.extra(m.extra, k);
-        }
-        if (!ok) break;
-      }
-    }
-  }
-  Status st = p.finish();
-  if (!st.ok()) return st;
-  if (!have_module) return make_error("", "module", offset, "module line without \"module\"");
-  if (m.hi < m.lo) return make_error("", "hi", offset, "module range ends before it starts");
-  return Status::success();
-}
-
-Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
-  h = Header{};
-  h.format_version = 0;
-  LineParser p(line, offset);
-  auto& r = p.r();
-  bool have_version = false;
-  if (r.enter_object()) {
-    std::string_view k;
-    while (r.next_member(k)) {
-      p.set_field(k);
-      bool ok = true;
-      if (k == "cudatool_trace") {
-        int64_t v = 0;
-        ok = r.i64(v);
-        if (ok && (v < 1 || v > 1000000)) ok = p.bad("format version out of range");
-        h.format_version = static_cast<int>(v);
-        have_version = ok;
-      } else if (k == "argv") {
-        if ((ok = r.enter_array())) {
-          while (r.next_element()) {
-            h.argv.emplace_back();
-            if (!(ok = r.string(h.argv.back()))) break;
-          }
-        }
-      } else if (k == "mode") {
-        ok = p.str(h.mode);
-      } else if (k == "driver_version") {
-        if (r.peek() == JsonReader::Kind::kNull) {
-          ok = r.null();
-        } else {
-          h.driver_version.emplace();
-          ok = r.string(*h.driver_version);
-        }
-      } else if (k == "driver_version_line") {
-        ok = p.str(h.driver_version_line);
-      } else if (k == "host") {
-        ok = p.str(h.host);
-      } else if (k == "kernel") {
-        ok = p.str(h.kernel);
-      } else if (k == "start_time") {
-        ok = p.str(h.start_time);
-      } else if (k == "devices") {
-        ok = p.str(h.devices);
-      } else if (k == "source") {
-        ok = p.str(h.source);
-      } else if (k == "gpu") {
-        ok = p.str(h.gpu);
-      } else if (k == "recorder") {
-        ok = p.str(h.recorder);
-      } else if (k == "placement") {
-        ok = p.str(h.placement);
-      } else if (k == "stacks") {
-        ok = r.boolean(h.stacks);
-      } else if (k == "env") {
-        ok = p.str(h.env);
-      } else {
-        ok = p.extra(h.extra, k);
-      }
-      if (!ok) break;
-    }
-  }
-  Status st = p.finish();
-  if (!st.ok()) return st;
-  if (!have_version) {
-    return make_error("", "cudatool_trace", offset,
-                      "not a cudatool trace header (no \"cudatool_trace\" version member)");
-  }
-  return Status::success();
 }
 
 bool is_event_member(std::string_view key) {
@@ -939,53 +589,6 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
     e.has_stat = false;
     e.st_size = 0;
   }
-  return Status::success();
-}
-
-Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& t) {
-  t = Trailer{};
-  LineParser p(line, offset);
-  auto& r = p.r();
-  bool have_end = false;
-  if (r.enter_object()) {
-    std::string_view k;
-    while (r.next_member(k)) {
-      if (k != "end") continue;  // unknown top-level members of a trailer: skipped
-      have_end = true;
-      if (!r.enter_object()) break;
-      while (r.next_member(k)) {
-        p.set_field(k);
-        bool ok = true;
-        if (k == "events") {
-          ok = p.u64(t.events);
-        } else if (k == "reason") {
-          ok = p.str(t.reason);
-        } else if (k == "exit_status") {
-          int32_t v = 0;
-          ok = p.i32(v);
-          t.exit_status = v;
-        } else if (k == "lost") {
-          ok = p.u64(t.lost);
-        } else if (k == "routes") {
-          if ((ok = r.enter_object())) {
-            std::string_view route;
-            while (r.next_member(route)) {
-              std::string name(route);
-              uint64_t n = 0;
-              if (!(ok = p.u64(n))) break;
-              t.routes.emplace_back(std::move(name), n);
-            }
-          }
-        } else {
-          ok = p.extra(t.extra, k);
-        }
-        if (!ok) break;
-      }
-    }
-  }
-  Status st = p.finish();
-  if (!st.ok()) return st;
-  if (!have_end) return make_error("", "end", offset, "trailer without an \"end\" member");
   return Status::success();
 }
 
