@@ -251,7 +251,8 @@ void register_decode(CLI::App& app, int* exit_code) {
   add_stack_options(*cmd, o->stacks, true);
   cmd->footer(
       "Examples:\n"
-      "  cudatool import ../shared/data/trace_a.jsonl.xz -o a.jsonl --driver-version 580.159.04\n"
+      "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
+      "580.159.04\n"
       "  cudatool decode a.jsonl\n"
       "  cudatool decode a.jsonl --filter 'failed'\n"
       "  cudatool decode a.jsonl --filter 'ctrl=NV2080_CTRL_CMD_GPU_* or class=*CHANNEL*'\n"

@@ -212,7 +212,8 @@ TEST(Cli, HelpListsEveryCommandUnderItsHeading) {
   const std::vector<std::string> statics = {"info",   "exports",   "imports", "cubins",
                                             "tables", "functions", "addr",    "symbolize",
                                             "xrefs",  "index",     "delta",   "history"};
-  const std::vector<std::string> dynamics = {"trace", "import", "decode", "stats", "export", "ab"};
+  const std::vector<std::string> dynamics = {"trace",  "import", "decode", "stats",
+                                             "export", "ab",     "replay"};
   auto check = [&](const std::string& c, bool dynamic) {
     size_t at = r.out.find("\n  " + c + " ");
     ASSERT_NE(at, std::string::npos) << c << " missing from --help:\n" << r.out;

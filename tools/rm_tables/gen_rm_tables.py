@@ -54,7 +54,7 @@ ESCAPE_TYPE_HINTS = {
 }
 
 # Parameter structures whose fields the decoders read, besides every escape and UVM structure:
-# the ones the real captures in ../shared/data use most (GPU info, class lists, channel and memory
+# the ones the real captures in tests/data/captures use most (GPU info, class lists, channel and memory
 # allocation, work-submit tokens, engine ids). Missing ones (older releases) are skipped.
 EXTRA_LAYOUTS = [
     # NV01_ROOT (0000): client, system and GPU-id queries

@@ -14,6 +14,7 @@
  * there, GPGet stays, and the semaphore release that would follow is recorded as what the
  * program waits for. Method layouts: generated/gpu_methods.h (from NVIDIA's class headers). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -125,14 +126,21 @@ int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path) {
   return hit;
 }
 
-void rs_gpu_munmap(uint64_t cpu, uint64_t len) {
+long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err) {
+  /* The GPU thread reads the mappings it knows (USERD, rings, pushbuffers) under `lock`: the
+   * mapping goes away and out of the table while it is held, or that thread could read memory
+   * just unmapped (it did: a SIGSEGV in about one run in two when the program unmapped its
+   * channel's memory right after the work completed). */
   rs_lock(&lock);
-  for (int i = 0; i < ncpus; ++i) {
+  long r = shim_perform(c);
+  *err = errno;
+  for (int i = 0; r == 0 && i < ncpus; ++i) {
     if (cpu <= cpus[i].cpu && cpus[i].cpu + cpus[i].len <= cpu + len) {
       cpus[i--] = cpus[--ncpus];
     }
   }
   rs_unlock(&lock);
+  return r;
 }
 
 static void add_gpu(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {

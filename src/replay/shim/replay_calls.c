@@ -308,12 +308,15 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
   if (!rs_ready()) return shim_perform(c);
   int idx = -1;
   int was_device = rs_gpu_munmap_query(addr, len, &idx);
-  long r = shim_perform(c);
-  int err = errno;
-  if (!was_device || rs_t.busy) return r;
+  if (!was_device) return shim_perform(c);
+  int err = 0;
+  long r = rs_gpu_munmap(c, addr, len, &err);
+  if (rs_t.busy) {
+    errno = err;
+    return r;
+  }
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
-  if (r == 0) rs_gpu_munmap(addr, len);
   struct rp_ident id = {RP_MUNMAP, (uint32_t)(idx < 0 ? 0 : idx), 0, 0, 0, 0, 0, 0};
   struct rs_match m = idx >= 0 ? rs_match(&id, 0) : (struct rs_match){-1, 0};
   struct rs_rec w;

@@ -124,7 +124,8 @@ RS_HIDDEN void rs_fill_stat(void* st, const struct rp_env* e);
 
 /* Fake GPU (fake_gpu.c). */
 RS_HIDDEN void rs_gpu_mmap(int path, uint64_t off, uint64_t cpu, uint64_t len);
-RS_HIDDEN void rs_gpu_munmap(uint64_t cpu, uint64_t len);
+/* Performs the munmap of a device mapping and forgets it, with the fake GPU held off. */
+RS_HIDDEN long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err);
 /* Whether [cpu, cpu + len) overlaps a mapping the replay handed out; its device path in *path. */
 RS_HIDDEN int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path);
 /* Runs the fake GPU once (channels with new work); called from answered calls. */
