@@ -16,6 +16,7 @@
 
 #include "../glob_match.h"
 #include "shim.h"
+#include "shim_path.h"
 
 __thread struct shim_tls shim_t __attribute__((tls_model("initial-exec")));
 struct cudatool_preload_ctl* shim_ctl;
@@ -116,64 +117,8 @@ static int intern(const char* abs) {
   return found;
 }
 
-/* "." and ".." folded textually, as the ptrace recorder does (devices.cpp absolute_path). */
-static void normalise(char* p) {
-  char out[PATH_MAX];
-  size_t o = 0;
-  const char* s = p;
-  while (*s != '\0') {
-    while (*s == '/') ++s;
-    const char* e = s;
-    while (*e != '\0' && *e != '/') ++e;
-    size_t n = (size_t)(e - s);
-    if (n == 0) break;
-    if (n == 1 && s[0] == '.') {
-    } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-      while (o > 0 && out[o - 1] != '/') --o;
-      if (o > 0) --o;
-    } else if (o + n + 2 < sizeof out) {
-      out[o++] = '/';
-      memcpy(out + o, s, n);
-      o += n;
-    }
-    s = e;
-  }
-  if (o == 0) out[o++] = '/';
-  out[o] = '\0';
-  memcpy(p, out, o + 1);
-}
-
 int shim_abs_path(int dirfd, const char* path, char* abs) {
-  if (path == NULL) return 0;
-  size_t n = strnlen(path, PATH_MAX);
-  if (n >= PATH_MAX) return 0;
-  if (path[0] == '/') {
-    memcpy(abs, path, n + 1);
-  } else {
-    long b;
-    if (dirfd == AT_FDCWD) {
-      b = SHIM_SYS(SYS_getcwd, abs, PATH_MAX, 0);
-      b = b > 0 ? (long)strlen(abs) : b;
-    } else {
-      char link[64] = "/proc/self/fd/";
-      int v = dirfd, k = 14;
-      char digits[12];
-      int d = 0;
-      do {
-        digits[d++] = (char)('0' + v % 10);
-        v /= 10;
-      } while (v > 0 && d < 11);
-      while (d > 0) link[k++] = digits[--d];
-      link[k] = '\0';
-      b = SHIM_SYS(SYS_readlink, link, abs, PATH_MAX - 1);
-      if (b > 0) abs[b] = '\0';
-    }
-    if (b <= 0 || (size_t)b + n + 2 >= PATH_MAX) return 0;
-    abs[b] = '/';
-    memcpy(abs + b + 1, path, n + 1);
-  }
-  normalise(abs);
-  return 1;
+  return shim_path_absolute(dirfd, path, abs, PATH_MAX);
 }
 
 int shim_device_path(int dirfd, const char* path, char* abs, int* idx) {

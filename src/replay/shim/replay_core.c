@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "../../record/preload/shim_path.h"
 #include "replay_shim.h"
 
 __thread struct rs_tls rs_t __attribute__((tls_model("initial-exec"))) = {0, 0, -1, 0, 0, 0, 0};
@@ -49,66 +50,8 @@ void rs_progress(void) {
 
 /* ---- paths ---- */
 
-static void fold(char* p) {
-  char out[PATH_MAX];
-  size_t o = 0;
-  const char* s = p;
-  while (*s != '\0') {
-    while (*s == '/') ++s;
-    const char* e = s;
-    while (*e != '\0' && *e != '/') ++e;
-    size_t n = (size_t)(e - s);
-    if (n == 0) break;
-    if (n == 1 && s[0] == '.') {
-    } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-      while (o > 0 && out[o - 1] != '/') --o;
-      if (o > 0) --o;
-    } else if (o + n + 2 < sizeof out) {
-      out[o++] = '/';
-      memcpy(out + o, s, n);
-      o += n;
-    }
-    s = e;
-  }
-  if (o == 0) out[o++] = '/';
-  out[o] = '\0';
-  memcpy(p, out, o + 1);
-}
-
 int rs_absolute(int dirfd, const char* path, char* abs, size_t cap) {
-  if (path == NULL) return 0;
-  size_t n = strnlen(path, cap);
-  if (n >= cap) return 0;
-  if (path[0] == '/') {
-    memcpy(abs, path, n + 1);
-  } else {
-    long b;
-    if (dirfd == AT_FDCWD) {
-      b = RS_SYS(SYS_getcwd, abs, cap, 0);
-      b = b > 0 ? (long)strlen(abs) : b;
-    } else {
-      char link[32];
-      int k = 0, v = dirfd;
-      char digits[12];
-      int d = 0;
-      memcpy(link, "/proc/self/fd/", 14);
-      k = 14;
-      if (v < 0) return 0;
-      do {
-        digits[d++] = (char)('0' + v % 10);
-        v /= 10;
-      } while (v > 0 && d < 11);
-      while (d > 0) link[k++] = digits[--d];
-      link[k] = '\0';
-      b = RS_SYS(SYS_readlink, link, abs, cap - 1);
-      if (b > 0) abs[b] = '\0';
-    }
-    if (b <= 0 || (size_t)b + n + 2 >= cap) return 0;
-    abs[b] = '/';
-    memcpy(abs + b + 1, path, n + 1);
-  }
-  fold(abs);
-  return 1;
+  return shim_path_absolute(dirfd, path, abs, cap);
 }
 
 int rs_device_index(const char* abs) {
