@@ -167,7 +167,7 @@ struct Walk {
   // Unknown layout: the bytes as they are, except aligned words that hold a user address (8
   // bytes) or a handle named in this trace (4 bytes).
   void unknown(uint64_t from, std::string_view role) {
-    std::memcpy(img + from, raw + from, limit - from);
+    if (limit > from) std::memcpy(img + from, raw + from, limit - from);  // raw may be null if 0
     covered += limit - from;
     uint64_t off = (from + 3) & ~uint64_t{3};
     while (off + 4 <= limit) {

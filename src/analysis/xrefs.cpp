@@ -50,6 +50,7 @@ bool parse_ref_kind(std::string_view s, RefKind* out) {
 
 std::optional<std::string_view> c_string_at(ByteView bytes) {
   ByteView head = bytes.clamp(0, CString::kMaxLength + 1);
+  if (head.size() == 0) return std::nullopt;  // (an empty view's data() may be null)
   const void* nul = std::memchr(head.data(), 0, head.size());
   if (nul == nullptr) return std::nullopt;
   size_t len = static_cast<const uint8_t*>(nul) - head.data();
