@@ -188,38 +188,8 @@ static int find_stack(uint64_t sp) {
   if (shim_t.stack_hi != 0 && sp >= shim_t.stack_lo && sp < shim_t.stack_hi) return 1;
   if (shim_t.stack_probes >= 8) return 0;
   ++shim_t.stack_probes;
-  long fd = SHIM_SYS(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  char buf[4096];
   uint64_t lo = 0, hi = 0;
-  int field = 0; /* 0: lo, 1: hi, 2: rest of line */
-  int found = 0;
-  long n;
-  while (!found && (n = SHIM_SYS(SYS_read, fd, buf, sizeof buf)) > 0) {
-    for (long i = 0; i < n && !found; ++i) {
-      char c = buf[i];
-      if (c == '\n') {
-        field = 0;
-        lo = hi = 0;
-        continue;
-      }
-      if (field == 2) continue;
-      int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (v >= 0) {
-        if (field == 0)
-          lo = lo << 4 | (uint64_t)v;
-        else
-          hi = hi << 4 | (uint64_t)v;
-      } else if (field == 0 && c == '-') {
-        field = 1;
-      } else {
-        if (field == 1 && sp >= lo && sp < hi) found = 1;
-        field = 2;
-      }
-    }
-  }
-  SHIM_SYS(SYS_close, fd, 0, 0);
-  if (!found) return 0;
+  if (!shim_maps_find(sp, &lo, &hi)) return 0;
   shim_t.stack_lo = lo;
   shim_t.stack_hi = hi;
   return 1;

@@ -1,13 +1,15 @@
 /* Path resolution shared by the recording shim (src/record/preload) and the replay shim
  * (src/replay/shim): the absolute form of a path as a *at() call names it, with "." and ".."
  * folded textually (as the ptrace recorder does, devices.cpp absolute_path). Plain C, raw system
- * calls only (the shims interpose libc's), nothing allocated. */
+ * calls only (the shims interpose libc's), nothing allocated. Also the stack mapping lookup in
+ * /proc/self/maps both use. */
 #ifndef CUDATOOL_PRELOAD_SHIM_PATH_H
 #define CUDATOOL_PRELOAD_SHIM_PATH_H
 
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -79,6 +81,47 @@ static inline int shim_path_absolute(int dirfd, const char* path, char* abs, siz
     memcpy(abs + b + 1, path, n + 1);
   }
   shim_path_fold(abs);
+  return 1;
+}
+
+/* The mapping of /proc/self/maps that holds `sp` (a thread's stack): 1 and its range, or 0.
+ * Shared by both shims, which bound the reads of stack-resident buffers by it. */
+static inline int shim_maps_find(uint64_t sp, uint64_t* lo_out, uint64_t* hi_out) {
+  long fd = shim_path_sys3(SYS_open, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  char buf[4096];
+  uint64_t lo = 0, hi = 0;
+  int field = 0; /* 0: lo, 1: hi, 2: rest of line */
+  int found = 0;
+  long n;
+  while (!found && (n = shim_path_sys3(SYS_read, fd, (long)buf, sizeof buf)) > 0) {
+    for (long i = 0; i < n && !found; ++i) {
+      char c = buf[i];
+      if (c == '\n') {
+        field = 0;
+        lo = hi = 0;
+        continue;
+      }
+      if (field == 2) continue;
+      int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (v >= 0) {
+        if (field == 0) {
+          lo = lo << 4 | (uint64_t)v;
+        } else {
+          hi = hi << 4 | (uint64_t)v;
+        }
+      } else if (field == 0 && c == '-') {
+        field = 1;
+      } else {
+        if (field == 1 && sp >= lo && sp < hi) found = 1;
+        field = 2;
+      }
+    }
+  }
+  shim_path_sys3(SYS_close, fd, 0, 0);
+  if (!found) return 0;
+  *lo_out = lo;
+  *hi_out = hi;
   return 1;
 }
 
