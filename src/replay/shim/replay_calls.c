@@ -21,7 +21,7 @@
 #define ARG_MAX_BYTES 16384u
 #define XFER_MAX_BYTES 4096u
 
-static _Atomic int fd_peer[MAX_FD]; /* the other end of a device fd's socket pair, + 1 */
+static int fd_peer[MAX_FD]; /* the other end of a device fd's socket pair, + 1 */
 
 static void begin_log(struct rs_rec* w, uint32_t sys, uint64_t payload, int fd, int path) {
   if (!rs_log_begin(w, sys, payload)) return;
@@ -73,7 +73,8 @@ static long new_device_fd(uint64_t flags) {
     peer = sv[1];
     RS_SYS(SYS_fcntl, peer, F_SETFD, FD_CLOEXEC);
   }
-  if (sv[0] >= 0 && sv[0] < MAX_FD) fd_peer[sv[0]] = (int)peer + 1;
+  if (sv[0] >= 0 && sv[0] < MAX_FD)
+    __atomic_store_n(&fd_peer[sv[0]], (int)peer + 1, __ATOMIC_RELEASE);
   return sv[0];
 }
 
