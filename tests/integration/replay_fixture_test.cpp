@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 #include <filesystem>
+#include <iostream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "harness.hpp"
 #include "replay_support.hpp"
@@ -194,6 +197,61 @@ TEST(ReplayFixture, SkippedCallsAreReported) {
             s.report["recorded_calls"].get<uint64_t>());
   EXPECT_GT(never, 20u);
   EXPECT_GT(s.report["answered"].get<uint64_t>(), 3u);
+}
+
+// The bisect on a planted culprit of four answers among 24 that differ (the proof of issue 14):
+// nv_client's quorum mode fails only when four given controls of its 24 all fail. BAD is its
+// recording on fake nodes (every control failed with ENOTTY: exit 1); GOOD is the same recording
+// with every control answered NV_OK (exit 0). ddmin must name exactly those four.
+TEST(ReplayFixture, BisectFindsTheFourAnswersThatTogetherFail) {
+  Recorded bad = record("rp-quorum", "quorum", 1);
+  std::string good_text;
+  size_t controls = 0;
+  std::istringstream lines(read_file(bad.trace));
+  for (std::string line; std::getline(lines, line);) {
+    // ordered_json: the header's first member must stay first ("cudatool_trace").
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    if (j.value("sys", "") == "ioctl" && j.value("req", "") == "0xc020462a") {
+      ASSERT_EQ(j["ret"], -1) << line;
+      j["ret"] = 0;
+      j.erase("errno");
+      ++controls;
+    }
+    if (j.contains("end")) j["end"]["exit_status"] = 0;
+    good_text += j.dump() + "\n";
+  }
+  ASSERT_EQ(controls, 24u);
+  std::string good = write_temp("rp-quorum-good.jsonl", good_text);
+  std::string report = temp_dir() + "/rp-quorum-bisect.json";
+  RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good,
+                     bad.trace, "--", client(), bad.dir, "quorum"},
+                    300);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 1) << r.err;  // 1: a culprit set was found
+  json rep = json::parse(read_file(report), nullptr, false);
+  ASSERT_TRUE(rep.is_object()) << r.err;
+  EXPECT_EQ(rep["schema"], "cudatool.replay-bisect/1");
+  EXPECT_TRUE(rep["found"].get<bool>()) << rep["message"];
+  ASSERT_EQ(rep["diffs"].size(), 24u) << rep["diffs"].dump(1);
+  // The culprit: the diffs of commands 0x20800503, …508, …50e, …515, and nothing else.
+  std::set<std::string> cmds;
+  for (const json& k : rep["culprit"]) {
+    std::string what = rep["diffs"][k.get<size_t>()]["what"];
+    size_t at = what.find("0x208005");
+    ASSERT_NE(at, std::string::npos) << what;
+    cmds.insert(what.substr(at, 10));
+  }
+  EXPECT_EQ(cmds, (std::set<std::string>{"0x20800503", "0x20800508", "0x2080050e", "0x20800515"}))
+      << rep["message"];
+  // The two baselines first (none: passes, all: fails), then ddmin's tries, each recorded.
+  ASSERT_GE(rep["tries"].size(), 3u);
+  EXPECT_EQ(rep["tries"][0]["subset"].size(), 0u);
+  EXPECT_FALSE(rep["tries"][0]["failed"].get<bool>());
+  EXPECT_EQ(rep["tries"][1]["subset"].size(), 24u);
+  EXPECT_TRUE(rep["tries"][1]["failed"].get<bool>());
+  std::cout << "bisect of the four-answer culprit among 24: " << rep["tries"].size() << " tries, "
+            << rep["wall_s"].get<double>() << " s wall\n";
 }
 
 TEST(ReplayFixture, BadInputIsRefusedClearly) {
