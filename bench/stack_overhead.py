@@ -67,6 +67,18 @@ def main():
         ("strace -k -f -e trace=ioctl (pinned)",
          ["taskset", "-c", a.cpu, "strace", "-k", "-f", "-e", "trace=ioctl", "-o", out + ".strace", "--"], 100, 600),
     ]
+    # How many frames each ioctl's stack really has (what the compiler made of the recursion, with
+    # libc's start-up): counted in a short preload-mode recording, not assumed.
+    probe = out + "-probe.jsonl"
+    subprocess.run(ct[:4] + [probe] + ct[5:] + ["--mode", "preload", "--", loop, os.path.join(dev, "nvidiactl"), "3", str(a.depth)],
+                   check=True)
+    frames = 0
+    with open(probe) as f:
+        for line in f:
+            ev = json.loads(line)
+            if ev.get("sys") == "ioctl":
+                frames = len(ev.get("stack", []))
+                break
     names, cmds = [], []
     for ci, (cname, prefix, small, large) in enumerate(configs):
         for count in (int(small * a.scale), int(large * a.scale)):
@@ -95,7 +107,7 @@ def main():
         return "%.2f µs" % (x * 1e6)
 
     base = by["untraced"]
-    md = ["| configuration (depth %d: %d frames per ioctl) | per traced ioctl (wall) | (CPU) | added over untraced (wall) | (CPU) | strace -k / this (wall, CPU) |" % (a.depth, a.depth + 6),
+    md = ["| configuration (depth %d: %d frames per ioctl) | per traced ioctl (wall) | (CPU) | added over untraced (wall) | (CPU) | strace -k / this (wall, CPU) |" % (a.depth, frames),
           "|---|---:|---:|---:|---:|---:|"]
     for name, w, c in rows:
         ratio = "%.1fx, %.1fx" % (ref_k[0] / w, ref_k[1] / c) if w > 0 and c > 0 and name != "untraced" else "-"

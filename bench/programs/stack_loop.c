@@ -2,7 +2,8 @@
  * Benchmark load for call stacks (bench/stack_overhead.py): N NVIDIA-shaped ioctls (an RM
  * control, as bench/programs/trace_loop.c) made DEPTH frames below main, each frame a function
  * with unwind information (as the frames of libcuda are), so that a recorder that unwinds walks
- * DEPTH + 6 frames per ioctl (DEPTH + 1 of them, the loop, main, libc's start-up and _start).
+ * DEPTH + 5 frames per ioctl (DEPTH of them, the loop — down(0) tail-calls it —, main, libc's
+ * start-up and _start; bench/stack_overhead.py counts them in a recording).
  *
  *   stack_loop DEVICE N DEPTH
  */
@@ -31,10 +32,14 @@ static __attribute__((noinline)) long calls(void) {
   return sink;
 }
 
-/* Not a tail call: the result is used after it returns, so every level keeps its frame. */
+/* Not a tail call, and not one gcc can turn into a loop (it does so with `down(depth - 1) + depth`
+ * alone: its accumulator transformation left one frame of twelve): the empty asm makes the result
+ * opaque between the call and its use, so every level keeps its frame. */
 static __attribute__((noinline)) long down(int depth) {
   if (depth == 0) return calls();
-  return down(depth - 1) + depth;
+  long r = down(depth - 1);
+  __asm__ volatile("" : "+r"(r));
+  return r + depth;
 }
 
 int main(int argc, char** argv) {

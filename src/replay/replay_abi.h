@@ -285,9 +285,11 @@ enum rp_outcome {
   RP_OUT_ENV,           /* an environment call, answered from the private tree */
 };
 
-#define RP_LOG_BUF_BOUNDED                                              \
-  1u /* rp_log_buf.pad: read with a bound of pad2 bytes (no size known) \
-      */
+/* rp_log_buf.pad: read with a bound of pad2 bytes (no size known) */
+#define RP_LOG_BUF_BOUNDED 1u
+/* rp_log_buf.pad: not read, its size (pad2 bytes) being over NVTR_MAX_BUFFER, as the recorders
+ * leave such a buffer */
+#define RP_LOG_BUF_OVER_CAP 2u
 struct rp_log_buf {
   uint16_t role; /* enum rp_buf, or 0xffff for a member buffer (ptr_off gives the pointer) */
   uint16_t pad;  /* RP_LOG_BUF_* */

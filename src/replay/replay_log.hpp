@@ -20,6 +20,7 @@ struct LogBuffer {
   uint64_t addr = 0;
   uint32_t size = 0;
   uint32_t bound = 0;  // read with this bound (no size known): the trace's size, bounded
+  uint32_t over = 0;   // not read, this size being over NVTR_MAX_BUFFER
   std::vector<uint8_t> pre, post;
 };
 

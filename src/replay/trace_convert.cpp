@@ -9,6 +9,7 @@
 
 #include "replay/session.hpp"
 #include "rm/decode.hpp"
+#include "rm/nv_ioctl_abi.h"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::replay {
@@ -29,6 +30,12 @@ trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
   if (b.bound != 0) {  // as the recorders write a bounded read: the bound, the bytes got
     out.size = b.bound;
     out.bounded = true;
+    return out;
+  }
+  if (b.over != 0) {  // as the recorders write a buffer too large to read
+    out.size = b.over;
+    out.before_error = out.after_error =
+        fmt::format("size 0x{:x} over cap 0x{:x}", b.over, NVTR_MAX_BUFFER);
     return out;
   }
   out.before_error = error(b.pre.size());
