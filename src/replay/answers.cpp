@@ -36,9 +36,12 @@ Result<Recording> finish_recording(std::unique_ptr<trace::TraceReader> r, std::s
   rec.norm = ab::normalize_events(rec.header, rec.events);
   rec.tables = rec.norm->tables;
   bool any = std::any_of(rec.events.begin(), rec.events.end(), [](const trace::Event& e) {
-    return e.sys == trace::Sys::kIoctl || e.sys == trace::Sys::kOpen;
+    return e.sys == trace::Sys::kIoctl || e.sys == trace::Sys::kOpen ||
+           trace::is_environment(e.sys);
   });
-  if (!any) return err(rec.path, "the trace holds no device calls to answer from");
+  if (!any) {
+    return err(rec.path, "the trace holds no device calls or environment events to answer from");
+  }
   return rec;
 }
 

@@ -237,6 +237,13 @@ Status build_defaults(const Recording& rec, Environment& env) {
 Status build_recorded(const Recording& rec, Environment& env) {
   for (const trace::Event& ev : rec.events) {
     if (ev.path.empty() || ev.path[0] != '/') continue;
+    // The directory of every path a call succeeded on exists (so that a file the program creates
+    // there is created in the private tree); not for failed calls: a missing /proc/driver/nvidia
+    // stays missing. Best effort: a name the trace also gives a file stays one.
+    if (trace::is_environment(ev.sys) && ev.ret >= 0) {
+      size_t slash = ev.path.rfind('/');
+      if (slash > 0) (void)make_dirs(env.root + ev.path.substr(0, slash));
+    }
     if (ev.sys == trace::Sys::kFile && ev.ret >= 0) {
       std::string dst = env.root + ev.path;
       if (ev.has_entries) {
