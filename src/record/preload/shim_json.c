@@ -37,14 +37,20 @@ static void put_i64(struct out* o, int64_t v) {
   }
 }
 
+static char kPairs[512]; /* two hex digits per byte value (below) */
+
+/* Lowercase hex without leading zeros ("0" for 0), written from its last digit back, two digits
+ * per step (every stack frame and address of an event goes through here). */
 static void put_hex_raw(struct out* o, uint64_t v) {
-  char tmp[16];
-  int n = 0;
-  do {
-    tmp[n++] = kHex[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  while (n > 0) *o->p++ = tmp[--n];
+  int digits = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+  char* end = o->p + digits;
+  char* p = end;
+  for (; digits >= 2; digits -= 2, v >>= 8) {
+    p -= 2;
+    memcpy(p, kPairs + 2 * (v & 0xff), 2);
+  }
+  if (digits == 1) *--p = kHex[v & 15];
+  o->p = end;
 }
 
 static void put_hex(struct out* o, uint64_t v) {
@@ -56,7 +62,6 @@ static void put_hex(struct out* o, uint64_t v) {
 }
 
 /* Two hex digits per byte, from a table built once (the hot loop of every ioctl event). */
-static char kPairs[512];
 __attribute__((constructor)) static void init_pairs(void) {
   for (int i = 0; i < 256; ++i) {
     kPairs[2 * i] = kHex[i >> 4];
