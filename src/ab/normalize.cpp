@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
+#include <unordered_map>
 
 #include "ab/normalize_state.hpp"
 #include "ab/rules.hpp"
@@ -141,7 +143,7 @@ void Normalizer::add(const trace::Event& ev) {
   ne.seq = ev.seq;
   ne.tid = ev.tid;
   ne.index = static_cast<uint32_t>(out_.events.size());
-  ne.thread = s.thread_of(ev.tid);
+  ne.thread = s.thread_of(ev.pid, ev.tid);
   ne.sys = ev.sys;
   ne.device = rm::classify_device(ev.path);
   ne.tables = &t;
@@ -307,6 +309,33 @@ void choose_tables(NormalizedTrace& nt) {
   nt.exact_branch = c.exact_major;
 }
 
+// Renumbers the thread roles, which the Normalizer gave in the order of the threads' first calls,
+// into the order of NormalizedTrace::thread_tids' comment.
+void order_threads(NormalizedTrace& nt) {
+  size_t n = nt.thread_tids.size();
+  if (n < 2) return;
+  std::unordered_map<int32_t, size_t> process_rank;  // pid → order of first appearance
+  for (size_t r = 0; r < n; ++r) process_rank.try_emplace(nt.thread_pids[r], process_rank.size());
+  std::vector<uint32_t> order(n);
+  for (size_t r = 0; r < n; ++r) order[r] = static_cast<uint32_t>(r);
+  auto key = [&](uint32_t r) {
+    int32_t pid = nt.thread_pids[r], tid = nt.thread_tids[r];
+    return std::tuple(process_rank[pid], tid != pid, tid);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
+  std::vector<uint32_t> role_of(n);
+  std::vector<int32_t> tids(n), pids(n);
+  for (size_t k = 0; k < n; ++k) {
+    role_of[order[k]] = static_cast<uint32_t>(k);
+    tids[k] = nt.thread_tids[order[k]];
+    pids[k] = nt.thread_pids[order[k]];
+  }
+  for (NormEvent& e : nt.events) e.thread = role_of[e.thread];
+  nt.thread_tids = std::move(tids);
+  nt.thread_pids = std::move(pids);
+}
+
 std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, std::string path,
                                                   uint64_t size_hint,
                                                   const NormalizeOptions& options) {
@@ -333,6 +362,7 @@ std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, st
     trace::Event ev;
     while (reader.next(ev)) norm.add(ev);
   }
+  order_threads(*nt);
   nt->trailer = reader.trailer();
   nt->truncated = reader.truncated();
   nt->diagnostics = reader.diagnostics();
@@ -366,6 +396,7 @@ std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,
   choose_tables(*nt);
   Normalizer n(*nt, *nt->tables, options);
   for (const trace::Event& ev : events) n.add(ev);
+  order_threads(*nt);
   return nt;
 }
 

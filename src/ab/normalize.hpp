@@ -98,7 +98,7 @@ struct MaskCounts {
 struct NormEvent {
   uint64_t seq = 0;
   int32_t tid = 0;
-  uint32_t thread = 0;  // role: order of the thread's first call
+  uint32_t thread = 0;  // role (NormalizedTrace::thread_tids)
   uint32_t index = 0;   // position in the trace (0-based, in file order)
   trace::Sys sys = trace::Sys::kUnknown;
   rm::Device device = rm::Device::kUnknown;
@@ -143,7 +143,11 @@ struct NormalizedTrace {
   std::vector<NormBuffer> buffers;
   std::vector<uint8_t> bytes;
   std::vector<Subst> substs;
+  // Thread roles: processes in the order they first appear, in each its main thread (tid = pid)
+  // and then its other threads in the order the kernel created them (ascending tid), so that
+  // threads whose first calls race get the same role in two runs.
   std::vector<int32_t> thread_tids;                 // role → tid
+  std::vector<int32_t> thread_pids;                 // role → pid
   std::unordered_map<uint64_t, std::string> names;  // symbol id → display name
   MaskCounts masks;
   // Names of CUDA API calls (NormalizeOptions::api_namer); [0] is "", for events it did not name.

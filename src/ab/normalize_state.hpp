@@ -109,7 +109,7 @@ struct Normalizer::State {
   uint64_t scope = 0;   // which call (for places in buffers of unknown layout)
   std::vector<detail::LiveBuffer> live;
 
-  uint32_t thread_of(int32_t tid);
+  uint32_t thread_of(int32_t pid, int32_t tid);
   void set_name(uint64_t sym, std::string name);
   const std::string& name_of(uint64_t sym);
 

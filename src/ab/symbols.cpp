@@ -49,9 +49,12 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
-uint32_t Normalizer::State::thread_of(int32_t tid) {
+uint32_t Normalizer::State::thread_of(int32_t pid, int32_t tid) {
   auto [it, inserted] = threads.try_emplace(tid, static_cast<uint32_t>(threads.size()));
-  if (inserted) out.thread_tids.push_back(tid);
+  if (inserted) {
+    out.thread_tids.push_back(tid);
+    out.thread_pids.push_back(pid);
+  }
   return it->second;
 }
 

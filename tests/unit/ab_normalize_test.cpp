@@ -208,7 +208,7 @@ TEST(AbNormalize, MissingAndExtraCalls) {
   EXPECT_EQ(c.divergences[1].a, 3u);
 }
 
-TEST(AbNormalize, ThreadsAreMatchedByTheOrderOfTheirFirstCall) {
+TEST(AbNormalize, ThreadsAreMatchedByRole) {
   // A: thread 540 runs the program, thread 541 opens nvidiactl twice, interleaved.
   // B: other thread ids, and the second thread's calls land elsewhere in the global order.
   auto two_threads = [](const RunValues& r, int32_t other, std::vector<size_t> where) {
@@ -225,6 +225,50 @@ TEST(AbNormalize, ThreadsAreMatchedByTheOrderOfTheirFirstCall) {
   EXPECT_TRUE(c.equivalent());
   EXPECT_EQ(a->thread_tids, (std::vector<int32_t>{540, 541}));
   EXPECT_EQ(b->thread_tids, (std::vector<int32_t>{777, 900}));
+}
+
+TEST(AbNormalize, RacingThreadsKeepTheRoleOfTheirCreationOrder) {
+  // Two workers opening nvidiactl with other flags each (worker 1: 0x2, worker 2: 0x80002). In A
+  // worker 2's first call comes first, in B worker 1's: by the order of their first calls they
+  // would swap roles; by creation order (tid) they do not. A second process (a forked child,
+  // with a thread of its own created before it first calls) comes after the first's threads.
+  auto run = [](const RunValues& r, bool second_first) {
+    std::vector<trace::Event> ev = program(r);
+    for (trace::Event& e : ev) e.pid = r.tid;
+    auto open = [&](int32_t pid, int32_t tid, uint64_t flags, int32_t fd) {
+      trace::Event o = ev[0];
+      o.pid = pid;
+      o.tid = tid;
+      o.open_flags = flags;
+      o.ret = fd;
+      return o;
+    };
+    trace::Event w1 = open(r.tid, r.tid + 1, 0x2, r.fd + 10);
+    trace::Event w2 = open(r.tid, r.tid + 2, 0x80002, r.fd + 11);
+    ev.insert(ev.begin() + 1, second_first ? w1 : w2);
+    ev.insert(ev.begin() + 1, second_first ? w2 : w1);
+    ev.push_back(open(r.tid + 20, r.tid + 21, 0x802, 3));  // the child's thread, first
+    ev.push_back(open(r.tid + 20, r.tid + 20, 0x2, 4));    // then the child's main thread
+    return ev;
+  };
+  auto a = normalize_events(header(), run(kA, true));
+  RunValues rb = kB;
+  auto b = normalize_events(header(), run(rb, false));
+  EXPECT_EQ(a->thread_tids, (std::vector<int32_t>{540, 541, 542, 560, 561}));
+  EXPECT_EQ(b->thread_tids, (std::vector<int32_t>{777, 778, 779, 797, 798}));
+  Comparison c = compare(*a, *b);
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  // The roles are what the alignment pairs: worker 1's calls are role 1, worker 2's role 2.
+  for (const auto& [t, main_tid] : {std::pair(a.get(), 540), std::pair(b.get(), 777)}) {
+    size_t seen = 0;
+    for (const NormEvent& e : t->events) {
+      if (e.tid == main_tid + 1 || e.tid == main_tid + 2) {
+        EXPECT_EQ(e.thread, static_cast<uint32_t>(e.tid - main_tid));
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 2u);
+  }
 }
 
 TEST(AbNormalize, ByteFates) {

@@ -1,11 +1,11 @@
 /* The matcher: which recorded call answers a live one (docs/replay.md, "Matching").
  *
- * Each thread of the program plays one thread role of the recording (ab's roles: threads in the
- * order of their first call), taken at its first device call: the free role whose calls hold an
- * unanswered one of the same identity (the role whose next call it is, first). Within the role,
- * the answer is the first unanswered recorded call of that identity at or after the role's
- * position (in order), else the first unanswered one before it (out of order: the program made
- * it later than the recording did). An identity with no unanswered call left is unrecorded: an
+ * Each thread of the program plays one thread role of the recording (ab's roles: per process, its
+ * threads in the order they were created), taken at its first device call: the free role whose
+ * calls hold an unanswered one of the same identity (the role whose next call it is, first). Within
+ * the role, the answer is the first unanswered recorded call of that identity at or after the
+ * role's position (in order), else the first unanswered one before it (out of order: the program
+ * made it later than the recording did). An identity with no unanswered call left is unrecorded: an
  * RM control then gets the answer of its nearest recorded twin (polling), and the caller applies
  * the policy for the rest. */
 #define _GNU_SOURCE
