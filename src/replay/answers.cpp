@@ -613,7 +613,9 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
     c.b.events[k].patch_count = static_cast<uint32_t>(c.b.patches[k].size());
     flat.insert(flat.end(), c.b.patches[k].begin(), c.b.patches[k].end());
   }
-  std::memcpy(f.data() + h.off_events, c.b.events.data(), c.b.events.size() * sizeof(rp_event));
+  if (!c.b.events.empty()) {  // (none in a trace of environment events only)
+    std::memcpy(f.data() + h.off_events, c.b.events.data(), c.b.events.size() * sizeof(rp_event));
+  }
   h.n_patches = static_cast<uint32_t>(flat.size());
   h.off_patches = section(flat.data(), flat.size() * sizeof(rp_patch));
   h.n_escapes = static_cast<uint32_t>(c.escapes.size());
