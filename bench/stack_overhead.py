@@ -70,7 +70,8 @@ def main():
     # How many frames each ioctl's stack really has (what the compiler made of the recursion, with
     # libc's start-up): counted in a short preload-mode recording, not assumed.
     probe = out + "-probe.jsonl"
-    subprocess.run(ct[:4] + [probe] + ct[5:] + ["--mode", "preload", "--", loop, os.path.join(dev, "nvidiactl"), "3", str(a.depth)],
+    subprocess.run([cudatool, "trace", "-q", "-o", probe, "--devices", devices, "--mode", "preload", "--",
+                    loop, os.path.join(dev, "nvidiactl"), "3", str(a.depth)],
                    check=True)
     frames = 0
     with open(probe) as f:

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 
+#include "record/tracee_memory.hpp"
 #include "replay/session.hpp"
 #include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
@@ -22,10 +24,10 @@ trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
   out.size = b.size;
   out.before = b.pre;
   out.after = b.post;
+  // The recorders' texts (record/tracee_memory.hpp), so that a replayed trace reads as recorded.
   auto error = [&](size_t got) -> std::string {
     if (b.size == 0 || got >= b.size) return {};
-    if (got == 0) return "EFAULT";
-    return fmt::format("EFAULT after {} of {} bytes", got, b.size);
+    return record::partial_error(EFAULT, got, b.size);
   };
   if (b.bound != 0) {  // as the recorders write a bounded read: the bound, the bytes got
     out.size = b.bound;
@@ -34,8 +36,7 @@ trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
   }
   if (b.over != 0) {  // as the recorders write a buffer too large to read
     out.size = b.over;
-    out.before_error = out.after_error =
-        fmt::format("size 0x{:x} over cap 0x{:x}", b.over, NVTR_MAX_BUFFER);
+    out.before_error = out.after_error = record::over_cap_error(b.over, NVTR_MAX_BUFFER);
     return out;
   }
   out.before_error = error(b.pre.size());

@@ -55,8 +55,9 @@ static void add_plans(struct live_buf* b, const struct nvtr_buf_plan* p, int n, 
   for (int i = 0; i < n; ++i) {
     int k = role_buf(p[i].role, in_xfer);
     b[k].addr = p[i].addr;
-    b[k].size = p[i].size > NVTR_MAX_BUFFER ? 0 : p[i].size;
-    b[k].over = p[i].size > NVTR_MAX_BUFFER ? p[i].size : 0;
+    int over = p[i].size > NVTR_MAX_BUFFER;
+    b[k].size = over ? 0 : p[i].size;
+    b[k].over = over ? p[i].size : 0;
     b[k].present = 1;
   }
 }
@@ -117,7 +118,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
   struct live_buf b[RP_BUF_COUNT];
   memset(b, 0, sizeof b);
   struct nvtr_buf_plan ap = nvtr_plan_arg(kind, r32, arg, uvm_branch());
-  b[RP_BUF_ARG] = (struct live_buf){arg, ap.size, 1};
+  b[RP_BUF_ARG] = (struct live_buf){.addr = arg, .size = ap.size, .present = 1};
   uint8_t argb[ARG_MAX_BYTES];
   uint64_t alen = rs_read(arg, argb, ap.size < sizeof argb ? ap.size : sizeof argb);
   if (ap.bounded) b[RP_BUF_ARG].size = alen;
@@ -180,7 +181,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
         rs_read(b[p->parent].addr + p->ptr_off, &ptr, 8) != 8 || ptr == 0) {
       continue;
     }
-    mb[nmb] = (struct live_buf){ptr, p->bufsize, 1};
+    mb[nmb] = (struct live_buf){.addr = ptr, .size = p->bufsize, .present = 1};
     mb_patch[nmb] = e->patch_first + i;
     payload += log_payload(p->bufsize);
     ++nmb;
