@@ -3,6 +3,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "shim.h"
 
@@ -18,14 +21,41 @@ static void put(struct out* o, const char* s) {
   o->p += n;
 }
 
+/* Two digits per value, constant data: events are written from the loader's constructors on,
+ * before any constructor of this file would have filled a table. */
+static const char kPairs[513] = /* two hex digits per byte value */
+    "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+    "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+    "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+    "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+    "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+    "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+    "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+static const char kDecimal[201] = /* two decimal digits per value 0..99 */
+    "0001020304050607080910111213141516171819202122232425262728293031"
+    "3233343536373839404142434445464748495051525354555657585960616263"
+    "6465666768697071727374757677787980818283848586878889909192939495"
+    "96979899";
+
+/* Decimal, two digits per step from a table (seq, t, dur, pid, tid, ret, sizes: every event). */
 static void put_u64(struct out* o, uint64_t v) {
   char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) *o->p++ = tmp[--n];
+  char* p = tmp + sizeof tmp;
+  while (v >= 100) {
+    p -= 2;
+    memcpy(p, kDecimal + 2 * (v % 100), 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, kDecimal + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
+  size_t n = (size_t)(tmp + sizeof tmp - p);
+  memcpy(o->p, p, n);
+  o->p += n;
 }
 
 static void put_i64(struct out* o, int64_t v) {
@@ -37,12 +67,32 @@ static void put_i64(struct out* o, int64_t v) {
   }
 }
 
-static char kPairs[512]; /* two hex digits per byte value (below) */
+#ifdef __SSE2__
+/* 16 bytes as 32 lowercase hex digits, in order: each byte's high nibble, then its low one. */
+static inline void hex16(char* dst, __m128i v) {
+  const __m128i nib = _mm_set1_epi8(0x0f);
+  __m128i lo = _mm_and_si128(v, nib);
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), nib);
+  __m128i a = _mm_unpacklo_epi8(hi, lo), b = _mm_unpackhi_epi8(hi, lo);
+  const __m128i nine = _mm_set1_epi8(9), zero = _mm_set1_epi8('0'),
+                gap = _mm_set1_epi8('a' - '0' - 10);
+  a = _mm_add_epi8(_mm_add_epi8(a, zero), _mm_and_si128(_mm_cmpgt_epi8(a, nine), gap));
+  b = _mm_add_epi8(_mm_add_epi8(b, zero), _mm_and_si128(_mm_cmpgt_epi8(b, nine), gap));
+  _mm_storeu_si128((__m128i*)dst, a);
+  _mm_storeu_si128((__m128i*)(dst + 16), b);
+}
+#endif
 
-/* Lowercase hex without leading zeros ("0" for 0), written from its last digit back, two digits
- * per step (every stack frame and address of an event goes through here). */
+/* Lowercase hex without leading zeros ("0" for 0): every stack frame and address of an event
+ * goes through here. */
 static void put_hex_raw(struct out* o, uint64_t v) {
   int digits = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+#ifdef __SSE2__
+  char tmp[32];
+  hex16(tmp, _mm_cvtsi64_si128((long long)__builtin_bswap64(v))); /* digits 0..15 in tmp */
+  memcpy(o->p, tmp + 16 - digits, (size_t)digits);
+  o->p += digits;
+#else
   char* end = o->p + digits;
   char* p = end;
   for (; digits >= 2; digits -= 2, v >>= 8) {
@@ -51,6 +101,7 @@ static void put_hex_raw(struct out* o, uint64_t v) {
   }
   if (digits == 1) *--p = kHex[v & 15];
   o->p = end;
+#endif
 }
 
 static void put_hex(struct out* o, uint64_t v) {
@@ -61,27 +112,48 @@ static void put_hex(struct out* o, uint64_t v) {
   *o->p++ = '"';
 }
 
-/* Two hex digits per byte, from a table built once (the hot loop of every ioctl event). */
-__attribute__((constructor)) static void init_pairs(void) {
-  for (int i = 0; i < 256; ++i) {
-    kPairs[2 * i] = kHex[i >> 4];
-    kPairs[2 * i + 1] = kHex[i & 15];
-  }
-}
-
 static void put_bytes(struct out* o, const uint8_t* b, uint64_t n) {
   *o->p++ = '"';
   char* p = o->p;
-  for (uint64_t i = 0; i < n; ++i) memcpy(p + 2 * i, kPairs + 2 * b[i], 2);
+  uint64_t i = 0;
+#ifdef __SSE2__
+  for (; i + 16 <= n; i += 16) hex16(p + 2 * i, _mm_loadu_si128((const __m128i*)(b + i)));
+#endif
+  for (; i < n; ++i) memcpy(p + 2 * i, kPairs + 2 * b[i], 2);
   o->p = p + 2 * n;
   *o->p++ = '"';
 }
 
+#ifdef __SSE2__
+/* Copies whole aligned 16-byte runs of s that need no escape (0x20 <= c < 0x7f, not '"' or
+ * '\\'; a NUL ends a run), returning where the copy stopped. The loads are aligned, so they
+ * never reach a page the string does not (the device path of every event goes through here). */
+static const char* put_plain_runs(struct out* o, const char* s) {
+  while (((uintptr_t)s & 15) == 0) {
+    __m128i v = _mm_load_si128((const __m128i*)s);
+    /* signed compares: bytes >= 0x80 are negative, so below 0x20 */
+    __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                                            _mm_cmpgt_epi8(v, _mm_set1_epi8(0x7e))),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                            _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    if (_mm_movemask_epi8(bad) != 0) break;
+    _mm_storeu_si128((__m128i*)o->p, v);
+    o->p += 16;
+    s += 16;
+  }
+  return s;
+}
+#endif
+
 /* As json_escape_to (src/base/json_writer.cpp): bytes >= 0x7f and controls as \u00XX. */
 static void put_string(struct out* o, const char* s) {
   *o->p++ = '"';
-  for (; *s != '\0'; ++s) {
+  for (;; ++s) {
+#ifdef __SSE2__
+    s = put_plain_runs(o, s);
+#endif
     unsigned char c = (unsigned char)*s;
+    if (c == '\0') break;
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
       *o->p++ = (char)c;
     } else if (c == '"') {

@@ -3,6 +3,7 @@
  * addresses and saved frame pointers only inside the calling thread's stack mapping. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "unwind.h"
@@ -24,13 +25,22 @@ static struct slot* slot_of(uint64_t pc) {
   return &cache[(h >> 40) % CACHE_SLOTS];
 }
 
+static void copy_expr(uint8_t* dst, const uint8_t* src, uint8_t len) {
+  memcpy(dst, src, len < UW_EXPR_MAX ? len : UW_EXPR_MAX);
+}
+
 static int cache_get(uint64_t pc, uint32_t gen, struct uw_rule* out) {
   struct slot* s = slot_of(pc);
   uint32_t a = atomic_load_explicit(&s->seq, memory_order_acquire);
   if (a & 1) return 0;
   uint64_t key = s->pc;
   uint32_t g = s->gen;
-  *out = s->rule;
+  /* The fixed part, then only the expressions the rule uses (most use none): a torn read of a
+   * length is bounded here and thrown away by the check of seq below. */
+  memcpy(out, &s->rule, offsetof(struct uw_rule, cfa_expr));
+  if (out->cfa_reg == 0xff) copy_expr(out->cfa_expr, s->rule.cfa_expr, out->cfa_len);
+  if (out->ra_rule == UW_R_EXPR_ADDR) copy_expr(out->ra_expr, s->rule.ra_expr, out->ra_len);
+  if (out->bp_rule == UW_R_EXPR_ADDR) copy_expr(out->bp_expr, s->rule.bp_expr, out->bp_len);
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&s->seq, memory_order_relaxed) != a) return 0;
   return a != 0 && key == pc && g == gen;
