@@ -1,0 +1,34 @@
+/* The preload shim's JSON writers (src/record/preload/shim_json.c), compiled into the unit tests
+ * so that tests/unit/shim_json_test.cpp can hold them against the C++ writers the rest of the
+ * project uses (json_escape_to, append_hex). */
+#include "../../src/record/preload/shim_json.c"
+
+#include "shim_json_probe.h"
+
+uint64_t shim_max_buffer(void) {
+  return 0;
+} /* shim_core.c's, not linked here */
+
+size_t probe_put_string(char* out, const char* s) {
+  struct out o = {out};
+  put_string(&o, s);
+  return (size_t)(o.p - out);
+}
+
+size_t probe_put_bytes(char* out, const uint8_t* b, uint64_t n) {
+  struct out o = {out};
+  put_bytes(&o, b, n);
+  return (size_t)(o.p - out);
+}
+
+size_t probe_put_hex(char* out, uint64_t v) {
+  struct out o = {out};
+  put_hex_raw(&o, v);
+  return (size_t)(o.p - out);
+}
+
+size_t probe_put_u64(char* out, uint64_t v) {
+  struct out o = {out};
+  put_u64(&o, v);
+  return (size_t)(o.p - out);
+}
