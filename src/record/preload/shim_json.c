@@ -68,29 +68,36 @@ static void put_i64(struct out* o, int64_t v) {
 }
 
 #ifdef __SSE2__
-/* 16 bytes as 32 lowercase hex digits, in order: each byte's high nibble, then its low one. */
-static inline void hex16(char* dst, __m128i v) {
-  const __m128i nib = _mm_set1_epi8(0x0f);
+/* The 16 bytes of v as 32 lowercase hex digits in two registers, in order: each byte's high
+ * nibble, then its low one. */
+static inline void hex16_regs(__m128i v, __m128i* first, __m128i* second) {
+  const __m128i nib = _mm_set1_epi8(0x0f), nine = _mm_set1_epi8(9);
+  const __m128i zero = _mm_set1_epi8('0'), gap = _mm_set1_epi8('a' - '0' - 10);
   __m128i lo = _mm_and_si128(v, nib);
   __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), nib);
   __m128i a = _mm_unpacklo_epi8(hi, lo), b = _mm_unpackhi_epi8(hi, lo);
-  const __m128i nine = _mm_set1_epi8(9), zero = _mm_set1_epi8('0'),
-                gap = _mm_set1_epi8('a' - '0' - 10);
-  a = _mm_add_epi8(_mm_add_epi8(a, zero), _mm_and_si128(_mm_cmpgt_epi8(a, nine), gap));
-  b = _mm_add_epi8(_mm_add_epi8(b, zero), _mm_and_si128(_mm_cmpgt_epi8(b, nine), gap));
+  *first = _mm_add_epi8(_mm_add_epi8(a, zero), _mm_and_si128(_mm_cmpgt_epi8(a, nine), gap));
+  *second = _mm_add_epi8(_mm_add_epi8(b, zero), _mm_and_si128(_mm_cmpgt_epi8(b, nine), gap));
+}
+
+static inline void hex16(char* dst, __m128i v) {
+  __m128i a, b;
+  hex16_regs(v, &a, &b);
   _mm_storeu_si128((__m128i*)dst, a);
   _mm_storeu_si128((__m128i*)(dst + 16), b);
 }
 #endif
 
 /* Lowercase hex without leading zeros ("0" for 0): every stack frame and address of an event
- * goes through here. */
+ * goes through here. With SSE2, v is shifted so that its first digit leads and all 16 digits are
+ * stored at once (the bounds of shim_event_bound leave room for them); the cursor then moves by
+ * the digits that count. */
 static void put_hex_raw(struct out* o, uint64_t v) {
   int digits = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
 #ifdef __SSE2__
-  char tmp[32];
-  hex16(tmp, _mm_cvtsi64_si128((long long)__builtin_bswap64(v))); /* digits 0..15 in tmp */
-  memcpy(o->p, tmp + 16 - digits, (size_t)digits);
+  __m128i a, b;
+  hex16_regs(_mm_cvtsi64_si128((long long)__builtin_bswap64(v << (4 * (16 - digits)))), &a, &b);
+  _mm_storeu_si128((__m128i*)o->p, a);
   o->p += digits;
 #else
   char* end = o->p + digits;
