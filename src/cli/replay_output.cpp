@@ -49,9 +49,11 @@ std::string render_replay_text(const replay::ReplayReport& r) {
     }
   }
   out += "\n";
-  if (r.gpu_entries != 0 || r.gpu_releases != 0) {
-    out += fmt::format("fake GPU: {} GPFIFO entries carried out, {} semaphore releases\n",
-                       r.gpu_entries, r.gpu_releases);
+  if (r.gpu_entries != 0 || r.gpu_releases != 0 || r.gpu_maps != 0) {
+    out += fmt::format(
+        "fake GPU: {} GPFIFO entries carried out, {} semaphore releases; {} of {} device "
+        "mappings tied to a memory object\n",
+        r.gpu_entries, r.gpu_releases, r.gpu_maps_known, r.gpu_maps);
   }
   if (!r.deviations.empty()) {
     out +=
@@ -160,7 +162,8 @@ std::string render_replay_json(const replay::ReplayReport& r) {
     w.null();
   }
   w.key("fake_gpu").begin_object().kv("gpfifo_entries", r.gpu_entries);
-  w.kv("semaphore_releases", r.gpu_releases).end_object();
+  w.kv("semaphore_releases", r.gpu_releases);
+  w.kv("mappings", r.gpu_maps).kv("mappings_known", r.gpu_maps_known).end_object();
   w.kv("processes", r.processes).kv("log_lost", r.log_lost).kv_or_null("output", r.output);
   w.kv("wall_s", r.wall_s).kv("verdict", r.verdict);
   w.end_object();

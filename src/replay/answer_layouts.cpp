@@ -177,6 +177,7 @@ rp_gpu_layout gpu_layout(const rm::Tables& t) {
   g.map_offset = field_offset(t, kMap, "offset", b);
   g.map_length = field_offset(t, kMap, "length", b);
   g.map_linear = field_offset(t, kMap, "pLinearAddress", b);
+  g.map_fd = field_offset(t, "nv_ioctl_nvos33_parameters_with_fd", "fd");
   return g;
 }
 

@@ -24,7 +24,7 @@
 #define RP_TABLE_MAGIC 0x3174627470726475ULL /* "udrptbt1" */
 #define RP_STATE_MAGIC 0x3174737470726475ULL /* "udrptst1" */
 #define RP_LOG_MAGIC 0x31676c7470726475ULL   /* "udrptlg1" */
-#define RP_VERSION 1
+#define RP_VERSION 2                         /* 2: rp_gpu_layout.map_fd, rp_state.gpu_maps* */
 
 /* Environment of the replayed program (set by cudatool). */
 #define RP_ENV_TABLE "CUDATOOL_REPLAY_TABLE" /* the answer table */
@@ -183,6 +183,7 @@ struct rp_gpu_layout {
   int32_t map_offset;
   int32_t map_length;
   int32_t map_linear; /* .pLinearAddress */
+  int32_t map_fd;     /* nv_ioctl_nvos33_parameters_with_fd.fd: the fd the mmap that follows uses */
 };
 
 /* An environment file or node of the private tree, or a device node answered by stat. */
@@ -258,13 +259,15 @@ struct rp_wait {
 
 struct rp_state {
   uint64_t magic;
-  uint64_t progress;     /* bumped by every answered call and fake-GPU step (atomic) */
-  uint64_t seq;          /* next log sequence number (atomic) */
-  uint64_t processes;    /* shims started (atomic) */
-  uint64_t gpu_entries;  /* GPFIFO entries the fake GPU carried out (atomic) */
-  uint64_t gpu_releases; /* semaphore releases carried out (atomic) */
-  uint32_t n_waits;      /* (atomic) */
-  uint32_t lock;         /* spin lock of fds[] and roles' assignment */
+  uint64_t progress;       /* bumped by every answered call and fake-GPU step (atomic) */
+  uint64_t seq;            /* next log sequence number (atomic) */
+  uint64_t processes;      /* shims started (atomic) */
+  uint64_t gpu_entries;    /* GPFIFO entries the fake GPU carried out (atomic) */
+  uint64_t gpu_releases;   /* semaphore releases carried out (atomic) */
+  uint64_t gpu_maps;       /* mmaps of RM device fds (not UVM) the replay handed out (atomic) */
+  uint64_t gpu_maps_known; /* of them, those the fake GPU tied to a memory object (atomic) */
+  uint32_t n_waits;        /* (atomic) */
+  uint32_t lock;           /* spin lock of fds[] and roles' assignment */
   uint32_t n_events;
   uint32_t pad;
   struct rp_role_state roles[RP_MAX_ROLES];

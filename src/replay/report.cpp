@@ -203,6 +203,8 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   rep.processes = state.processes;
   rep.gpu_entries = state.gpu_entries;
   rep.gpu_releases = state.gpu_releases;
+  rep.gpu_maps = state.gpu_maps;
+  rep.gpu_maps_known = state.gpu_maps_known;
   rep.log_lost = log.lost;
   for (const LogRecord& r : log.records) {
     if (r.sys == RP_LOG_ENV) {

@@ -84,6 +84,7 @@ struct ReplayReport {
   std::string refusal;  // why the shim refused (another driver's library)
   uint64_t processes = 0;
   uint64_t gpu_entries = 0, gpu_releases = 0;
+  uint64_t gpu_maps = 0, gpu_maps_known = 0;  // RM device mmaps; those tied to a memory object
   uint64_t log_lost = 0;
   std::string output;          // the replayed trace written
   std::string program_output;  // capture_output

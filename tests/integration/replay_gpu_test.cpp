@@ -1,6 +1,8 @@
 // The replay's fake GPU, on a fixture library (tests/fixtures/replay/nv_lib.c) replayed from
 // its own recording on fake device nodes: the library picks its handles as libcuda does, maps a
-// memory object, allocates a GPFIFO channel in it and submits work. Recorded on fake nodes
+// memory object as libcuda does (a fd of its own, mmapped at 0; a spare object of the same
+// length mapped alike, so only MAP_MEMORY's fd tells the replay which mmap shows which),
+// allocates a GPFIFO channel in it and submits work. Recorded on fake nodes
 // nothing runs the channel and every ioctl fails; replayed with those answers made successes
 // (--inject ret=0), the fake GPU carries out the host and copy-engine work, and stops at a
 // compute launch with a report that names the semaphore the library waits for.
@@ -49,7 +51,8 @@ LibRecording record_lib(const std::string& name, const std::string& mode) {
       r.injections.push_back("seq=" + std::to_string(e["seq"].get<int>()) + ",ret=0");
     }
   }
-  EXPECT_EQ(r.injections.size(), 2u * 5);  // client, device, memory, map, channel
+  // client, device, memory, spare memory, their two maps, channel
+  EXPECT_EQ(r.injections.size(), 2u * 7);
   std::filesystem::remove_all(r.dir);
   return r;
 }
@@ -77,7 +80,9 @@ TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
   EXPECT_EQ(work["gp_get"], 1);  // GPGet followed GPPut
   EXPECT_EQ(r.report["fake_gpu"]["gpfifo_entries"], 1);
   EXPECT_EQ(r.report["fake_gpu"]["semaphore_releases"], 2);
-  EXPECT_EQ(r.report["injected"].size(), 5u);
+  EXPECT_EQ(r.report["fake_gpu"]["mappings"], 2);  // the work's memory and the spare
+  EXPECT_EQ(r.report["fake_gpu"]["mappings_known"], 2);
+  EXPECT_EQ(r.report["injected"].size(), 7u);
   // The threads' and the child's controls were answered as recorded (ENOTTY on fake nodes).
   size_t controls = 0;
   for (const json& e : json_lines(r.run.out)) {

@@ -116,6 +116,10 @@ TEST_F(ReplayReal, PrimaryContextIsCreated) {
   EXPECT_EQ(p.ret_of("cuDevicePrimaryCtxRetain"), 0) << r.run.out << r.report.dump(1);
   EXPECT_EQ(p.ret_of("cuCtxSetCurrent"), 0);
   EXPECT_GT(r.report["fake_gpu"]["semaphore_releases"].get<uint64_t>(), 0u);
+  // Every mmap of an RM device fd is tied to the memory object its NV_ESC_RM_MAP_MEMORY named
+  // (through the fd in its argument): 30 in this recording's context creation.
+  EXPECT_GT(r.report["fake_gpu"]["mappings"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r.report["fake_gpu"]["mappings_known"], r.report["fake_gpu"]["mappings"]);
 }
 
 TEST_F(ReplayReal, InjectedChannelFailuresMakeContextCreationFailWith801) {

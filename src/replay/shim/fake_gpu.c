@@ -41,6 +41,7 @@ struct linear {
   uint32_t h_memory;
   uint32_t used; /* an mmap took it */
   uint64_t offset, length, linear;
+  int fd; /* the fd MAP_MEMORY named for the mapping; -1: not known */
 };
 struct gpu_map {
   uint64_t va, len;
@@ -81,25 +82,29 @@ static int thread_started;
 
 /* ---- what the answers tell ---- */
 
-void rs_gpu_map_memory(uint32_t h, uint64_t offset, uint64_t length, uint64_t linear) {
+void rs_gpu_map_memory(uint32_t h, uint64_t offset, uint64_t length, uint64_t linear, int fd) {
   rs_lock(&lock);
   if (nlins == MAX_LINEAR) memmove(lins, lins + 1, sizeof lins[0] * (--nlins));
-  lins[nlins++] = (struct linear){h, 0, offset, length, linear};
+  lins[nlins++] = (struct linear){h, 0, offset, length, linear, fd};
   rs_unlock(&lock);
 }
 
-void rs_gpu_mmap(int path, uint64_t off, uint64_t cpu, uint64_t len) {
+void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
   rs_lock(&lock);
   struct cpu_map m = {cpu, len, path, 0, 0};
   /* The mapping's file offset is the linear address MAP_MEMORY answered (the fixture's way), or
-   * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, maps the memory
-   * with it and mmaps it at 0): then the newest MAP_MEMORY of that length no mmap took. */
+   * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, names it in
+   * MAP_MEMORY's argument and mmaps it at 0): then the newest MAP_MEMORY of this fd that no
+   * mmap took; for an argument without the fd, the newest of that length that no mmap took. */
   int hit = -1;
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
     if (lins[i].linear == off && off != 0) hit = i;
   }
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
-    if (!lins[i].used && lins[i].length == len) hit = i;
+    if (!lins[i].used && lins[i].fd >= 0 && lins[i].fd == fd) hit = i;
+  }
+  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
+    if (!lins[i].used && lins[i].fd < 0 && lins[i].length == len) hit = i;
   }
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
     if (lins[i].linear == off) hit = i;
@@ -111,6 +116,10 @@ void rs_gpu_mmap(int path, uint64_t off, uint64_t cpu, uint64_t len) {
   }
   if (ncpus < MAX_CPU_MAPS) cpus[ncpus++] = m;
   rs_unlock(&lock);
+  if (nvtr_dev_kind_of_path(rs_path(path)) != NVTR_DEV_UVM) { /* UVM mmaps have no MAP_MEMORY */
+    __atomic_fetch_add(&rs.st->gpu_maps, 1, __ATOMIC_RELAXED);
+    if (hit >= 0) __atomic_fetch_add(&rs.st->gpu_maps_known, 1, __ATOMIC_RELAXED);
+  }
 }
 
 int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path) {

@@ -286,7 +286,7 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
       err = (int)-r;
       r = -1;
     } else {
-      rs_gpu_mmap(idx, off, (uint64_t)r, len);
+      rs_gpu_mmap(idx, fd, off, (uint64_t)r, len);
     }
   }
   struct rs_rec w;

@@ -88,8 +88,10 @@ static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
       rs_gpu_channel(h, id->cls, params, got);
     }
   } else if (esc != NULL && (esc->flags & RP_ESCF_MAP)) {
+    /* The caller's fd for the mapping (an input: the answer leaves it as the program wrote it). */
+    int fd = g->map_fd >= 0 && (uint64_t)g->map_fd + 4 <= n ? (int)u32_at(post, n, g->map_fd) : -1;
     rs_gpu_map_memory(rs_handle(u32_at(post, n, g->map_hmemory)), u64_at(post, n, g->map_offset),
-                      u64_at(post, n, g->map_length), u64_at(post, n, g->map_linear));
+                      u64_at(post, n, g->map_length), u64_at(post, n, g->map_linear), fd);
   } else if (esc != NULL && (esc->flags & RP_ESCF_MAP_DMA)) {
     rs_gpu_map_dma(rs_handle(u32_at(post, n, g->dma_hmemory)), u64_at(post, n, g->dma_offset),
                    u64_at(post, n, g->dma_length), u64_at(post, n, g->dma_dma_offset));

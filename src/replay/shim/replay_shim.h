@@ -123,15 +123,17 @@ RS_HIDDEN const struct rp_env* rs_env_device(const char* abs);
 RS_HIDDEN void rs_fill_stat(void* st, const struct rp_env* e);
 
 /* Fake GPU (fake_gpu.c). */
-RS_HIDDEN void rs_gpu_mmap(int path, uint64_t off, uint64_t cpu, uint64_t len);
+/* An mmap the replay handed out: of device `path` through `fd` at file offset `off`. */
+RS_HIDDEN void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len);
 /* Performs the munmap of a device mapping and forgets it, with the fake GPU held off. */
 RS_HIDDEN long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err);
 /* Whether [cpu, cpu + len) overlaps a mapping the replay handed out; its device path in *path. */
 RS_HIDDEN int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path);
 /* Runs the fake GPU once (channels with new work); called from answered calls. */
 RS_HIDDEN void rs_gpu_poke(void);
+/* An answered NV_ESC_RM_MAP_MEMORY: the next mmap of `fd` (-1: not known) shows h_memory. */
 RS_HIDDEN void rs_gpu_map_memory(uint32_t h_memory, uint64_t offset, uint64_t length,
-                                 uint64_t linear);
+                                 uint64_t linear, int fd);
 RS_HIDDEN void rs_gpu_map_dma(uint32_t h_memory, uint64_t offset, uint64_t length, uint64_t gpu_va);
 RS_HIDDEN void rs_gpu_map_external(uint32_t h_memory, uint64_t offset, uint64_t length,
                                    uint64_t gpu_va);
