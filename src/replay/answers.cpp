@@ -503,7 +503,6 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   }
   if (Status s = apply_injections(c, options.injections); !s.ok()) return s.error();
   for (uint32_t k = 0; k < c.out.calls.size(); ++k) {
-    c.out.calls[k].what = describe_event(rec, c.out.calls[k].trace_index);
     c.out.calls[k].injected = (c.b.events[k].flags & RP_EVF_INJECTED) != 0;
   }
   if (c.gaps_alloc > 0) {

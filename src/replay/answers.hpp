@@ -55,12 +55,12 @@ struct TableOptions {
   std::vector<DeviceNode> devices;
 };
 
-// One recorded call of the table, for the report.
+// One recorded call of the table, for the report (describe_event(rec, trace_index) says what it
+// is: decoded when a report needs it, not for every call of every table a bisection builds).
 struct TableCall {
   uint32_t trace_index = 0;  // in Recording::events
   uint64_t seq = 0;
   uint32_t role = 0;
-  std::string what;  // decoded one-line description
   bool injected = false;
   bool synthesized = false;
 };

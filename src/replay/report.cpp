@@ -271,7 +271,7 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     d.kind = trailing ? "not_reached" : "skipped";
     d.recorded_seq = table.calls[k].seq;
     d.count = j - k;
-    d.what = table.calls[k].what;
+    d.what = describe_event(rec, table.calls[k].trace_index);
     rep.deviations.push_back(std::move(d));
     k = j;
   }
