@@ -95,7 +95,8 @@ void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
   /* The mapping's file offset is the linear address MAP_MEMORY answered (the fixture's way), or
    * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, names it in
    * MAP_MEMORY's argument and mmaps it at 0): then the newest MAP_MEMORY of this fd that no
-   * mmap took; for an argument without the fd, the newest of that length that no mmap took. */
+   * mmap took (or, for a second mmap of the fd, the newest of it); for an argument without the
+   * fd, the newest of that length that no mmap took. */
   int hit = -1;
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
     if (lins[i].linear == off && off != 0) hit = i;
@@ -105,6 +106,9 @@ void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
   }
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
     if (!lins[i].used && lins[i].fd < 0 && lins[i].length == len) hit = i;
+  }
+  for (int i = nlins - 1; i >= 0 && hit < 0; --i) { /* a second mmap of one fd */
+    if (lins[i].fd >= 0 && lins[i].fd == fd) hit = i;
   }
   for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
     if (lins[i].linear == off) hit = i;
