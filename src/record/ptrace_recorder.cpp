@@ -47,7 +47,9 @@ constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP | PT
 }  // namespace
 
 PtraceRecorder::PtraceRecorder(const RecordOptions& o, TraceWriter& out)
-    : opt_(o), out_(out), devices_(o.devices), env_(o.env) {}
+    : opt_(o), out_(out), devices_(o.devices), env_(o.env) {
+  if (o.stacks) out_.use_stack_records();  // v3: each distinct stack written once
+}
 
 uint64_t PtraceRecorder::now_ns() const {
   timespec ts{};

@@ -16,8 +16,10 @@ namespace cudatool::trace {
 // Version of the trace file format written by this build (header field "cudatool_trace").
 // Version 2 added call stacks and module records, the environment events (stat, file, mknod,
 // symlink, readlink, chmod, unlink), nested buffers behind pointer members ("params.<member>")
-// and `unrecorded`; version 1 traces read as before (docs/trace-format.md).
-inline constexpr int kFormatVersion = 2;
+// and `unrecorded`. Version 3 added stack records: a stack written once as a record line and
+// named by later events with "stack_ref" (the preload recorder's repeated stacks). Version 1 and 2
+// traces read as before (docs/trace-format.md).
+inline constexpr int kFormatVersion = 3;
 
 // A member this build does not know (written by a newer recorder), kept as its raw JSON text so
 // that reading and writing a trace loses nothing.
@@ -117,6 +119,10 @@ struct Event {
   // v2: the user-space call stack when the call was made: code addresses, innermost first (the
   // first may lie in libc), at most the recorder's frame limit. Empty: not recorded.
   std::vector<uint64_t> stack;
+  // v3: the id of the stack record ("stack_ref") the line named; the reader fills `stack` from the
+  // record. 0 when the line held its stack inline, or none. Never written back: a writer writes
+  // `stack` inline.
+  uint64_t stack_ref = 0;
   // Why the walk stopped before the outermost frame ("no unwind information at 0x…", "frame
   // limit 32", "signal frame"); empty when it ended normally or when there is no stack.
   std::string stack_error;
@@ -144,6 +150,14 @@ struct Module {
   uint64_t lo = 0;       // the mapped range of its segments, [lo, hi)
   uint64_t hi = 0;
   std::vector<ExtraField> extra;
+};
+
+// A call stack written once (v3): {"stack_record":{"id":N,"stack":[…]}}, before the first event
+// that names it with "stack_ref":N. Ids are unique in the trace; the frames are as in
+// Event::stack (a record says nothing of processes: the event's pid resolves its frames).
+struct StackRecord {
+  uint64_t id = 0;
+  std::vector<uint64_t> stack;
 };
 
 struct Header {

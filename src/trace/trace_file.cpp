@@ -134,9 +134,30 @@ Status TraceWriter::write_header(const Header& h) {
   return emit(line_);
 }
 
+size_t TraceWriter::FramesHash::operator()(const std::vector<uint64_t>& f) const noexcept {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ f.size();
+  for (uint64_t a : f) {
+    h ^= a;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return static_cast<size_t>(h);
+}
+
 Status TraceWriter::write_event(const Event& e) {
+  uint64_t ref = 0;
+  if (stack_records_on_ && !e.stack.empty()) {
+    if (auto it = stack_ids_.find(e.stack); it != stack_ids_.end()) {
+      ref = it->second;
+    } else if (stack_ids_.size() < kMaxStackRecords) {
+      StackRecord rec{stack_ids_.size() + 1, e.stack};
+      if (Status st = write_stack_record(rec); !st.ok()) return st;
+      ref = rec.id;
+      stack_ids_.emplace(std::move(rec.stack), ref);
+    }
+  }
   line_.clear();
-  append_event_line(line_, e);
+  append_event_line(line_, e, ref);
   Status st = emit(line_);
   if (st.ok()) ++events_;
   return st;
@@ -145,6 +166,12 @@ Status TraceWriter::write_event(const Event& e) {
 Status TraceWriter::write_module(const Module& m) {
   line_.clear();
   append_module_line(line_, m);
+  return emit(line_);
+}
+
+Status TraceWriter::write_stack_record(const StackRecord& s) {
+  line_.clear();
+  append_stack_record_line(line_, s);
   return emit(line_);
 }
 
@@ -239,7 +266,10 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
     // The recorder was stopped while writing this line. If it still parses (only the newline is
     // missing) it is kept.
     Status st = parse_event_line(piece, offset, ev);
-    if (st.ok() && classify_line(piece) == LineKind::kEvent) return true;
+    if (st.ok() && classify_line(piece) == LineKind::kEvent) {
+      resolve_stack(ev, offset);
+      return true;
+    }
     truncated_ = true;
     report(offset, "",
            fmt::format("last line is incomplete ({} bytes; the recorder was stopped while "
@@ -271,6 +301,18 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
       }
       return false;
     }
+    case LineKind::kStackRecord: {
+      StackRecord rec;
+      Status st = parse_stack_record_line(piece, offset, rec);
+      if (!st.ok()) {
+        report(st.error().offset.value_or(offset), st.error().field, st.error().reason);
+      } else if (auto [it, fresh] = stack_records_.try_emplace(rec.id, std::move(rec.stack));
+                 !fresh && it->second != rec.stack) {
+        report(offset, "id",
+               fmt::format("a second stack record {} with other frames: ignored", rec.id));
+      }
+      return false;
+    }
     case LineKind::kEvent:
       break;
   }
@@ -283,7 +325,27 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
     report(st.error().offset.value_or(offset), st.error().field, st.error().reason);
     return false;
   }
+  resolve_stack(ev, offset);
   return true;
+}
+
+void TraceReader::resolve_stack(Event& ev, uint64_t offset) {
+  if (ev.stack_ref == 0) return;
+  if (!ev.stack.empty()) {
+    report(
+        offset, "stack_ref",
+        fmt::format("both a stack and stack_ref {}: the stack written inline kept", ev.stack_ref));
+    return;
+  }
+  auto it = stack_records_.find(ev.stack_ref);
+  if (it == stack_records_.end()) {
+    std::string why =
+        fmt::format("stack record {} is not in the trace before this event", ev.stack_ref);
+    report(offset, "stack_ref", why);
+    if (ev.stack_error.empty()) ev.stack_error = std::move(why);
+    return;
+  }
+  ev.stack = it->second;
 }
 
 bool TraceReader::next(Event& ev) {
@@ -328,6 +390,7 @@ bool TraceReader::next(Event& ev) {
     // fails; it then starts over on the slow path, which reports what is wrong.
     if (complete && !trailer_ && classify_line(line) == LineKind::kEvent &&
         parse_event_line(line, off, ev).ok()) {
+      resolve_stack(ev, off);
       return true;
     }
     if (line.find('\0') != std::string_view::npos) {

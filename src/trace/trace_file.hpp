@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.hpp"
@@ -52,6 +53,13 @@ class TraceWriter {
   Status write_event(const Event& e);
   // A module record (v2): before the first event whose stack needs it.
   Status write_module(const Module& m);
+  // A stack record (v3): before the first event that names it with stack_ref.
+  Status write_stack_record(const StackRecord& s);
+  // From now on write_event() writes each distinct stack once, as a stack record, and names it by
+  // its id in the events that have it (ids from 1; after kMaxStackRecords distinct stacks, the
+  // rest inline). Only for a writer that is the one source of stack records in its file.
+  void use_stack_records() { stack_records_on_ = true; }
+  static constexpr size_t kMaxStackRecords = 1u << 16;
   Status write_trailer(const Trailer& t);
   // Writes bytes that are already complete trace lines (the preload spool).
   Status write_raw_lines(std::string_view lines);
@@ -75,6 +83,11 @@ class TraceWriter {
   std::string line_;
   std::string zbuf_;
   uint64_t events_ = 0;
+  struct FramesHash {
+    size_t operator()(const std::vector<uint64_t>& f) const noexcept;
+  };
+  bool stack_records_on_ = false;
+  std::unordered_map<std::vector<uint64_t>, uint64_t, FramesHash> stack_ids_;
   // Mapped output: the file is `reserved_` bytes long, `off_` of them written; windows_[i] maps
   // [i * kWindow, (i + 1) * kWindow).
   static constexpr uint64_t kWindow = 16u << 20;
@@ -100,7 +113,9 @@ class TraceReader {
   // that is not a valid event is reported to diagnostics() — one error naming the line number,
   // the offset and the reason — and skipped; so is a last line cut by a kill of the recorder.
   // Events of kinds this build does not know come back as Sys::kUnknown with their members in
-  // `extra`.
+  // `extra`. An event that names a stack record (v3 "stack_ref") comes back with the record's
+  // frames in `stack`; one naming a record the trace does not hold before it comes back without a
+  // stack, its stack_error saying so, and is reported.
   bool next(Event& ev);
 
   // The trailer line, once next() has returned false; empty when the recorder did not finish.
@@ -121,11 +136,14 @@ class TraceReader {
   void report(uint64_t offset, std::string field, std::string reason);
   // Parses one NUL-free piece of a line; true when it produced an event in ev.
   bool take(std::string_view piece, uint64_t offset, bool complete, Event& ev);
+  // Fills ev.stack from the stack record ev.stack_ref names (v3).
+  void resolve_stack(Event& ev, uint64_t offset);
 
   std::unique_ptr<LineSource> src_;
   Header header_;
   std::optional<Trailer> trailer_;
   std::vector<Module> modules_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> stack_records_;  // v3: id → frames
   Diagnostics diag_;
   uint64_t line_no_ = 0;
   bool truncated_ = false;

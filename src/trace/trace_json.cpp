@@ -200,6 +200,7 @@ void reset_event(Event& e) {
   e.child_pid = 0;
   // arg and nested keep their storage (reset after parsing when absent from the line).
   e.stack.clear();
+  e.stack_ref = 0;
   e.stack_error.clear();
   e.op.clear();
   e.target.clear();
@@ -237,7 +238,7 @@ bool parse_unrecorded(LineParser& p, std::vector<Unrecorded>& out) {
 
 }  // namespace
 
-void append_event_line(std::string& out, const Event& e) {
+void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
   Line l(out);
   l.ch('{');
   l.key("seq", true);
@@ -368,7 +369,10 @@ void append_event_line(std::string& out, const Event& e) {
     }
     l.ch(']');
   }
-  if (!e.stack.empty()) {
+  if (!e.stack.empty() && stack_ref != 0) {
+    l.key("stack_ref");
+    l.num(stack_ref);
+  } else if (!e.stack.empty()) {
     l.key("stack");
     l.ch('[');
     for (size_t i = 0; i < e.stack.size(); ++i) {
@@ -388,9 +392,10 @@ void append_event_line(std::string& out, const Event& e) {
 bool is_event_member(std::string_view key) {
   // Every key parse_event_line below dispatches on; keep the two in step.
   static constexpr std::string_view kMembers[] = {
-      "seq",  "sys",  "stack", "stack_error", "size", "t",   "tid",   "target",  "dur",     "pid",
-      "path", "prot", "fd",    "flags",       "req",  "ret", "rdev",  "errno",   "entries", "arg",
-      "addr", "len",  "mode",  "unrecorded",  "off",  "op",  "child", "content", "nested"};
+      "seq",        "sys",  "stack", "stack_error", "stack_ref", "size",  "t",     "tid",
+      "target",     "dur",  "pid",   "path",        "prot",      "fd",    "flags", "req",
+      "ret",        "rdev", "errno", "entries",     "arg",       "addr",  "len",   "mode",
+      "unrecorded", "off",  "op",    "child",       "content",   "nested"};
   for (std::string_view m : kMembers) {
     if (m == key) return true;
   }
@@ -427,6 +432,9 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             }
           } else if (k == "stack_error") {
             ok = r.string(e.stack_error);
+          } else if (k == "stack_ref") {
+            ok = p.u64(e.stack_ref);
+            if (ok && e.stack_ref == 0) ok = p.bad("stack_ref 0 names no stack record");
           } else if (k == "size") {
             ok = p.u64(e.st_size);
             e.has_stat = ok;

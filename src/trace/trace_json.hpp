@@ -14,14 +14,18 @@
 namespace cudatool::trace {
 
 void append_header_line(std::string& out, const Header& h);
-void append_event_line(std::string& out, const Event& e);
+// stack_ref > 0: the event's stack is written as "stack_ref":stack_ref (v3; its record written
+// before), not inline.
+void append_event_line(std::string& out, const Event& e, uint64_t stack_ref = 0);
 void append_trailer_line(std::string& out, const Trailer& t);
 void append_module_line(std::string& out, const Module& m);
+void append_stack_record_line(std::string& out, const StackRecord& s);
 
-enum class LineKind { kHeader, kEvent, kTrailer, kModule };
+enum class LineKind { kHeader, kEvent, kTrailer, kModule, kStackRecord };
 
 // What a line is, from its first member: {"cudatool_trace": …} header, {"end": …} trailer,
-// {"module": …} module record (v2), anything else an event. Does not validate the rest.
+// {"module": …} module record (v2), {"stack_record": …} stack record (v3), anything else an event.
+// Does not validate the rest.
 LineKind classify_line(std::string_view line);
 
 // Parse one line (without its '\n'). `offset` is the file offset of the line's first byte, used
@@ -30,6 +34,7 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& out);
 Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
 Status parse_module_line(std::string_view line, uint64_t offset, Module& out);
+Status parse_stack_record_line(std::string_view line, uint64_t offset, StackRecord& out);
 
 // Whether `key` is a member parse_event_line reads into an Event field (the rest it keeps as
 // ExtraField). Whoever fills Event::extra from outside (import) must keep such keys out of it, or

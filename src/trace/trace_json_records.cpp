@@ -78,6 +78,21 @@ void append_module_line(std::string& out, const Module& m) {
   l.raw("}}\n");
 }
 
+void append_stack_record_line(std::string& out, const StackRecord& s) {
+  Line l(out);
+  l.raw("{\"stack_record\":{");
+  l.key("id", true);
+  l.num(s.id);
+  l.key("stack");
+  l.ch('[');
+  for (size_t i = 0; i < s.stack.size(); ++i) {
+    if (i > 0) l.ch(',');
+    l.hex(s.stack[i]);
+  }
+  l.ch(']');
+  l.raw("}}\n");
+}
+
 LineKind classify_line(std::string_view line) {
   JsonReader r(line);
   std::string_view k;
@@ -85,6 +100,7 @@ LineKind classify_line(std::string_view line) {
     if (k == "cudatool_trace") return LineKind::kHeader;
     if (k == "end") return LineKind::kTrailer;
     if (k == "module") return LineKind::kModule;
+    if (k == "stack_record") return LineKind::kStackRecord;
   }
   return LineKind::kEvent;
 }
@@ -130,6 +146,56 @@ Status parse_module_line(std::string_view line, uint64_t offset, Module& m) {
   if (!st.ok()) return st;
   if (!have_module) return make_error("", "module", offset, "module line without \"module\"");
   if (m.hi < m.lo) return make_error("", "hi", offset, "module range ends before it starts");
+  return Status::success();
+}
+
+Status parse_stack_record_line(std::string_view line, uint64_t offset, StackRecord& s) {
+  s = StackRecord{};
+  LineParser p(line, offset);
+  auto& r = p.r();
+  bool have_record = false, have_id = false, have_stack = false;
+  if (r.enter_object()) {
+    std::string_view k;
+    while (r.next_member(k)) {
+      if (k != "stack_record") {
+        std::string_view raw;
+        if (!r.raw(raw)) break;
+        continue;
+      }
+      have_record = true;
+      if (!r.enter_object()) break;
+      while (r.next_member(k)) {
+        p.set_field(k);
+        bool ok = true;
+        if (k == "id") {
+          ok = p.u64(s.id);
+          have_id = ok;
+        } else if (k == "stack") {
+          if ((ok = r.enter_array())) {
+            have_stack = true;
+            while (r.next_element()) {
+              uint64_t a = 0;
+              if (!(ok = p.u64(a))) break;
+              s.stack.push_back(a);
+            }
+          }
+        } else {
+          std::string_view raw;  // a member a newer recorder added: nothing here uses it
+          ok = r.raw(raw);
+        }
+        if (!ok) break;
+      }
+    }
+  }
+  Status st = p.finish();
+  if (!st.ok()) return st;
+  if (!have_record) {
+    return make_error("", "stack_record", offset, "stack record line without \"stack_record\"");
+  }
+  if (!have_id || s.id == 0) return make_error("", "id", offset, "stack record without an id (>0)");
+  if (!have_stack || s.stack.empty()) {
+    return make_error("", "stack", offset, "stack record without frames");
+  }
   return Status::success();
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "trace_check.hpp"
 
 namespace cudatool::test {
 
@@ -69,7 +70,11 @@ StackTrace load_stack_trace(const std::string& path) {
       t.modules.back()["_line"] = line_no;
     } else if (j.contains("end")) {
       t.trailer = j["end"];
+    } else if (j.contains("stack_record")) {
+      j["stack_record"]["_line"] = line_no;
+      take_stack_record(j, t.stack_records, t.bad_lines);
     } else {
+      resolve_stack_ref(j, t.stack_records, t.bad_lines);
       t.events.push_back(j);
       t.events.back()["_line"] = line_no;
     }

@@ -38,6 +38,7 @@ struct StackTrace {
   nlohmann::json header;
   std::vector<nlohmann::json> events;
   std::vector<nlohmann::json> modules;
+  std::map<uint64_t, nlohmann::json> stack_records;  // v3, with "_line"; events get their frames
   nlohmann::json trailer;
   std::vector<std::string> bad_lines;
 };

@@ -73,6 +73,29 @@ std::string check_buffer(const json& e, const json& r) {
 
 }  // namespace
 
+bool take_stack_record(const json& j, std::map<uint64_t, json>& records,
+                       std::vector<std::string>& bad) {
+  if (!j.contains("stack_record")) return false;
+  const json& r = j["stack_record"];
+  if (!r.is_object() || !r["id"].is_number_unsigned() || !r["stack"].is_array() ||
+      r["stack"].empty() || !records.emplace(r["id"].get<uint64_t>(), r).second) {
+    bad.push_back("bad or repeated stack record: " + j.dump());
+  }
+  return true;
+}
+
+void resolve_stack_ref(json& ev, const std::map<uint64_t, json>& records,
+                       std::vector<std::string>& bad) {
+  if (!ev.contains("stack_ref")) return;
+  auto it = ev["stack_ref"].is_number_unsigned() ? records.find(ev["stack_ref"].get<uint64_t>())
+                                                 : records.end();
+  if (it == records.end() || ev.contains("stack")) {
+    bad.push_back("stack_ref without a record before it (or with a stack): " + ev.dump());
+    return;
+  }
+  ev["stack"] = it->second["stack"];
+}
+
 TraceFile load_trace(const std::string& path) {
   TraceFile t;
   std::string text = read_file(path);
@@ -96,7 +119,8 @@ TraceFile load_trace(const std::string& path) {
       t.trailer = j["end"];
     } else if (j.contains("module")) {
       t.modules.push_back(j["module"]);  // v2 module records: not events
-    } else {
+    } else if (!take_stack_record(j, t.stack_records, t.bad_lines)) {
+      resolve_stack_ref(j, t.stack_records, t.bad_lines);
       t.events.push_back(j);
     }
   }

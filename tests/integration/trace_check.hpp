@@ -14,12 +14,23 @@ struct TraceFile {
   std::vector<nlohmann::json> events;
   nlohmann::json trailer;               // null when absent
   std::vector<nlohmann::json> modules;  // v2 module records ({"module": …} lines)
+  // v3 stack records ({"stack_record": …} lines) by id. Events that name one ("stack_ref") get
+  // its frames as "stack" (keeping "stack_ref"); one naming a record not read before it is a bad
+  // line.
+  std::map<uint64_t, nlohmann::json> stack_records;
   std::vector<std::string> bad_lines;
   uint64_t nul_padding = 0;  // trailing NUL bytes: space reserved by a writer that was killed
 };
 
 // Reads a plain JSON-lines trace with nlohmann (each line must parse).
 TraceFile load_trace(const std::string& path);
+// What load_trace does with a v3 line: a stack record goes into `records` (true); an event's
+// "stack_ref" is replaced by the record's frames, or said wrong in `bad` (false: not a record).
+// A second record of one id is a bad line.
+bool take_stack_record(const nlohmann::json& j, std::map<uint64_t, nlohmann::json>& records,
+                       std::vector<std::string>& bad);
+void resolve_stack_ref(nlohmann::json& ev, const std::map<uint64_t, nlohmann::json>& records,
+                       std::vector<std::string>& bad);
 // nv_client's stdout: one object per line (lines that are not JSON objects are ignored).
 std::vector<nlohmann::json> load_printed(const std::string& out);
 

@@ -398,9 +398,10 @@ TEST(TraceReader, ReadsVersion1Traces) {
 // written reads back as the same event (the capture fuzzer found "size" and the other v2 names).
 TEST(TraceJson, EventMembersAndExtrasDoNotOverlap) {
   std::vector<std::string> keys = {
-      "seq",  "sys",  "stack", "stack_error", "size", "t",   "tid",   "target",  "dur",     "pid",
-      "path", "prot", "fd",    "flags",       "req",  "ret", "rdev",  "errno",   "entries", "arg",
-      "addr", "len",  "mode",  "unrecorded",  "off",  "op",  "child", "content", "nested"};
+      "seq",  "sys",   "stack",   "stack_error", "size",   "t",        "tid",  "target",
+      "dur",  "pid",   "path",    "prot",        "fd",     "flags",    "req",  "ret",
+      "rdev", "errno", "entries", "arg",         "addr",   "len",      "mode", "unrecorded",
+      "off",  "op",    "child",   "content",     "nested", "stack_ref"};
   for (const std::string& k : keys) EXPECT_TRUE(is_event_member(k)) << k;
   for (const char* k : {"uid", "gid", "sizes", "st", "capture.size", "stat", "modes", "x"}) {
     EXPECT_FALSE(is_event_member(k)) << k;
@@ -447,6 +448,118 @@ TEST(TraceReader, DamagedModuleLineIsReportedAndSkipped) {
   EXPECT_EQ(e.sys, Sys::kExit);
   EXPECT_TRUE((*r)->modules().empty());
   EXPECT_EQ((*r)->diagnostics().items().size(), 2u);
+}
+
+// Version 3: a writer told to use stack records writes each distinct stack once, before the first
+// event that names it; the reader gives every event its frames back; nlohmann sees the lines the
+// format says.
+TEST(TraceFile, StackRecordsWrittenOnceAndResolved) {
+  std::vector<Event> v;
+  const std::vector<std::vector<uint64_t>> stacks = {{0x7f0000001000, 0x555500002000},
+                                                     {0x7f0000001000, 0x555500002000},
+                                                     {0x7f0000003000},
+                                                     {},
+                                                     {0x7f0000001000, 0x555500002000}};
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    Event e;
+    e.seq = i;
+    e.pid = e.tid = 9;
+    e.sys = Sys::kExit;
+    e.sys_raw = "exit";
+    e.stack = stacks[i];
+    if (i == 2) e.stack_error = "frame limit 32";
+    v.push_back(e);
+  }
+  std::string p = temp_path("stackrec.jsonl");
+  {
+    auto w = TraceWriter::create(p);
+    ASSERT_TRUE(w) << w.error().message();
+    (*w)->use_stack_records();
+    ASSERT_TRUE((*w)->write_header(sample_header()).ok());
+    for (const Event& e : v) ASSERT_TRUE((*w)->write_event(e).ok());
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  std::istringstream in(slurp(p));
+  std::string line;
+  std::vector<json> lines;
+  while (std::getline(in, line)) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 1 + 2 + v.size());  // header, two records, the events
+  EXPECT_EQ(lines[1]["stack_record"]["id"], 1);
+  EXPECT_EQ(lines[1]["stack_record"]["stack"], json({"0x7f0000001000", "0x555500002000"}));
+  EXPECT_EQ(lines[2]["seq"], 0);
+  EXPECT_EQ(lines[2]["stack_ref"], 1);
+  EXPECT_FALSE(lines[2].contains("stack"));
+  EXPECT_EQ(lines[3]["stack_ref"], 1);
+  EXPECT_EQ(lines[4]["stack_record"]["id"], 2);
+  EXPECT_EQ(lines[5]["stack_ref"], 2);
+  EXPECT_EQ(lines[5]["stack_error"], "frame limit 32");
+  EXPECT_FALSE(lines[6].contains("stack_ref"));
+  EXPECT_EQ(lines[7]["stack_ref"], 1);
+  auto r = TraceReader::open(p);
+  ASSERT_TRUE(r) << r.error().message();
+  Event e;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_TRUE((*r)->next(e)) << i;
+    EXPECT_EQ(e.stack, v[i].stack) << i;
+    EXPECT_EQ(e.stack_error, v[i].stack_error) << i;
+    // Written again, the stack goes inline: the records are not carried along.
+    std::string again;
+    append_event_line(again, e);
+    EXPECT_EQ(again.find("stack_ref"), std::string::npos) << again;
+  }
+  EXPECT_FALSE((*r)->next(e));
+  EXPECT_TRUE((*r)->diagnostics().empty());
+  std::remove(p.c_str());
+}
+
+TEST(TraceReader, BadStackRecordsAndReferencesAreReported) {
+  auto r = TraceReader::from_memory(
+      "{\"cudatool_trace\":3,\"argv\":[]}\n"
+      "{\"seq\":0,\"sys\":\"exit\",\"ret\":0,\"stack_ref\":5}\n"  // before its record
+      "{\"stack_record\":{\"id\":5,\"stack\":[\"0x10\",\"0x20\"]}}\n"
+      "{\"stack_record\":{\"id\":5,\"stack\":[\"0x30\"]}}\n"           // same id, other frames
+      "{\"stack_record\":{\"id\":5,\"stack\":[\"0x10\",\"0x20\"]}}\n"  // same again: harmless
+      "{\"stack_record\":{\"id\":0,\"stack\":[\"0x10\"]}}\n"
+      "{\"stack_record\":{\"id\":6,\"stack\":[]}}\n"
+      "{\"stack_record\":{\"id\":7,\"stack\":[\"zz\"]}}\n"
+      "{\"seq\":1,\"sys\":\"exit\",\"ret\":0,\"stack_ref\":5}\n"
+      "{\"seq\":2,\"sys\":\"exit\",\"ret\":0,\"stack\":[\"0x40\"],\"stack_ref\":5}\n"
+      "{\"seq\":3,\"sys\":\"exit\",\"ret\":0,\"stack_ref\":0}\n"
+      "{\"seq\":4,\"sys\":\"exit\",\"ret\":0,\"stack_ref\":6}\n",
+      "refs.jsonl");
+  ASSERT_TRUE(r) << r.error().message();
+  Event e;
+  ASSERT_TRUE((*r)->next(e));
+  EXPECT_EQ(e.seq, 0u);
+  EXPECT_TRUE(e.stack.empty());
+  EXPECT_EQ(e.stack_error, "stack record 5 is not in the trace before this event");
+  ASSERT_TRUE((*r)->next(e));
+  EXPECT_EQ(e.seq, 1u);
+  EXPECT_EQ(e.stack, (std::vector<uint64_t>{0x10, 0x20}));
+  EXPECT_TRUE(e.stack_error.empty());
+  ASSERT_TRUE((*r)->next(e));
+  EXPECT_EQ(e.seq, 2u);
+  EXPECT_EQ(e.stack, std::vector<uint64_t>{0x40});  // the inline stack wins, and is reported
+  ASSERT_TRUE((*r)->next(e));                       // stack_ref 0 is a bad line: skipped
+  EXPECT_EQ(e.seq, 4u);
+  EXPECT_TRUE(e.stack.empty());
+  EXPECT_NE(e.stack_error.find("stack record 6"), std::string::npos);
+  EXPECT_FALSE((*r)->next(e));
+  std::vector<std::string> why;
+  for (const auto& d : (*r)->diagnostics().items()) why.push_back(d.message());
+  ASSERT_EQ(why.size(), 8u) << ::testing::PrintToString(why);
+  auto has = [&](size_t i, const char* s) {
+    EXPECT_NE(why[i].find(s), std::string::npos) << i << ": " << why[i];
+  };
+  has(0, "line 2");
+  has(0, "stack record 5 is not in the trace");
+  has(1, "a second stack record 5 with other frames");
+  has(2, "without an id");
+  has(3, "without frames");
+  has(4, "line 8");
+  has(5, "both a stack and stack_ref 5");
+  has(6, "stack_ref 0");
+  has(7, "stack record 6 is not in the trace");
 }
 
 TEST(TraceReader, RefusesWhatIsNotATrace) {
