@@ -74,11 +74,14 @@ def main():
                     loop, os.path.join(dev, "nvidiactl"), "3", str(a.depth)],
                    check=True)
     frames = 0
+    records = {}  # v3 stack records: id -> frames
     with open(probe) as f:
         for line in f:
             ev = json.loads(line)
+            if "stack_record" in ev:
+                records[ev["stack_record"]["id"]] = ev["stack_record"]["stack"]
             if ev.get("sys") == "ioctl":
-                frames = len(ev.get("stack", []))
+                frames = len(ev.get("stack", records.get(ev.get("stack_ref"), [])))
                 break
     names, cmds = [], []
     for ci, (cname, prefix, small, large) in enumerate(configs):

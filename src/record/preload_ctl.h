@@ -39,6 +39,7 @@ struct cudatool_preload_ctl {
   uint64_t written;       /* event lines written (atomic) */
   uint64_t uvm_major;     /* driver major whose UVM parameter sizes the shims use (0: newest) */
   uint64_t stacks;        /* v2: 1 when device calls carry call stacks and modules are recorded */
+  uint64_t stack_ids;     /* v3: stack record ids handed out, trace-wide (atomic; first id 1) */
 };
 
 #endif /* CUDATOOL_TRACE_PRELOAD_CTL_H */

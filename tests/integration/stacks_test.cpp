@@ -121,6 +121,43 @@ TEST_P(Stacks, HeaderAndModuleRecords) {
   EXPECT_EQ(pids.size(), 2u);
 }
 
+// v3: a stack the recorder has seen is written once, as a stack record before the first event
+// that names it, and never twice; the frames an event gets through its record are checked by the
+// other tests (the nlohmann reader here fills "stack" from the record, as cudatool's does).
+TEST_P(Stacks, RepeatedStacksAreWrittenOnceBeforeTheirEvents) {
+  const Recording& r = rec();
+  EXPECT_TRUE(r.t.bad_lines.empty()) << r.t.bad_lines.front();
+  ASSERT_FALSE(r.t.stack_records.empty());
+  std::set<json> distinct;
+  for (const auto& [id, rec] : r.t.stack_records) {
+    EXPECT_TRUE(distinct.insert(rec["stack"]).second) << "stack written twice: " << rec.dump();
+  }
+  std::map<uint64_t, size_t> uses;
+  size_t with_stack = 0, by_ref = 0, repeats = 0;
+  std::set<json> seen;
+  for (const json& e : r.t.events) {
+    if (!e.contains("stack")) continue;
+    ++with_stack;
+    if (!seen.insert(e["stack"]).second) ++repeats;
+    if (!e.contains("stack_ref")) {
+      // Inline only when the shim found the stack's slot still being filled by another thread
+      // (or a forked child inherited it so): never for a stack with a record before this event.
+      if (ptrace()) ADD_FAILURE() << "ptrace mode wrote a stack inline: " << e.dump();
+      continue;
+    }
+    ++by_ref;
+    uint64_t id = e["stack_ref"].get<uint64_t>();
+    const json& rec = r.t.stack_records.at(id);
+    EXPECT_LT(rec["_line"].get<uint64_t>(), e["_line"].get<uint64_t>()) << e.dump();
+    ++uses[id];
+  }
+  EXPECT_EQ(uses.size(), r.t.stack_records.size()) << "a record no event names";
+  // The fixture repeats its calls: most stacks are named, not written.
+  EXPECT_GT(repeats, 0u);
+  EXPECT_GT(by_ref, r.t.stack_records.size());
+  EXPECT_GE(by_ref + 2, with_stack) << with_stack - by_ref << " of " << with_stack << " inline";
+}
+
 TEST_P(Stacks, FramesNameTheFixtureFunctions) {
   const Recording& r = rec();
   auto fns = nm_functions(stack_fixture().lib);  // the unstripped build: the truth for both

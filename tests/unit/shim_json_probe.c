@@ -32,3 +32,7 @@ size_t probe_put_u64(char* out, uint64_t v) {
   put_u64(&o, v);
   return (size_t)(o.p - out);
 }
+
+size_t probe_stack_record(char* out, uint64_t id, const uint64_t* frames, int n) {
+  return shim_format_stack_record(out, id, frames, n);
+}

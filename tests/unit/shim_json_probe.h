@@ -11,6 +11,8 @@ size_t probe_put_string(char* out, const char* s); /* a JSON string, quotes incl
 size_t probe_put_bytes(char* out, const uint8_t* b, uint64_t n); /* "hex", quotes included */
 size_t probe_put_hex(char* out, uint64_t v); /* lowercase hex, no leading zeros, no quotes */
 size_t probe_put_u64(char* out, uint64_t v); /* decimal */
+/* v3 stack record line, '\n' included (room: SHIM_STACK_RECORD_BOUND(n) = 64 + 21 n) */
+size_t probe_stack_record(char* out, uint64_t id, const uint64_t* frames, int n);
 #ifdef __cplusplus
 }
 #endif

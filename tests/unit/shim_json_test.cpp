@@ -17,6 +17,7 @@
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
 #include "shim_json_probe.h"
+#include "trace/trace_json.hpp"
 
 namespace cudatool {
 namespace {
@@ -114,3 +115,23 @@ TEST(ShimJson, NumbersAreWrittenAsToChars) {
 
 }  // namespace
 }  // namespace cudatool
+
+// The shim's stack record line is the C++ writer's, byte for byte, and fits the bound the shim
+// sizes its buffer by (the largest ids and addresses, the frame limit) with its stores.
+TEST(ShimJson, StackRecordsAreTheTraceWritersLines) {
+  std::vector<std::vector<uint64_t>> cases = {{0x1}, {0x55cbb770a0a9, 0x7fad4604524a}, {}};
+  for (int i = 0; i < 32; ++i) cases.back().push_back(~uint64_t{0} - static_cast<uint64_t>(i));
+  for (uint64_t id : {uint64_t{1}, uint64_t{4096}, ~uint64_t{0}}) {
+    for (const auto& f : cases) {
+      std::string want;
+      cudatool::trace::append_stack_record_line(want, cudatool::trace::StackRecord{id, f});
+      const size_t bound = 64 + 21 * f.size();
+      std::vector<char> out(bound + 64, '#');
+      size_t n = probe_stack_record(out.data(), id, f.data(), static_cast<int>(f.size()));
+      EXPECT_LE(n, bound) << want;
+      EXPECT_EQ(std::string(out.data(), n), want);
+      // The SIMD writers may store past the line's end, never past the bound.
+      for (size_t i = bound; i < out.size(); ++i) ASSERT_EQ(out[i], '#') << i << " " << want;
+    }
+  }
+}

@@ -83,6 +83,7 @@ struct shim_event {
   /* v2: call stack (frames[] after bufs: only nframes is cleared per call) */
   int nframes;
   const char* stack_error; /* NULL: the walk ended normally */
+  uint64_t stack_ref;      /* v3: set by shim_emit: the stack record naming frames[], or 0 */
   /* v2: environment events */
   const char* op;     /* the call as the program made it: "stat", "fopen", … */
   const char* target; /* symlink, readlink */
@@ -169,5 +170,8 @@ SHIM_HIDDEN const struct nvtr_rm_branch* shim_rm_branch(void);   /* RM sizes and
 /* ---- formatting (shim_json.c) ---- */
 SHIM_HIDDEN size_t shim_event_bound(const struct shim_event* ev);
 SHIM_HIDDEN size_t shim_format_event(char* out, uint64_t seq, const struct shim_event* ev);
+/* v3: {"stack_record":{"id":…,"stack":[…]}}\n, at most SHIM_STACK_RECORD_BOUND(n) bytes. */
+#define SHIM_STACK_RECORD_BOUND(n) (64 + 21 * (size_t)(n))
+SHIM_HIDDEN size_t shim_format_stack_record(char* out, uint64_t id, const uint64_t* frames, int n);
 
 #endif /* CUDATOOL_PRELOAD_SHIM_H */

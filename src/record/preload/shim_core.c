@@ -390,6 +390,76 @@ static int write_line(const char* line, size_t len) {
   return 1;
 }
 
+/* ---- stack records (v3) ----
+ *
+ * A stack seen before in this program image is named by the id of its record line instead of
+ * being written again (libcuda makes most of its device calls from a few call paths). The table
+ * is this image's (a forked child inherits it: the records it names are in the file already, and
+ * its addresses are the parent's). A slot is claimed (EMPTY → FILLING) by the thread that first
+ * sees a stack, and published (READY) only once the record line is in the trace, so an event
+ * naming it always lies after it in the file. Whoever finds a slot FILLING, a table too full to
+ * take the stack, or a record it could not write, writes the stack inline: never a wait, never a
+ * lock, safe in a signal handler. */
+#define STACK_SLOTS 4096 /* a power of two */
+#define STACK_PROBES 32
+enum { kSlotEmpty, kSlotFilling, kSlotReady };
+struct stack_slot {
+  _Atomic uint32_t state;
+  uint32_t n;
+  uint64_t hash, id;
+  uint64_t frames[SHIM_MAX_FRAMES];
+};
+static struct stack_slot stack_slots[STACK_SLOTS];
+
+static uint64_t stack_hash(const uint64_t* f, int n) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+  for (int i = 0; i < n; ++i) {
+    h ^= f[i];
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+/* The record id naming ev's frames, writing the record first when the stack is new; 0: write it
+ * inline. `tmp` holds at least SHIM_STACK_RECORD_BOUND(ev->nframes) bytes. */
+static uint64_t stack_ref_of(const struct shim_event* ev, char* tmp) {
+  int n = ev->nframes;
+  uint64_t h = stack_hash(ev->frames, n);
+  size_t bytes = (size_t)n * sizeof(uint64_t);
+  for (uint32_t k = 0; k < STACK_PROBES; ++k) {
+    struct stack_slot* s = &stack_slots[(h + k) & (STACK_SLOTS - 1)];
+    uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+    if (st == kSlotReady) {
+      if (s->hash == h && s->n == (uint32_t)n && memcmp(s->frames, ev->frames, bytes) == 0) {
+        return s->id;
+      }
+      continue;
+    }
+    if (st == kSlotFilling) return 0;
+    uint32_t want = kSlotEmpty;
+    if (!atomic_compare_exchange_strong_explicit(&s->state, &want, kSlotFilling,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+      if (want == kSlotFilling) return 0;
+      --k; /* it became READY: look at it again */
+      continue;
+    }
+    uint64_t id = __atomic_add_fetch(&shim_ctl->stack_ids, 1, __ATOMIC_RELAXED);
+    size_t len = shim_format_stack_record(tmp, id, ev->frames, n);
+    if (!write_line(tmp, len)) {
+      atomic_store_explicit(&s->state, kSlotEmpty, memory_order_release);
+      return 0;
+    }
+    s->n = (uint32_t)n;
+    s->hash = h;
+    s->id = id;
+    memcpy(s->frames, ev->frames, bytes);
+    atomic_store_explicit(&s->state, kSlotReady, memory_order_release);
+    return id;
+  }
+  return 0;
+}
+
 void shim_emit(struct shim_event* ev) {
   size_t bound = shim_event_bound(ev);
   uint8_t* out = shim_scratch(1, bound, 0);
@@ -397,6 +467,8 @@ void shim_emit(struct shim_event* ev) {
     shim_count(&shim_ctl->lost);
     return;
   }
+  /* bound covers a stack record: 640 + 24 per frame */
+  ev->stack_ref = ev->nframes > 0 ? stack_ref_of(ev, (char*)out) : 0;
   uint64_t seq = __atomic_fetch_add(&shim_ctl->seq, 1, __ATOMIC_RELAXED);
   size_t len = shim_format_event((char*)out, seq, ev);
   if (!write_line((const char*)out, len)) {

@@ -507,6 +507,25 @@ static void put_environment_data(struct out* o, const struct shim_event* ev) {
   }
 }
 
+static void put_frames(struct out* o, const uint64_t* frames, int n) {
+  *o->p++ = '[';
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) *o->p++ = ',';
+    put_hex(o, frames[i]);
+  }
+  *o->p++ = ']';
+}
+
+size_t shim_format_stack_record(char* buf, uint64_t id, const uint64_t* frames, int n) {
+  struct out o = {buf};
+  PUTLIT(&o, "{\"stack_record\":{\"id\":");
+  put_u64(&o, id);
+  KEY(&o, "stack");
+  put_frames(&o, frames, n);
+  PUTLIT(&o, "}}\n");
+  return (size_t)(o.p - buf);
+}
+
 size_t shim_event_bound(const struct shim_event* ev) {
   size_t n = 640 + (ev->path != NULL ? 6 * strlen(ev->path) : 0);
   if (ev->sys >= SHIM_STAT) {
@@ -620,14 +639,12 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
     }
     put_unrecorded(&o, ev);
   }
-  if (ev->nframes > 0) { /* v2 */
+  if (ev->nframes > 0 && ev->stack_ref != 0) { /* v3: named by its record */
+    KEY(&o, "stack_ref");
+    put_u64(&o, ev->stack_ref);
+  } else if (ev->nframes > 0) { /* v2 */
     KEY(&o, "stack");
-    *o.p++ = '[';
-    for (int i = 0; i < ev->nframes; ++i) {
-      if (i > 0) *o.p++ = ',';
-      put_hex(&o, ev->frames[i]);
-    }
-    *o.p++ = ']';
+    put_frames(&o, ev->frames, ev->nframes);
   }
   if (ev->stack_error != NULL) {
     KEY(&o, "stack_error");
