@@ -181,7 +181,7 @@ void register_trace(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-stacks", o->no_stacks,
                 "record no call stacks (each device call carries its stack and the trace its "
                 "module map by default: ptrace mode unwinds with libdw, preload mode in process "
-                "from .eh_frame)");
+                "from .eh_frame; each distinct stack is written once, later events name it)");
   cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
   cmd->positionals_at_end();
   cmd->footer(
