@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from stack_overhead import make_stack_loop  # bench/, this script's folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -44,13 +46,7 @@ def main():
     if a.other:
         builds.append(("other", cudatool_in(a.other)))
     work = tempfile.mkdtemp(prefix="cudatool-preload-ab-")
-    loop = os.path.join(work, "stack_loop")
-    subprocess.run(["cc", "-O2", "-fasynchronous-unwind-tables", "-o", loop,
-                    os.path.join(ROOT, "bench", "programs", "stack_loop.c")], check=True)
-    dev = os.path.join(work, "dev")
-    os.mkdir(dev)
-    with open(os.path.join(dev, "nvidiactl"), "wb") as f:
-        f.write(b"\0" * 8192)
+    loop, dev = make_stack_loop(work)
     out = os.path.join(work, "out.jsonl")
 
     def run(cudatool, extra, n):

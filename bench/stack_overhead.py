@@ -32,6 +32,18 @@ def find_cudatool():
     sys.exit("stack_overhead: build cudatool and its preload shim first (cmake --build build)")
 
 
+def make_stack_loop(work):
+    """Builds bench/programs/stack_loop.c in WORK and a fake device folder for it: (program, dev)."""
+    loop = os.path.join(work, "stack_loop")
+    subprocess.run(["cc", "-O2", "-fasynchronous-unwind-tables", "-o", loop,
+                    os.path.join(ROOT, "bench", "programs", "stack_loop.c")], check=True)
+    dev = os.path.join(work, "dev")
+    os.mkdir(dev)
+    with open(os.path.join(dev, "nvidiactl"), "wb") as f:
+        f.write(b"\0" * 8192)
+    return loop, dev
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
@@ -45,13 +57,7 @@ def main():
             sys.exit("stack_overhead: %s is required" % tool)
     cudatool = find_cudatool()
     work = tempfile.mkdtemp(prefix="cudatool-stack-bench-")
-    loop = os.path.join(work, "stack_loop")
-    subprocess.run(["cc", "-O2", "-fasynchronous-unwind-tables", "-o", loop,
-                    os.path.join(ROOT, "bench", "programs", "stack_loop.c")], check=True)
-    dev = os.path.join(work, "dev")
-    os.mkdir(dev)
-    with open(os.path.join(dev, "nvidiactl"), "wb") as f:
-        f.write(b"\0" * 8192)
+    loop, dev = make_stack_loop(work)
     out = os.path.join(work, "out")
     devices = dev + "/*"
     ct = [cudatool, "trace", "-q", "-o", out + ".jsonl", "--devices", devices]

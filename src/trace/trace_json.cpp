@@ -374,12 +374,7 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
     l.num(stack_ref);
   } else if (!e.stack.empty()) {
     l.key("stack");
-    l.ch('[');
-    for (size_t i = 0; i < e.stack.size(); ++i) {
-      if (i > 0) l.ch(',');
-      l.hex(e.stack[i]);
-    }
-    l.ch(']');
+    l.hex_list(e.stack);
   }
   if (!e.stack_error.empty()) {
     l.key("stack_error");
@@ -423,13 +418,7 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
             e.sys = sys_from_name(e.sys_raw);
             have_sys = ok;
           } else if (k == "stack") {
-            if ((ok = r.enter_array())) {
-              while (r.next_element()) {
-                uint64_t a = 0;
-                if (!(ok = p.u64(a))) break;
-                e.stack.push_back(a);
-              }
-            }
+            ok = p.u64_list(e.stack);
           } else if (k == "stack_error") {
             ok = r.string(e.stack_error);
           } else if (k == "stack_ref") {

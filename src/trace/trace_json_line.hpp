@@ -57,6 +57,15 @@ class Line {
     out_.append(buf, r.ptr + 1);
   }
   void str(std::string_view s) { json_escape_to(out_, s); }
+  // ["0x…",…]: a call stack's frames (an event's and a stack record's)
+  void hex_list(const std::vector<uint64_t>& v) {
+    out_.push_back('[');
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out_.push_back(',');
+      hex(v[i]);
+    }
+    out_.push_back(']');
+  }
   void bytes(const std::vector<uint8_t>& b) {
     static constexpr char kDigits[] = "0123456789abcdef";
     size_t at = out_.size();
@@ -126,6 +135,16 @@ class LineParser {
       return r_.null();
     }
     return r_.string(v);
+  }
+  // An array of numbers (u64 each), appended to v: a call stack's frames.
+  bool u64_list(std::vector<uint64_t>& v) {
+    if (!r_.enter_array()) return false;
+    while (r_.next_element()) {
+      uint64_t a = 0;
+      if (!u64(a)) return false;
+      v.push_back(a);
+    }
+    return r_.ok();
   }
   bool hex(std::vector<uint8_t>& v) {
     bool not_hex = false;

@@ -84,12 +84,7 @@ void append_stack_record_line(std::string& out, const StackRecord& s) {
   l.key("id", true);
   l.num(s.id);
   l.key("stack");
-  l.ch('[');
-  for (size_t i = 0; i < s.stack.size(); ++i) {
-    if (i > 0) l.ch(',');
-    l.hex(s.stack[i]);
-  }
-  l.ch(']');
+  l.hex_list(s.stack);
   l.raw("}}\n");
 }
 
@@ -171,14 +166,7 @@ Status parse_stack_record_line(std::string_view line, uint64_t offset, StackReco
           ok = p.u64(s.id);
           have_id = ok;
         } else if (k == "stack") {
-          if ((ok = r.enter_array())) {
-            have_stack = true;
-            while (r.next_element()) {
-              uint64_t a = 0;
-              if (!(ok = p.u64(a))) break;
-              s.stack.push_back(a);
-            }
-          }
+          have_stack = ok = p.u64_list(s.stack);
         } else {
           std::string_view raw;  // a member a newer recorder added: nothing here uses it
           ok = r.raw(raw);
