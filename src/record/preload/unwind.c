@@ -61,15 +61,91 @@ static void cache_put(uint64_t pc, uint32_t gen, const struct uw_rule* r) {
 struct regs {
   uint64_t pc, sp, bp;
   int bp_known;
+  uint64_t bp_at; /* the stack word bp was loaded from; 0: the register at the start */
 };
+
+/* The last walks of this thread (MEMOS of them), replayed when nothing one depended on changed. A
+ * walk is a pure function of its start (stack pointer, frame pointer, top of the stack), the rules
+ * of the PCs it meets (the same while the module generation is) and the stack words it reads: when
+ * those words still hold what they held, every step goes as it went and the frames are the same.
+ * Checking them is independent loads, where the walk is a chain of dependent ones (the slot of a
+ * PC, the return address its rule finds, the slot of that), so a repeated stack (a polling loop,
+ * the same calls made again in turn) costs a few compares instead of a walk. Only walks that end
+ * without an error text of their own are kept (say() writes a per-thread buffer that a later walk
+ * reuses).
+ *
+ * A frame pointer restored from a frame is noted only when a later step uses it (a frame whose
+ * CFA is rbp-based): most code keeps loop counters and pointers in rbp, which the frames below
+ * save, and a memo keyed on them would never match. The same holds for rbp at the start. */
+#define MEMOS 4
+#define MEMO_WORDS 64
+struct memo {
+  int valid;
+  uint32_t gen;
+  uint64_t sp, hi;
+  int uses_bp;       /* the walk used rbp as it was at the start: bp must match */
+  uint64_t bp;       /* that rbp */
+  uint64_t bp_noted; /* the last restored-rbp word noted (not noted twice) */
+  int nwords;        /* MEMO_WORDS + 1: the walk read more than the memo holds */
+  uint64_t addr[MEMO_WORDS], val[MEMO_WORDS];
+  int nframes;
+  const char* error; /* a static text, or NULL */
+  uint64_t frames[SHIM_MAX_FRAMES];
+};
+static __thread struct memos {
+  struct memo m[MEMOS];
+  unsigned next; /* the one a new walk replaces (in turn) */
+} memos __attribute__((tls_model("initial-exec")));
 
 struct bounds {
   uint64_t lo, hi; /* words are read only in [lo, hi): from the stack pointer to the top */
+  struct memo* m;  /* where the words read are noted, or NULL */
 };
 
-static int read_word(const struct bounds* b, uint64_t addr, uint64_t* out) {
+static void note(struct memo* m, uint64_t addr, uint64_t val) {
+  if (m == NULL) return;
+  if (m->nwords < MEMO_WORDS) {
+    m->addr[m->nwords] = addr;
+    m->val[m->nwords] = val;
+  }
+  if (m->nwords <= MEMO_WORDS) ++m->nwords;
+}
+
+/* A stack word the walk depends on (noted); read_bp_word: one it may not (noted if used). */
+static int read_bp_word(const struct bounds* b, uint64_t addr, uint64_t* out) {
   if (addr < b->lo || addr >= b->hi || b->hi - addr < 8) return 0;
   memcpy(out, (const void*)(uintptr_t)addr, 8);
+  return 1;
+}
+
+static int read_word(const struct bounds* b, uint64_t addr, uint64_t* out) {
+  if (!read_bp_word(b, addr, out)) return 0;
+  note(b->m, addr, *out);
+  return 1;
+}
+
+/* The walk is about to use r->bp: it now depends on where that came from. */
+static void use_bp(const struct regs* r, const struct bounds* b) {
+  struct memo* m = b->m;
+  if (m == NULL) return;
+  if (r->bp_at == 0) {
+    m->uses_bp = 1;
+  } else if (m->bp_noted != r->bp_at) {
+    m->bp_noted = r->bp_at;
+    note(m, r->bp_at, r->bp);
+  }
+}
+
+static int memo_matches(const struct memo* m, uint64_t sp, uint64_t bp, uint64_t hi, uint32_t gen) {
+  if (!m->valid || m->sp != sp || m->hi != hi || m->gen != gen) return 0;
+  if (m->uses_bp && m->bp != bp) return 0;
+  /* In the order the walk read them, innermost first: where another stack differs, it mostly
+   * differs early (the return address into the function that made the call). */
+  for (int i = 0; i < m->nwords; ++i) {
+    uint64_t v;
+    memcpy(&v, (const void*)(uintptr_t)m->addr[i], 8); /* in [sp, hi): checked when noted */
+    if (v != m->val[i]) return 0;
+  }
   return 1;
 }
 
@@ -100,6 +176,7 @@ static int eval(const uint8_t* e, unsigned len, const struct regs* r, const stru
       if (reg == 7) {
         v = r->sp;
       } else if (reg == 6 && r->bp_known) {
+        use_bp(r, b);
         v = r->bp;
       } else if (reg == 16) {
         v = r->pc;
@@ -189,6 +266,7 @@ static int step(struct regs* r, const struct uw_rule* rule, const struct bounds*
       *why = say("frame pointer unknown at ", r->pc);
       return 0;
     }
+    use_bp(r, b);
     cfa = r->bp + (uint64_t)(int64_t)rule->cfa_off;
   } else {
     cfa = r->sp + (uint64_t)(int64_t)rule->cfa_off;
@@ -211,18 +289,20 @@ static int step(struct regs* r, const struct uw_rule* rule, const struct bounds*
   }
   switch (rule->bp_rule) {
     case UW_R_OFFSET: {
-      uint64_t bp;
-      if (!read_word(b, cfa + (uint64_t)(int64_t)rule->bp_off, &bp)) {
-        *why = say("unreadable stack at ", cfa + (uint64_t)(int64_t)rule->bp_off);
+      uint64_t bp, at = cfa + (uint64_t)(int64_t)rule->bp_off;
+      if (!read_bp_word(b, at, &bp)) {
+        *why = say("unreadable stack at ", at);
         return 0;
       }
       r->bp = bp;
+      r->bp_at = at;
       break;
     }
     case UW_R_EXPR_ADDR: {
       uint64_t at, bp;
-      if (eval(rule->bp_expr, rule->bp_len, &in, b, &cfa, &at) && read_word(b, at, &bp)) {
+      if (eval(rule->bp_expr, rule->bp_len, &in, b, &cfa, &at) && read_bp_word(b, at, &bp)) {
         r->bp = bp;
+        r->bp_at = at;
       } else {
         r->bp_known = 0;
       }
@@ -239,6 +319,52 @@ static int step(struct regs* r, const struct uw_rule* rule, const struct bounds*
   return 1;
 }
 
+/* The walk from r, filling ev; returns 1 when its end is one the memo may keep. */
+static int walk(struct shim_event* ev, struct regs r, const struct bounds* b, uint32_t gen) {
+  uint64_t self_lo, self_hi;
+  shim_self_range(&self_lo, &self_hi);
+  int exact = 1; /* the first PC is where this function is, not a return address */
+  for (int steps = 0; steps < 256; ++steps) {
+    if (r.pc == 0) return 1; /* a zero return address ends the stack (thread entry points) */
+    int in_self = r.pc >= self_lo && r.pc < self_hi;
+    if (!in_self) {
+      if (ev->nframes == SHIM_MAX_FRAMES) {
+        ev->stack_error = "frame limit 32";
+        return 1;
+      }
+      ev->frames[ev->nframes++] = r.pc;
+    }
+    uint64_t lookup = exact ? r.pc : r.pc - 1;
+    struct uw_rule rule;
+    if (!cache_get(lookup, gen, &rule)) {
+      shim_find_rule(r.pc, lookup, &rule);
+      cache_put(lookup, shim_modules_generation(), &rule);
+    }
+    switch (rule.kind) {
+      case UW_NORMAL:
+        break;
+      case UW_END:
+        return 1;
+      case UW_SIGNAL:
+        ev->stack_error = "signal frame";
+        return 1;
+      case UW_NO_INFO:
+        ev->stack_error = say("no unwind information for ", r.pc);
+        return 0;
+      case UW_UNSUPPORTED:
+        ev->stack_error = say("unsupported unwind rule at ", r.pc);
+        return 0;
+      default:
+        ev->stack_error = say("damaged unwind information at ", r.pc);
+        return 0;
+    }
+    if (!step(&r, &rule, b, &ev->stack_error)) return 0;
+    exact = 0;
+  }
+  ev->stack_error = "frame limit 32";
+  return 1;
+}
+
 void shim_capture_stack(struct shim_event* ev) {
   ev->nframes = 0;
   ev->stack_error = NULL;
@@ -250,6 +376,7 @@ void shim_capture_stack(struct shim_event* ev) {
       "mov %%rbp, %2"
       : "=r"(r.pc), "=r"(r.sp), "=r"(r.bp));
   r.bp_known = 1;
+  r.bp_at = 0;
   struct bounds b;
   if (!shim_stack_range(r.sp, &b.lo, &b.hi)) {
     ev->stack_error = say("unreadable stack at ", r.sp);
@@ -258,46 +385,31 @@ void shim_capture_stack(struct shim_event* ev) {
   b.lo = r.sp;
   shim_modules_check(0);
   uint32_t gen = shim_modules_generation();
-  uint64_t self_lo, self_hi;
-  shim_self_range(&self_lo, &self_hi);
-  int exact = 1; /* the first PC is where this function is, not a return address */
-  for (int steps = 0; steps < 256; ++steps) {
-    if (r.pc == 0) return; /* a zero return address ends the stack (thread entry points) */
-    int in_self = r.pc >= self_lo && r.pc < self_hi;
-    if (!in_self) {
-      if (ev->nframes == SHIM_MAX_FRAMES) {
-        ev->stack_error = "frame limit 32";
-        return;
-      }
-      ev->frames[ev->nframes++] = r.pc;
+  struct memos* all = &memos;
+  for (int i = 0; i < MEMOS; ++i) {
+    const struct memo* m = &all->m[i];
+    if (memo_matches(m, r.sp, r.bp, b.hi, gen)) {
+      ev->nframes = m->nframes;
+      ev->stack_error = m->error;
+      memcpy(ev->frames, m->frames, sizeof(uint64_t) * (size_t)m->nframes);
+      return;
     }
-    uint64_t lookup = exact ? r.pc : r.pc - 1;
-    struct uw_rule rule;
-    if (!cache_get(lookup, gen, &rule)) {
-      shim_find_rule(r.pc, lookup, &rule);
-      gen = shim_modules_generation();
-      cache_put(lookup, gen, &rule);
-    }
-    switch (rule.kind) {
-      case UW_NORMAL:
-        break;
-      case UW_END:
-        return;
-      case UW_SIGNAL:
-        ev->stack_error = "signal frame";
-        return;
-      case UW_NO_INFO:
-        ev->stack_error = say("no unwind information for ", r.pc);
-        return;
-      case UW_UNSUPPORTED:
-        ev->stack_error = say("unsupported unwind rule at ", r.pc);
-        return;
-      default:
-        ev->stack_error = say("damaged unwind information at ", r.pc);
-        return;
-    }
-    if (!step(&r, &rule, &b, &ev->stack_error)) return;
-    exact = 0;
   }
-  ev->stack_error = "frame limit 32";
+  struct memo* m = &all->m[all->next++ % MEMOS];
+  m->valid = 0;
+  m->nwords = 0;
+  m->uses_bp = 0;
+  m->bp_noted = 0;
+  b.m = m;
+  int keep = walk(ev, r, &b, gen);
+  if (keep && m->nwords <= MEMO_WORDS && shim_modules_generation() == gen) {
+    m->gen = gen;
+    m->sp = r.sp;
+    m->bp = r.bp;
+    m->hi = b.hi;
+    m->nframes = ev->nframes;
+    m->error = ev->stack_error;
+    memcpy(m->frames, ev->frames, sizeof(uint64_t) * (size_t)ev->nframes);
+    m->valid = 1;
+  }
 }
