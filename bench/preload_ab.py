@@ -35,6 +35,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=10, help="small/large run pairs per configuration")
     ap.add_argument("--depth", type=int, default=12, help="frames between main and the ioctls")
+    ap.add_argument("--sites", type=int, default=1,
+                    help="call sites taken in turn (1-8; the shim remembers 4 walks: 5 is its worst case)")
     ap.add_argument("--small", type=int, default=20000)
     ap.add_argument("--large", type=int, default=400000)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="this build folder")
@@ -52,7 +54,7 @@ def main():
     def run(cudatool, extra, n):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([cudatool, "trace", "-q", "-o", out, "--devices", dev + "/*", "--mode", "preload"]
-                       + extra + ["--", loop, os.path.join(dev, "nvidiactl"), str(n), str(a.depth)],
+                       + extra + ["--", loop, os.path.join(dev, "nvidiactl"), str(n), str(a.depth), str(a.sites)],
                        check=True, stdout=subprocess.DEVNULL)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         return r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
@@ -76,7 +78,8 @@ def main():
         print("| %s | %.2f µs | %.2f µs | %.2f µs | %.0f |" % (
             name, statistics.median(x[0] for x in v), statistics.median(x[1] for x in v),
             statistics.median(x[0] + x[1] for x in v), size[name]))
-    print("(medians of %d pairs of %d- and %d-ioctl runs, depth %d)" % (a.pairs, a.large, a.small, a.depth))
+    print("(medians of %d pairs of %d- and %d-ioctl runs, depth %d, %d call site%s)"
+          % (a.pairs, a.large, a.small, a.depth, a.sites, "" if a.sites == 1 else "s"))
 
 
 if __name__ == "__main__":
