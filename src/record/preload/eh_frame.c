@@ -301,6 +301,13 @@ struct cfa_state {
   struct reg_rule bp, ra;
 };
 
+/* A factored offset (DWARF 4 section 6.4.2): the product wraps as the unsigned one does, so that
+ * a hostile table gives a wrong offset (refused later as out of range or off the stack), never
+ * signed overflow. */
+static int64_t factored(uint64_t v, int64_t align) {
+  return (int64_t)(v * (uint64_t)align);
+}
+
 static void set_rule(struct cfa_state* s, uint64_t reg, uint64_t ra_reg, struct reg_rule r) {
   if (reg == 6) s->bp = r;
   if (reg == ra_reg) s->ra = r;
@@ -321,7 +328,7 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         advance = op & 0x3f;
         break;
       case 2: {
-        int64_t off = (int64_t)get_uleb(&c) * f->data_align;
+        int64_t off = factored(get_uleb(&c), f->data_align);
         set_rule(s, op & 0x3f, f->ra_reg, (struct reg_rule){UW_R_OFFSET, off, 0, 0});
         continue;
       }
@@ -352,7 +359,7 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         case 0x05: /* offset_extended */
           reg = get_uleb(&c);
           set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, (int64_t)get_uleb(&c) * f->data_align, 0, 0});
+                   (struct reg_rule){UW_R_OFFSET, factored(get_uleb(&c), f->data_align), 0, 0});
           continue;
         case 0x06: /* restore_extended */
           reg = get_uleb(&c);
@@ -406,15 +413,16 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         case 0x11: /* offset_extended_sf */
           reg = get_uleb(&c);
           set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, get_sleb(&c) * f->data_align, 0, 0});
+                   (struct reg_rule){UW_R_OFFSET, factored((uint64_t)get_sleb(&c), f->data_align),
+                                     0, 0});
           continue;
         case 0x12:
           s->cfa_reg = get_uleb(&c);
-          s->cfa_off = get_sleb(&c) * f->data_align;
+          s->cfa_off = factored((uint64_t)get_sleb(&c), f->data_align);
           s->cfa_expr = 0;
           continue;
         case 0x13:
-          s->cfa_off = get_sleb(&c) * f->data_align;
+          s->cfa_off = factored((uint64_t)get_sleb(&c), f->data_align);
           continue;
         case 0x14: /* val_offset: the value is CFA + off, not saved */
         case 0x15:
@@ -436,7 +444,7 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         case 0x2f:  /* GNU_negative_offset_extended */
           reg = get_uleb(&c);
           set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, -(int64_t)get_uleb(&c) * f->data_align, 0, 0});
+                   (struct reg_rule){UW_R_OFFSET, factored(0 - get_uleb(&c), f->data_align), 0, 0});
           continue;
         default:
           return 0;
@@ -487,6 +495,10 @@ int uw_rule_from_fde(uint64_t fde, uint64_t lookup, struct uw_rule* out) {
   }
   if (s.cfa_off < INT32_MIN || s.cfa_off > INT32_MAX) return out->kind = UW_UNSUPPORTED;
   out->cfa_off = (int32_t)s.cfa_off;
+  if (s.ra.off < INT32_MIN || s.ra.off > INT32_MAX || s.bp.off < INT32_MIN ||
+      s.bp.off > INT32_MAX) {
+    return out->kind = UW_UNSUPPORTED;
+  }
   out->ra_rule = s.ra.kind;
   out->ra_off = (int32_t)s.ra.off;
   if (s.ra.kind == UW_R_EXPR_ADDR &&
