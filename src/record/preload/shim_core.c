@@ -397,11 +397,16 @@ static int write_line(const char* line, size_t len) {
  * is this image's (a forked child inherits it: the records it names are in the file already, and
  * its addresses are the parent's). A slot is claimed (EMPTY → FILLING) by the thread that first
  * sees a stack, and published (READY) only once the record line is in the trace, so an event
- * naming it always lies after it in the file. Whoever finds a slot FILLING, a table too full to
- * take the stack, or a record it could not write, writes the stack inline: never a wait, never a
- * lock, safe in a signal handler. */
+ * naming it always lies after it in the file. Whoever finds a slot FILLING waits a bounded while
+ * (FILL_SPINS pauses, a few µs: writing a record line takes about one) for it to be published;
+ * a slot still FILLING then, a table too full to take the stack, or a record it could not write
+ * make the stack be written inline: never an unbounded wait, never a lock, safe in a signal
+ * handler (the filler is always another thread: the shim's busy flag keeps a handler of the
+ * filling thread out). A forked child, where the filler's thread does not exist, empties the
+ * slots it inherited FILLING. */
 #define STACK_SLOTS 4096 /* a power of two */
 #define STACK_PROBES 32
+#define FILL_SPINS 512
 enum { kSlotEmpty, kSlotFilling, kSlotReady };
 struct stack_slot {
   _Atomic uint32_t state;
@@ -427,6 +432,7 @@ static uint64_t stack_ref_of(const struct shim_event* ev, char* tmp) {
   int n = ev->nframes;
   uint64_t h = stack_hash(ev->frames, n);
   size_t bytes = (size_t)n * sizeof(uint64_t);
+  int again = 0; /* looks at the same slot again: bounded, whatever other threads do */
   for (uint32_t k = 0; k < STACK_PROBES; ++k) {
     struct stack_slot* s = &stack_slots[(h + k) & (STACK_SLOTS - 1)];
     uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -436,12 +442,20 @@ static uint64_t stack_ref_of(const struct shim_event* ev, char* tmp) {
       }
       continue;
     }
-    if (st == kSlotFilling) return 0;
+    if (st == kSlotFilling) {
+      for (int i = 0; i < FILL_SPINS && st == kSlotFilling; ++i) {
+        __builtin_ia32_pause();
+        st = atomic_load_explicit(&s->state, memory_order_acquire);
+      }
+      if (st == kSlotFilling || ++again > 4) return 0;
+      --k; /* published (or given up): look at it again */
+      continue;
+    }
     uint32_t want = kSlotEmpty;
     if (!atomic_compare_exchange_strong_explicit(&s->state, &want, kSlotFilling,
                                                  memory_order_acq_rel, memory_order_acquire)) {
-      if (want == kSlotFilling) return 0;
-      --k; /* it became READY: look at it again */
+      if (++again > 4) return 0;
+      --k; /* another thread claimed it, or it became READY: look at it again */
       continue;
     }
     uint64_t id = __atomic_add_fetch(&shim_ctl->stack_ids, 1, __ATOMIC_RELAXED);
@@ -547,6 +561,13 @@ static void atfork_child(void) {
   if (shim_t.fork_locked) {
     unlock(&maps_lock);
     unlock(&paths_lock);
+    /* Other threads' claims died with them (this thread, not inside the shim, holds none). */
+    for (int i = 0; i < STACK_SLOTS; ++i) {
+      struct stack_slot* s = &stack_slots[i];
+      if (atomic_load_explicit(&s->state, memory_order_relaxed) == kSlotFilling) {
+        atomic_store_explicit(&s->state, kSlotEmpty, memory_order_relaxed);
+      }
+    }
   }
   int parent = shim_pid;
   shim_pid = (int)SHIM_SYS(SYS_getpid, 0, 0, 0);
