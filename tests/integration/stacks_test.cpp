@@ -35,6 +35,12 @@ std::string expected_name(const NmFunction& f, bool stripped) {
   return fmt::format("fn_{:x}", f.start);
 }
 
+// The fixture's API calls whose device calls are made under no API call: the walk stops before
+// their entry point (broken stacks on purpose) or a forged frame pointer leads past it.
+bool made_under_no_api(const std::string& api) {
+  return api == "fixNoUnwind" || api == "fixGarbageStack" || api == "fixFramePointer";
+}
+
 // One recording of the fixture, shared by the tests of a mode and library.
 struct Recording {
   std::string trace;
@@ -192,6 +198,7 @@ TEST_P(Stacks, FramesNameTheFixtureFunctions) {
         chain_text.find("garbage") != std::string::npos || said["in_signal_handler"] == true) {
       continue;  // BadStacksEndWithAReason
     }
+    if (chain_text.find("fix_fp_ioctl") != std::string::npos) continue;  // ForgedFramePointer…
     SCOPED_TRACE("seq " + std::to_string(seq) + " " + chain_text);
     const json& ev = r.decoded.events.at(seq);
     EXPECT_TRUE(ev["stack_error"].is_null()) << ev["stack_error"];
@@ -237,9 +244,10 @@ TEST_P(Stacks, FramesNameTheFixtureFunctions) {
     EXPECT_EQ(ev["api"], said["api"]);
     ++checked;
   }
-  // Every device call the library reported but the three with bad stacks (BadStacks…).
+  // Every device call the library reported but the three with bad stacks (BadStacks…) and the
+  // two through a forged frame pointer (ForgedFramePointer…).
   EXPECT_EQ(r.pairs.size(), r.printed.device_calls.size());
-  EXPECT_EQ(checked + 3, r.printed.device_calls.size());
+  EXPECT_EQ(checked + 5, r.printed.device_calls.size());
   EXPECT_GE(twin_calls, 4u);
 }
 
@@ -272,12 +280,13 @@ TEST_P(Stacks, FilterApiSelectsExactlyTheCallsMadeUnderIt) {
 TEST_P(Stacks, StatsCountDeviceCallsPerApiCall) {
   const Recording& r = rec();
   // What the program says each API call made (the calls whose stacks are broken on purpose end
-  // before their entry point is reached, and are made under no API call).
+  // before their entry point is reached, and are made under no API call; so do the two whose
+  // forged frame pointer leads past it).
   std::map<std::string, uint64_t> want;
   uint64_t total = 0;
   for (const json& a : r.printed.api_calls) {
     std::string api = a["api"];
-    if (api == "fixNoUnwind" || api == "fixGarbageStack") continue;
+    if (made_under_no_api(api)) continue;
     want[api] += a["device_calls"].get<uint64_t>();
     total += a["device_calls"].get<uint64_t>();
   }
@@ -297,6 +306,35 @@ TEST_P(Stacks, StatsCountDeviceCallsPerApiCall) {
   EXPECT_NE(t.out.find("device calls per API call (" + std::to_string(want.size()) + ")"),
             std::string::npos)
       << t.out;
+}
+
+// fixFramePointer(0), then (1), from one call site: the walk goes through fix_fp_ioctl's forged
+// frame (CFA = rbp + 16) to fix_fp_end_a, then to fix_fp_end_b, and ends there. The two stacks
+// differ only in the frame %rbp names (stack_nocfi.S): the first one's return address is still
+// in place during the second call, so a recorder that reused its first walk without checking
+// the frame pointer it depended on would give both calls fix_fp_end_a.
+TEST_P(Stacks, ForgedFramePointerStacksFollowTheFramePointer) {
+  const Recording& r = rec();
+  auto fns = nm_functions(stack_fixture().lib);
+  std::vector<std::string> ends;
+  for (const auto& [seq, idx] : r.pairs) {  // in seq order
+    const json& said = r.printed.device_calls[idx];
+    if (said["device_call"]["chain"].dump().find("fix_fp_ioctl") == std::string::npos) continue;
+    const json& ev = r.decoded.events.at(seq);
+    SCOPED_TRACE("seq " + std::to_string(seq) + " " + ev["stack"].dump());
+    EXPECT_TRUE(ev["stack_error"].is_null()) << ev["stack_error"];
+    std::vector<json> in_lib = frames_in(ev, r.lib);
+    ASSERT_EQ(in_lib.size(), 2u);
+    const NmFunction* first = nm_find(fns, hexnum(in_lib[0]["offset"]) - 1);
+    const NmFunction* last = nm_find(fns, hexnum(in_lib[1]["offset"]) - 1);
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(last, nullptr);
+    EXPECT_EQ(first->name, "fix_fp_ioctl");
+    EXPECT_EQ(ev["stack"].back(), in_lib[1]) << "the walk ends at the forged frame's end";
+    EXPECT_TRUE(ev["api"].is_null());
+    ends.push_back(last->name);
+  }
+  EXPECT_EQ(ends, (std::vector<std::string>{"fix_fp_end_a", "fix_fp_end_b"}));
 }
 
 TEST_P(Stacks, BadStacksEndWithAReason) {
@@ -342,9 +380,11 @@ TEST_P(Stacks, BadStacksEndWithAReason) {
     }
   }
   EXPECT_EQ(seen, 3);
-  // The program finished: its last API call was printed after the bad stacks.
-  ASSERT_FALSE(r.printed.api_calls.empty());
-  EXPECT_EQ(r.printed.api_calls.back()["api"], "fixGarbageStack");
+  // The program finished: its last API calls were printed after the bad stacks.
+  ASSERT_GE(r.printed.api_calls.size(), 3u);
+  const auto& calls = r.printed.api_calls;
+  EXPECT_EQ(calls[calls.size() - 3]["api"], "fixGarbageStack");
+  EXPECT_EQ(calls.back()["api"], "fixFramePointer");
 }
 
 TEST_P(Stacks, DecodeTextShowsTheApiCallAndTheFrames) {
@@ -380,12 +420,10 @@ TEST_P(Stacks, ApiNamerAgreesWithDecode) {
       ++named;
     }
   }
-  // As many as the program says its API calls made, but the two made on broken stacks.
+  // As many as the program says its API calls made, but those made under no API call.
   uint64_t want = 0;
   for (const json& a : r.printed.api_calls) {
-    if (a["api"] != "fixNoUnwind" && a["api"] != "fixGarbageStack") {
-      want += a["device_calls"].get<uint64_t>();
-    }
+    if (!made_under_no_api(a["api"])) want += a["device_calls"].get<uint64_t>();
   }
   EXPECT_EQ(named, want);
 }
