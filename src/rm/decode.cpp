@@ -326,6 +326,9 @@ void escape_xfer(Ctx& c) {
   if (const trace::Buffer* x = nested(c.ev, "xfer")) {
     decode_named(c, e->type, view_of(*x), c.d.params, "xfer");
   }
+  // The wrapped call's command or class, status and handles are the event's (filters, stats and
+  // ab see an XFER-wrapped control as the control it is); the xfer's own fields name none.
+  summarize(c.d, c.d.params);
   // The wrapped escape's own parameters' pointer members: by its command or class.
   for (const Field& f : c.d.params) {
     if (f.kind == ValueKind::kControl) {

@@ -199,6 +199,60 @@ TEST_P(ParamsTrace, ClassSizesFollowTheDriverBranch) {
   EXPECT_NE(memory_system["535.261.03"], memory_system["580.159.04"]);
 }
 
+// An XFER-wrapped control is the control it wraps for everything that selects or counts by
+// command: the fixture's NV_ESC_IOCTL_XFER_CMD carries an NVOS54 whose cmd (offset 8, nvos.h) is
+// NV2080_CTRL_CMD_GR_GET_INFO; decode's JSON names it, `--filter ctrl=` selects it with the plain
+// controls, and stats counts it among them.
+TEST_P(ParamsTrace, XferWrappedControlIsTheControlItWraps) {
+  Run r = record(kR580, "xfer");
+  ASSERT_EQ(r.result.status, 0) << r.result.err;
+  size_t gr_calls = 0, xfers = 0;
+  for (const json& c : r.printed) {
+    if (c.value("sys", "") != "ioctl" || !c.contains("nested")) continue;
+    uint64_t req = std::stoull(c["req"].get<std::string>(), nullptr, 16);
+    for (const json& n : c["nested"]) {
+      bool gr = false;
+      if ((req & 0xff) == 0x2a && n["role"] == "params.grInfoList") gr = true;
+      if ((req & 0xff) == 0xd3 && n["role"] == "xfer") {
+        std::string pre = n["pre"];
+        uint64_t cmd = std::stoull(
+            pre.substr(22, 2) + pre.substr(20, 2) + pre.substr(18, 2) + pre.substr(16, 2), nullptr,
+            16);
+        gr = cmd == 0x20801201;  // NV2080_CTRL_CMD_GR_GET_INFO
+        xfers += gr;
+      }
+      gr_calls += gr;
+    }
+  }
+  ASSERT_EQ(xfers, 1u);
+  RunResult d = run({cudatool_bin(), "decode", r.trace, "--json", "--filter",
+                     "ctrl=NV2080_CTRL_CMD_GR_GET_INFO"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  size_t selected = 0, selected_xfers = 0;
+  std::istringstream lines(d.out);
+  for (std::string line; std::getline(lines, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.contains("seq")) continue;
+    ++selected;
+    EXPECT_EQ(e["cmd"], "0x20801201") << line.substr(0, 300);
+    if (e["call"] == "NV_ESC_IOCTL_XFER_CMD") {
+      ++selected_xfers;
+      EXPECT_EQ(e["h_client"], "0xc1d00001");
+      EXPECT_FALSE(e["status"].is_null());
+    }
+  }
+  EXPECT_EQ(selected, gr_calls);
+  EXPECT_EQ(selected_xfers, 1u);
+  RunResult st = run({cudatool_bin(), "stats", r.trace, "--json"});
+  ASSERT_EQ(st.status, 0) << st.err;
+  json sj = json::parse(st.out);
+  uint64_t counted = 0;
+  for (const json& c : sj["controls"]) {
+    if (c["cmd"] == "0x20801201") counted = c["count"].get<uint64_t>();
+  }
+  EXPECT_EQ(counted, gr_calls);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ParamsTrace, ::testing::Values("ptrace", "preload"),
                          [](const auto& info) { return info.param; });
 
