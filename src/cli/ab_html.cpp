@@ -218,7 +218,18 @@ struct Side {
     members(o, strings, d.args);
     sid(d.params_struct);
     o += ',';
-    members(o, strings, d.params);
+    if (d.wrapped_struct.empty()) {
+      members(o, strings, d.params);
+    } else {  // an XFER: the wrapped call's parameters as one more member, named by structure
+      thread_local std::vector<rm::Field> with;
+      with = d.params;
+      rm::Field w;
+      w.name = d.wrapped_struct;
+      w.kind = rm::ValueKind::kStruct;
+      w.items = d.wrapped;
+      with.push_back(std::move(w));
+      members(o, strings, with);
+    }
     o += ",[";
     bool first = true;
     for (const auto* list : {&d.notes, &d.partial}) {

@@ -161,8 +161,9 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
     rec_ev = &rec.events[table.calls[static_cast<size_t>(r.answered)].trace_index];
   }
   rm::Decoded d = rm::decode_event(*rec.tables, ev);
-  const rm::StructEntry* layout =
-      d.params_struct.empty() ? nullptr : rec.tables->find_struct(d.params_struct);
+  // The "params" buffer's structure (for an XFER, the wrapped call's parameters).
+  std::string_view params = d.wrapped_struct.empty() ? d.params_struct : d.wrapped_struct;
+  const rm::StructEntry* layout = params.empty() ? nullptr : rec.tables->find_struct(params);
   for (trace::Buffer& b : ev.nested) {
     size_t plus = b.role.find(".+0x");
     if (plus == std::string::npos) continue;

@@ -221,25 +221,61 @@ void escape_generic(Ctx& c) {
   summarize(c.d, c.d.args);
 }
 
-// NV_ESC_RM_CONTROL (NVOS54): the command by name and its parameter structure.
-void escape_rm_control(Ctx& c) {
-  escape_generic(c);
-  if (!c.d.cmd) return;
-  const CtrlEntry* cmd = c.t.find_control(*c.d.cmd);
-  const trace::Buffer* p = nested(c.ev, "params");
-  uint64_t params_size = 0;
-  for (const Field& f : c.d.args) {
-    if (f.name == "paramsSize") params_size = f.value;
+// The value of member `name` of `fields`, 0 when absent.
+uint64_t member_value(const std::vector<Field>& fields, std::string_view name) {
+  for (const Field& f : fields) {
+    if (f.name == name) return f.value;
   }
-  if (cmd == nullptr) return;
-  c.d.params_struct = cmd->params;
+  return 0;
+}
+
+// The parameter structure of control `cmd` (`params_size` bytes as NVOS54 says) from the "params"
+// buffer into (*st, out); a paramsSize that disagrees with the branch is a note. False for a
+// command the branch does not know.
+bool control_params(Ctx& c, uint32_t cmd_id, uint64_t params_size, std::string_view* st,
+                    std::vector<Field>& out) {
+  const CtrlEntry* cmd = c.t.find_control(cmd_id);
+  if (cmd == nullptr) return false;
+  *st = cmd->params;
   if (cmd->params_size >= 0 && params_size != static_cast<uint64_t>(cmd->params_size)) {
     note(c.d, "paramsSize " + std::to_string(params_size) + ", " +
                   std::string(cmd->params.empty() ? "no parameters" : cmd->params) + " is " +
                   std::to_string(cmd->params_size));
   }
+  const trace::Buffer* p = nested(c.ev, "params");
   if (p != nullptr && !cmd->params.empty()) {
-    decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), c.d.params, "params");
+    decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), out, "params");
+  }
+  return true;
+}
+
+// The allocation parameters of class `hclass` (`args`: the NVOS21/NVOS64 members) from the
+// "params" buffer into (*st, out); a non-zero paramsSize that disagrees with the branch is a note.
+void alloc_params(Ctx& c, uint32_t hclass, const std::vector<Field>& args, std::string_view* st,
+                  std::vector<Field>& out) {
+  const ClassEntry* cls = c.t.find_class(hclass);
+  if (cls == nullptr || cls->alloc_params.empty()) return;
+  *st = cls->alloc_params;
+  uint64_t size = member_value(args, "paramsSize");  // NVOS64 carries the size it passes
+  if (size != 0 && cls->alloc_params_size >= 0 &&
+      size != static_cast<uint64_t>(cls->alloc_params_size)) {
+    note(c.d, "paramsSize " + std::to_string(size) + ", " + std::string(cls->alloc_params) +
+                  " is " + std::to_string(cls->alloc_params_size));
+  }
+  if (const trace::Buffer* p = nested(c.ev, "params")) {
+    ByteView bytes = view_of(*p);
+    if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
+    decode_named(c, cls->alloc_params, bytes, out, "params");
+  }
+}
+
+// NV_ESC_RM_CONTROL (NVOS54): the command by name and its parameter structure.
+void escape_rm_control(Ctx& c) {
+  escape_generic(c);
+  if (!c.d.cmd) return;
+  if (!control_params(c, *c.d.cmd, member_value(c.d.args, "paramsSize"), &c.d.params_struct,
+                      c.d.params)) {
+    return;
   }
   decode_pointees(c, PointerKind::kControl, *c.d.cmd);
 }
@@ -250,19 +286,7 @@ void escape_rm_alloc(Ctx& c) {
   if (!c.d.h_class) return;
   const ClassEntry* cls = c.t.find_class(*c.d.h_class);
   if (cls == nullptr || cls->alloc_params.empty()) return;
-  c.d.params_struct = cls->alloc_params;
-  for (const Field& f : c.d.args) {  // NVOS64 carries the size it passes
-    if (f.name == "paramsSize" && f.value != 0 && cls->alloc_params_size >= 0 &&
-        f.value != static_cast<uint64_t>(cls->alloc_params_size)) {
-      note(c.d, "paramsSize " + std::to_string(f.value) + ", " + std::string(cls->alloc_params) +
-                    " is " + std::to_string(cls->alloc_params_size));
-    }
-  }
-  if (const trace::Buffer* p = nested(c.ev, "params")) {
-    ByteView bytes = view_of(*p);
-    if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
-    decode_named(c, cls->alloc_params, bytes, c.d.params, "params");
-  }
+  alloc_params(c, *c.d.h_class, c.d.args, &c.d.params_struct, c.d.params);
   decode_pointees(c, PointerKind::kAlloc, *c.d.h_class);
 }
 
@@ -329,6 +353,13 @@ void escape_xfer(Ctx& c) {
   // The wrapped call's command or class, status and handles are the event's (filters, stats and
   // ab see an XFER-wrapped control as the control it is); the xfer's own fields name none.
   summarize(c.d, c.d.params);
+  // The wrapped call's own parameters, as a plain control or alloc decodes them.
+  if (e->name == "NV_ESC_RM_CONTROL" && c.d.cmd) {
+    control_params(c, *c.d.cmd, member_value(c.d.params, "paramsSize"), &c.d.wrapped_struct,
+                   c.d.wrapped);
+  } else if (e->name == "NV_ESC_RM_ALLOC" && c.d.h_class) {
+    alloc_params(c, *c.d.h_class, c.d.params, &c.d.wrapped_struct, c.d.wrapped);
+  }
   // The wrapped escape's own parameters' pointer members: by its command or class.
   for (const Field& f : c.d.params) {
     if (f.kind == ValueKind::kControl) {
@@ -516,6 +547,8 @@ void Decoded::clear() {
   args.clear();
   params_struct = {};
   params.clear();
+  wrapped_struct = {};
+  wrapped.clear();
   pointees.clear();
   status.reset();
   status_name = {};

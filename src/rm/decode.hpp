@@ -91,6 +91,10 @@ struct Decoded {
   std::vector<Field> args;         // members of the argument (after the call when recorded)
   std::string_view params_struct;  // nested structure: control/alloc params, XFER target
   std::vector<Field> params;
+  // NV_ESC_IOCTL_XFER_CMD: the wrapped call's own parameters ("params" buffer) — the control's
+  // parameter structure or the class's allocation parameters; params holds the wrapped argument.
+  std::string_view wrapped_struct;
+  std::vector<Field> wrapped;
   std::vector<Pointee> pointees;  // v2: buffers behind pointer members of the parameters
   // NV_STATUS of the call (RM `status`, UVM `rmStatus`, …) read after the call.
   std::optional<uint32_t> status;

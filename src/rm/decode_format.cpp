@@ -276,6 +276,15 @@ void append_line(std::string& out, const Decoded& d) {
       out += '}';
     }
   }
+  if (!d.wrapped_struct.empty()) {
+    out += ' ';
+    out += d.wrapped_struct;
+    if (!d.wrapped.empty()) {
+      out += " {";
+      append_members(out, d.wrapped);
+      out += '}';
+    }
+  }
   for (const Pointee& p : d.pointees) {
     out += ' ';
     out += p.role;
@@ -324,6 +333,11 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   }
   w.key("params");
   write_fields(w, d.params);
+  if (!d.wrapped_struct.empty()) {  // NV_ESC_IOCTL_XFER_CMD only
+    w.kv("wrapped_struct", d.wrapped_struct);
+    w.key("wrapped");
+    write_fields(w, d.wrapped);
+  }
   w.key("pointees");
   w.begin_array();
   for (const Pointee& p : d.pointees) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -230,17 +231,32 @@ std::string driver_test_name(const ::testing::TestParamInfo<DriverBuild>& info) 
   return "v" + s;
 }
 
+// The test process's scratch folder, removed when the process that made it exits (not by a forked
+// child); CUDATOOL_KEEP_TEST_TMP=1 keeps it for a look after a failure.
 std::string temp_dir() {
-  static std::string dir = [] {
-    std::string tmpl =
-        (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
-        "/cudatool-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    return std::string(buf.data());
-  }();
-  return dir;
+  struct Dir {
+    std::string path;
+    pid_t owner = getpid();
+    Dir() {
+      std::string tmpl =
+          (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
+          "/cudatool-test-XXXXXX";
+      std::vector<char> buf(tmpl.begin(), tmpl.end());
+      buf.push_back('\0');
+      if (mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+      path = buf.data();
+    }
+    Dir(const Dir&) = delete;
+    Dir& operator=(const Dir&) = delete;
+    ~Dir() {
+      const char* keep = std::getenv("CUDATOOL_KEEP_TEST_TMP");
+      if (getpid() != owner || (keep != nullptr && *keep != '\0' && *keep != '0')) return;
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static Dir dir;
+  return dir.path;
 }
 
 std::string write_temp(const std::string& name, const std::string& bytes) {

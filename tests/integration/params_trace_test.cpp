@@ -102,7 +102,7 @@ TEST_P(ParamsTrace, RecordsClassSizedParametersAndTheBuffersBehindPointers) {
   EXPECT_EQ(r.branch->info().id, "r580");
   ASSERT_GT(r.printed.size(), 30u) << r.result.out;
   // Class-sized parameters: the fixture cannot know their size; the branch's table says it.
-  EXPECT_EQ(resolve_class_table_sizes(r.printed, class_sizes(*r.branch)), 8u);
+  EXPECT_EQ(resolve_class_table_sizes(r.printed, class_sizes(*r.branch)), 9u);
   for (const auto& p : match_exactly(r.printed, r.file.events)) ADD_FAILURE() << p;
 
   // The roles the rules name, each found in the trace.
@@ -184,7 +184,7 @@ TEST_P(ParamsTrace, ClassSizesFollowTheDriverBranch) {
     Run r = record(*b, b->version);
     ASSERT_EQ(r.result.status, 0) << r.result.err;
     EXPECT_EQ(r.file.header["driver_version"], b->version);
-    EXPECT_EQ(resolve_class_table_sizes(r.printed, class_sizes(*r.branch)), 8u);
+    EXPECT_EQ(resolve_class_table_sizes(r.printed, class_sizes(*r.branch)), 9u);
     for (const auto& p : match_exactly(r.printed, r.file.events)) ADD_FAILURE() << b->version << p;
     const rm::ClassEntry* c = r.branch->find_class(0x3e);  // NV01_MEMORY_SYSTEM
     ASSERT_NE(c, nullptr);
@@ -238,6 +238,12 @@ TEST_P(ParamsTrace, XferWrappedControlIsTheControlItWraps) {
     if (e["call"] == "NV_ESC_IOCTL_XFER_CMD") {
       ++selected_xfers;
       EXPECT_EQ(e["h_client"], "0xc1d00001");
+      // The wrapped control's own parameters, decoded like a plain control's.
+      EXPECT_EQ(e["wrapped_struct"], "NV2080_CTRL_GR_GET_INFO_PARAMS");
+      ASSERT_TRUE(e["wrapped"].is_array());
+      ASSERT_FALSE(e["wrapped"].empty());
+      EXPECT_EQ(e["wrapped"][0]["name"], "grInfoListSize");
+      EXPECT_EQ(e["wrapped"][0]["value"], 2);
       EXPECT_FALSE(e["status"].is_null());
     }
   }
@@ -251,6 +257,78 @@ TEST_P(ParamsTrace, XferWrappedControlIsTheControlItWraps) {
     if (c["cmd"] == "0x20801201") counted = c["count"].get<uint64_t>();
   }
   EXPECT_EQ(counted, gr_calls);
+}
+
+// An XFER-wrapped alloc with paramsSize 0 is sized by its class like a plain one (the fixture's
+// NV_ESC_IOCTL_XFER_CMD carries an NVOS21 of NV01_MEMORY_SYSTEM, 0x3e): the trace holds the
+// class-sized parameters (match_exactly above checks their bytes), decode names the class and
+// decodes the class's allocation-parameter structure member by member, and `--filter class=`
+// selects it with the plain allocs of the class.
+TEST_P(ParamsTrace, XferWrappedAllocIsTheAllocItWraps) {
+  Run r = record(kR580, "xfer-alloc");
+  ASSERT_EQ(r.result.status, 0) << r.result.err;
+  const rm::ClassEntry* c = r.branch->find_class(0x3e);
+  ASSERT_NE(c, nullptr);
+  const json* x = nullptr;
+  size_t plain = 0;
+  for (const json& e : r.file.events) {
+    if (e["sys"] != "ioctl") continue;
+    const json* p = nested_of(e, "params");
+    if (p == nullptr || p->value("sized_by", "") != "class") continue;
+    if (nested_of(e, "xfer") != nullptr) {
+      EXPECT_EQ(x, nullptr) << "one XFER-wrapped alloc";
+      x = &e;
+      EXPECT_EQ((*p)["size"], static_cast<uint64_t>(c->alloc_params_size));
+    } else if (e["arg"]["pre"].get<std::string>().substr(24, 8) == "3e000000") {
+      ++plain;
+    }
+  }
+  ASSERT_NE(x, nullptr);
+  EXPECT_GE(plain, 2u);
+  std::string filter = "seq=" + std::to_string((*x)["seq"].get<uint64_t>());
+  RunResult d = run({cudatool_bin(), "decode", r.trace, "--filter", filter});
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("NV01_MEMORY_SYSTEM"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find(c->alloc_params), std::string::npos) << c->alloc_params << "\n" << d.out;
+  RunResult dj = run({cudatool_bin(), "decode", r.trace, "--json", "--filter", filter});
+  ASSERT_EQ(dj.status, 0) << dj.err;
+  std::istringstream lines(dj.out);
+  bool seen = false;
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("seq")) continue;
+    seen = true;
+    EXPECT_EQ(j["call"], "NV_ESC_IOCTL_XFER_CMD");
+    EXPECT_EQ(j["h_class"], "0x3e") << line.substr(0, 400);
+    EXPECT_EQ(j["h_client"], "0xc1d00001");
+    EXPECT_EQ(j["params_struct"], "NVOS21_PARAMETERS");
+    EXPECT_EQ(j["wrapped_struct"], std::string(c->alloc_params));
+    // The members of the class's parameters, as the bytes behind the pointer give them.
+    ASSERT_TRUE(j["wrapped"].is_array());
+    EXPECT_GT(j["wrapped"].size(), 10u) << j["wrapped"].dump();
+    // Its first member (owner, NvU32) after the call: the fake kernel's marker when it answers,
+    // else the fixture's fill (bytes 0x33, 0x3a, 0x41, 0x48).
+    const json& first = j["wrapped"][0];
+    EXPECT_EQ(first["name"], "owner");
+    uint64_t owner = first["value"].is_string()
+                         ? std::stoull(first["value"].get<std::string>(), nullptr, 16)
+                         : first["value"].get<uint64_t>();
+    EXPECT_EQ(owner, fixture_mode() == "answered" ? 0x5ca1ab1eu : 0x48413a33u);
+  }
+  EXPECT_TRUE(seen);
+  RunResult sel =
+      run({cudatool_bin(), "decode", r.trace, "--json", "--filter", "class=NV01_MEMORY_SYSTEM"});
+  ASSERT_EQ(sel.status, 0) << sel.err;
+  size_t selected = 0, selected_xfers = 0;
+  std::istringstream all(sel.out);
+  for (std::string line; std::getline(all, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("seq")) continue;
+    ++selected;
+    selected_xfers += j["call"] == "NV_ESC_IOCTL_XFER_CMD";
+  }
+  EXPECT_EQ(selected, plain + 1);
+  EXPECT_EQ(selected_xfers, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ParamsTrace, ::testing::Values("ptrace", "preload"),
