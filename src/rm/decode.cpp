@@ -575,6 +575,26 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
   }
   Ctx c{tables, ev, out, ByteView(), nullptr};
   decode_ioctl(c);
+  // What the recorder could not read of a buffer it meant to read (EFAULT, over the cap, a
+  // prefix only), as it said it in the buffer: one entry per buffer and side.
+  auto say = [&out](const trace::Buffer& b) {
+    auto add = [&out, &b](std::string_view side, const std::string& why) {
+      if (why.empty()) return;
+      std::string what = b.role + std::string(side);
+      for (const trace::Unrecorded& u : out.unrecorded) {
+        if (u.what == what || (u.what == b.role && u.why == why)) return;
+      }
+      out.unrecorded.push_back({std::move(what), why});
+    };
+    if (b.before_error == b.after_error) {
+      add("", b.before_error);
+    } else {
+      add(" (before the call)", b.before_error);
+      add(" (after the call)", b.after_error);
+    }
+  };
+  if (ev.arg) say(*ev.arg);
+  for (const trace::Buffer& b : ev.nested) say(b);
 }
 
 Decoded decode_event(const Tables& tables, const trace::Event& ev) {

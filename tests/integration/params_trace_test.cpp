@@ -80,14 +80,23 @@ class ParamsTrace : public ::testing::TestWithParam<std::string> {
     std::vector<json> printed;
     const rm::Tables* branch = nullptr;
   };
-  Run record(const Branch& b, const std::string& tag) {
+  Run record(const Branch& b, const std::string& tag, const std::vector<std::string>& extra = {}) {
     Run r;
     std::string dev = make_fake_devices(mode() + "-params-" + tag);
     std::string vf = write_temp(mode() + "-version-" + tag, b.line + "\n");
     r.trace = temp_dir() + "/" + mode() + "-params-" + tag + ".jsonl";
-    r.result = run({"/usr/bin/env", "CUDATOOL_DRIVER_VERSION_FILE=" + vf, cudatool_bin(), "trace",
-                    "--mode", mode(), "-q", "-o", r.trace, "--devices", dev + "/*", "--",
-                    fixtures_dir() + "/nv_params", dev, fixture_mode()});
+    std::vector<std::string> cmd{"/usr/bin/env", "CUDATOOL_DRIVER_VERSION_FILE=" + vf,
+                                 cudatool_bin(), "trace",
+                                 "--mode",       mode(),
+                                 "-q",           "-o",
+                                 r.trace,        "--devices",
+                                 dev + "/*"};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    for (const std::string& a :
+         {std::string("--"), fixtures_dir() + "/nv_params", dev, fixture_mode()}) {
+      cmd.push_back(a);
+    }
+    r.result = run(cmd);
     r.file = load_trace(r.trace);
     r.printed = load_printed(r.result.out);
     r.branch = &rm::tables_for_driver(r.file.header.value("driver_version", std::string()));
@@ -136,6 +145,35 @@ TEST_P(ParamsTrace, RecordsClassSizedParametersAndTheBuffersBehindPointers) {
     }
   }
   EXPECT_TRUE(over);
+
+  // Lists the recorder could not read, in whole or in part: the trace says why in the buffer,
+  // and decode (text and JSON) says it for the call.
+  size_t unreadable = 0;
+  for (const json& e : r.file.events) {
+    const json* b = nested_of(e, "params.grInfoList");
+    if (b == nullptr || !b->contains("pre_error")) continue;
+    std::string why = (*b)["pre_error"];
+    if (why.find("over cap") != std::string::npos) continue;  // the count past the cap, above
+    ++unreadable;
+    EXPECT_NE(why.find("EFAULT"), std::string::npos) << why;
+    std::string filter = "seq=" + std::to_string(e["seq"].get<uint64_t>());
+    RunResult dj = run({cudatool_bin(), "decode", r.trace, "--json", "--filter", filter});
+    ASSERT_EQ(dj.status, 0) << dj.err;
+    std::istringstream lines(dj.out);
+    bool said = false;
+    for (std::string line; std::getline(lines, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("seq")) continue;
+      for (const json& u : j["unrecorded"]) {
+        said = said || (u["what"] == "params.grInfoList" && u["why"] == why);
+      }
+    }
+    EXPECT_TRUE(said) << dj.out.substr(0, 2000);
+    RunResult dt = run({cudatool_bin(), "decode", r.trace, "--filter", filter});
+    EXPECT_NE(dt.out.find("[unrecorded: params.grInfoList: " + why + "]"), std::string::npos)
+        << dt.out;
+  }
+  EXPECT_EQ(unreadable, 2u);
 
   // The answers of the fake kernel are in the bytes after the call (preload mode).
   const json* v = event_of(r.file.events, "params.pDriverVersionBuffer");
@@ -197,6 +235,40 @@ TEST_P(ParamsTrace, ClassSizesFollowTheDriverBranch) {
     EXPECT_EQ(memory_system[b->version], static_cast<uint64_t>(c->alloc_params_size));
   }
   EXPECT_NE(memory_system["535.261.03"], memory_system["580.159.04"]);
+}
+
+// `--max-buffer 64`: no buffer is recorded past 64 bytes; a longer one records nothing and says
+// so in the trace and in decode, a count member whose extent passes the cap is unrecorded with
+// the cap named, and what fits is recorded as without a cap.
+TEST_P(ParamsTrace, MaxBufferCapsEveryBuffer) {
+  Run r = record(kR580, "cap", {"--max-buffer", "64"});
+  ASSERT_EQ(r.result.status, 0) << r.result.err;
+  size_t over = 0, fits = 0, counts = 0;
+  for (const json& e : r.file.events) {
+    if (e["sys"] != "ioctl") continue;
+    for (const json& u : e.value("unrecorded", json::array())) {
+      if (u["why"].get<std::string>().find("over --max-buffer (64)") != std::string::npos) ++counts;
+    }
+    for (const json& b : e.value("nested", json::array())) {
+      for (const char* side : {"pre", "post"}) {
+        EXPECT_LE(b.value(side, "").size(), 128u) << b.dump().substr(0, 300);
+      }
+      if (b["size"].get<uint64_t>() > 64) {
+        ++over;
+        EXPECT_FALSE(b.contains("pre")) << b.dump().substr(0, 300);
+        EXPECT_NE(b.value("pre_error", "").find("over cap 0x40"), std::string::npos) << b.dump();
+      } else if (b["role"] == "params.grInfoList" && b.contains("pre")) {
+        ++fits;
+      }
+    }
+  }
+  EXPECT_GE(over, 9u);  // at least the class-sized parameters of 128 bytes and more
+  EXPECT_GE(fits, 5u);
+  EXPECT_GE(counts, 1u);
+  RunResult d = run({cudatool_bin(), "decode", r.trace, "--filter", "class=NV01_MEMORY_SYSTEM"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("[unrecorded: params: size 0x80 over cap 0x40]"), std::string::npos)
+      << d.out;
 }
 
 // An XFER-wrapped control is the control it wraps for everything that selects or counts by
