@@ -251,6 +251,92 @@ class Aligner {
   }
 };
 
+// A changed call whose partner lies inside a long run of the other side's gaps is no change at
+// that place: after a run that stopped early, B's teardown (frees, closes) would otherwise pair
+// with calls of the same kind far on in A (a free of another object) only because A's calls there
+// are missing anyway. A pair of equal keys but other inputs (not the same request) that follows at
+// least kFarRun missing calls since the last anchor (a match or a same-request pair) and is
+// followed by another missing call before the next anchor is split into a missing and an extra
+// call, and the extra one moves back to where its run made it (before those missing calls). The
+// same with the roles swapped (A stopped early). A changed call right before an anchor stays.
+void detach_far_changes(std::vector<Step>& steps, const Hashes& a, const Hashes& b) {
+  constexpr uint32_t kFarRun = 16;
+  bool inputs = a.input.size() == a.full.size() && b.input.size() == b.full.size();
+  auto anchor = [&](const Step& s) {
+    if (s.op == Op::kMatch) return true;
+    return s.op == Op::kChange && inputs && a.input[s.a] == b.input[s.b];
+  };
+  size_t n = steps.size();
+  // Gaps of each kind since the last anchor (forward) and until the next one (backward).
+  std::vector<uint32_t> miss_before(n), extra_before(n), miss_after(n), extra_after(n);
+  uint32_t m = 0, e = 0;
+  for (size_t k = 0; k < n; ++k) {
+    miss_before[k] = m, extra_before[k] = e;
+    if (anchor(steps[k])) m = e = 0;
+    m += steps[k].op == Op::kMissing;
+    e += steps[k].op == Op::kExtra;
+  }
+  m = e = 0;
+  for (size_t k = n; k-- > 0;) {
+    miss_after[k] = m, extra_after[k] = e;
+    if (anchor(steps[k])) m = e = 0;
+    m += steps[k].op == Op::kMissing;
+    e += steps[k].op == Op::kExtra;
+  }
+  // Split in place (first pass), then, in each run of gaps holding a split, the side that made
+  // the split call first (a stable partition: both sides keep their order).
+  std::vector<Step> out;
+  std::vector<uint8_t> first;  // per step of out: 0, or which op goes first in its gap run
+  out.reserve(n + 16);
+  first.reserve(n + 16);
+  bool split_any = false;
+  for (size_t k = 0; k < n; ++k) {
+    const Step& s = steps[k];
+    bool far_in_a = miss_before[k] >= kFarRun && miss_after[k] > 0;
+    bool far_in_b = extra_before[k] >= kFarRun && extra_after[k] > 0;
+    if (s.op != Op::kChange || anchor(s) || !(far_in_a || far_in_b)) {
+      out.push_back(s);
+      first.push_back(0);
+      continue;
+    }
+    split_any = true;
+    uint8_t f = far_in_a ? 1 : 2;  // 1: B's extra calls first; 2: A's missing calls first
+    out.push_back({Op::kMissing, s.a, kNone});
+    out.push_back({Op::kExtra, kNone, s.b});
+    first.push_back(f);
+    first.push_back(f);
+  }
+  if (!split_any) return;
+  auto gap = [](const Step& s) { return s.op == Op::kMissing || s.op == Op::kExtra; };
+  steps.clear();
+  std::vector<Step> later;
+  for (size_t k = 0; k < out.size();) {
+    if (!gap(out[k])) {
+      steps.push_back(out[k++]);
+      continue;
+    }
+    size_t end = k;
+    uint8_t f = 0;
+    while (end < out.size() && gap(out[end])) f = std::max(f, first[end++]);
+    if (f == 0) {
+      steps.insert(steps.end(), out.begin() + static_cast<std::ptrdiff_t>(k),
+                   out.begin() + static_cast<std::ptrdiff_t>(end));
+    } else {
+      Op lead = f == 1 ? Op::kExtra : Op::kMissing;
+      later.clear();
+      for (size_t i = k; i < end; ++i) {
+        if (out[i].op == lead) {
+          steps.push_back(out[i]);
+        } else {
+          later.push_back(out[i]);
+        }
+      }
+      steps.insert(steps.end(), later.begin(), later.end());
+    }
+    k = end;
+  }
+}
+
 }  // namespace
 
 std::vector<Step> align(const Hashes& a, const Hashes& b, const AlignOptions& options,
@@ -260,6 +346,7 @@ std::vector<Step> align(const Hashes& a, const Hashes& b, const AlignOptions& op
   Aligner al(a, b, options, st);
   al.steps.reserve(std::max(a.full.size(), b.full.size()));
   al.run(0, static_cast<uint32_t>(a.full.size()), 0, static_cast<uint32_t>(b.full.size()), 0);
+  detach_far_changes(al.steps, a, b);
   return std::move(al.steps);
 }
 
