@@ -413,9 +413,11 @@ static inline int nvtr_plan_pointees(const struct nvtr_rm_branch* rm, const stru
     if (len < r->params_size || (r->kind == NVTR_RULE_CONTROL && p->size != r->params_size)) {
       continue;
     }
+    /* A copy under a condition: the member equals a value, or one of its bit fields does
+     * (cond_mask; all ones for the whole member, which is at most 4 bytes). */
     if (r->cond != NVTR_NO_MEMBER &&
         (!nvtr_inside(len, r->cond, r->cond_size) ||
-         nvtr_load_n(bytes + r->cond, r->cond_size) != r->cond_value)) {
+         (nvtr_load_n(bytes + r->cond, r->cond_size) & r->cond_mask) != r->cond_value)) {
       continue;
     }
     uint64_t elems = 1, stride = 0, first = 0;

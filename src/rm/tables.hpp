@@ -122,7 +122,9 @@ struct PointerRule {
   uint32_t elem_size;
   std::string_view elem_type;  // structure of one element ("NV2080_CTRL_GR_INFO"), "" for bytes
   uint32_t array_off, array_stride, array_max, array_count_off, array_count_size;
-  uint32_t cond_off, cond_size, cond_value;  // only when that member holds cond_value
+  // Only when (that member & cond_mask) == cond_value; cond_mask is all ones unless RM tests a
+  // bit field of the member (NVOS30_FLAGS_CHANNEL of `flags`).
+  uint32_t cond_off, cond_size, cond_value, cond_mask;
   uint32_t flags;
   std::string_view count0, count1;  // names of the count members
   std::string_view source;          // the file of RM's sources that copies it
@@ -138,6 +140,7 @@ struct PointerMember {
   std::string_view struct_name;
   std::string_view member;  // path, "[]" for every element of an array: "levels[].pFmt"
   uint32_t status;          // PointerStatus
+  std::string_view reason;  // kNotCopied: why, as the generator found it; "" otherwise
 };
 
 // The tables of one driver branch.

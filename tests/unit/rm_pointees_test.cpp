@@ -132,6 +132,7 @@ TEST(RmParams, AreTheDecodersTables) {
       EXPECT_EQ(r.array_count, w.array_count_off);
       EXPECT_EQ(r.cond, w.cond_off);
       EXPECT_EQ(r.cond_value, w.cond_value);
+      EXPECT_EQ(r.cond_mask, w.cond_mask);
       EXPECT_EQ(r.flags, w.flags);
       EXPECT_EQ(std::string_view(r.role), w.role);
     }
@@ -208,6 +209,43 @@ TEST(RmParams, CountTimesElementBehindAPointer) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].size, 0xffffffffull * sizeof(NV2080_CTRL_GR_INFO));
   EXPECT_GT(got[0].size, static_cast<uint64_t>(NVTR_MAX_BUFFER));
+}
+
+// NV0000_CTRL_CMD_GPU_IDLE_CHANNELS (ctrl0000gpu.h): RM copies the three handle lists
+// (numChannels x NvU32 each) only when the NVOS30_FLAGS_CHANNEL field (bits 7:4 of flags) says
+// CHANNEL_LIST (0); for another field value (a single channel) nothing behind the pointers.
+TEST(RmParams, ListsUnderABitFieldCondition) {
+  struct Idle {
+    uint32_t hDevice, hChannel, numChannels;
+    uint64_t phClients __attribute__((aligned(8))), phDevices, phChannels;
+    uint32_t flags, timeout;
+  } p{};
+  static_assert(sizeof(Idle) == 48);
+  constexpr uint32_t kIdleChannels = 0x283;  // NV0000_CTRL_CMD_GPU_IDLE_CHANNELS
+  const cudatool::rm::Tables& t = cudatool::rm::tables_for_driver("580.1");
+  const cudatool::rm::StructEntry* s = t.find_struct("NV0000_CTRL_GPU_IDLE_CHANNELS_PARAMS");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->size, static_cast<int32_t>(sizeof p));
+  for (const cudatool::rm::FieldEntry& f : t.fields(*s)) {
+    if (f.name == "numChannels") EXPECT_EQ(f.offset, offsetof(Idle, numChannels));
+    if (f.name == "phDevices") EXPECT_EQ(f.offset, offsetof(Idle, phDevices));
+    if (f.name == "flags") EXPECT_EQ(f.offset, offsetof(Idle, flags));
+  }
+  p.numChannels = 3;
+  p.phClients = 0x7f0000001000;
+  p.phDevices = 0x7f0000002000;
+  p.phChannels = 0x7f0000003000;
+  p.flags = 0x3;  // other fields set, NVOS30_FLAGS_CHANNEL = LIST (0)
+  nvtr_buf_plan params = control_params(kIdleChannels, 0x7ffd0000, sizeof p);
+  auto got = pointees(params, bytes_of(p), sizeof p);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(role(got[0]), "params.phClients");
+  EXPECT_EQ(role(got[1]), "params.phDevices");
+  EXPECT_EQ(got[1].addr, p.phDevices);
+  EXPECT_EQ(role(got[2]), "params.phChannels");
+  for (const nvtr_buf_plan& g : got) EXPECT_EQ(g.size, 3u * 4u);
+  p.flags = 0x13;  // NVOS30_FLAGS_CHANNEL = SINGLE (1): RM takes hChannel, no lists
+  EXPECT_TRUE(pointees(params, bytes_of(p), sizeof p).empty());
 }
 
 // NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: three strings of sizeOfStrings bytes each; the size

@@ -144,7 +144,7 @@ def check_branch(c, d):
 CTRL_ROW = re.compile(r'^\{(0x[0-9a-f]+), "(\w*)", "(\w*)", (-?\d+), (\d+)\},$')
 CLASS_ROW = re.compile(r'^\{(0x[0-9a-f]+), "(\w*)", "(\w*)", "(\w*)", (-?\d+), (true|false), '
                        r'(true|false)\},$')
-MEMBER_ROW = re.compile(r'^\{"(\w+)", "([\w.\[\]]+)", ([012])\},$')
+MEMBER_ROW = re.compile(r'^\{"(\w+)", "([\w.\[\]]+)", ([012]), "([^"\\]*)"\},$')
 NO_MEMBER = 0xFFFFFFFF
 
 
@@ -198,6 +198,13 @@ def check_pointers(c, d, release, sizes):
             c.error(path, "%s: no extent and not bounded" % where)
         if r["cond_off"] != NO_MEMBER and r["cond_off"] + r["cond_size"] > size:
             c.error(path, "%s: condition member outside the structure" % where)
+        if r["cond_off"] != NO_MEMBER and (r["cond_size"] not in (1, 2, 4) or
+                                           r["cond_value"] & ~r["cond_mask"] or
+                                           r["cond_mask"] == 0):
+            c.error(path, "%s: condition value 0x%x, mask 0x%x on a %d-byte member" % (
+                where, r["cond_value"], r["cond_mask"], r["cond_size"]))
+        if r["cond_off"] == NO_MEMBER and (r["cond_value"] != 0 or r["cond_mask"] != NO_MEMBER):
+            c.error(path, "%s: condition value or mask without a condition member" % where)
     check_sorted(c, path, keys)
     mpath = os.path.join(d, "pointer_members.inc")
     members = read_kind(c, d, "pointer_members", release)
@@ -210,6 +217,10 @@ def check_pointers(c, d, release, sizes):
         if m.group(1) not in sizes:
             c.error(mpath, "%s has no layout in structs.inc" % m.group(1))
         listed[(m.group(1), m.group(2))] = int(m.group(3))
+        if (m.group(3) == "2") != (m.group(4) != ""):
+            c.error(mpath, "%s.%s: status %s with reason %r (a reason for, and only for, a "
+                    "member RM does not copy)" % (m.group(1), m.group(2), m.group(3),
+                                                  m.group(4)))
     for r in rows:
         want = 1 if r["flags"] & 1 else 0
         if listed.get((r["struct"], r["ptr"])) != want:

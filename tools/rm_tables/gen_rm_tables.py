@@ -41,7 +41,7 @@ RESOURCE_LIST = "src/nvidia/src/kernel/rmapi/resource_list.h"
 SOURCE_PATHS = [SDK, UNIX_INC, UNIX_SRC + "/escape.c", UNIX_SRC + "/osapi.c", KOPEN_INC,
                 "kernel-open/nvidia/nv.c", UVM_DIR, GENERATED + "/g_allclasses.h",
                 ":(glob)" + GENERATED + "/g_*_nvoc.c", RESOURCE_LIST, rmptrs.EMBEDDED,
-                rmptrs.DEPRECATED] + sorted({h["file"] for h in rmptrs.HANDLER_COPIES})
+                rmptrs.DEPRECATED] + rmptrs.handler_files()
 
 # Escapes whose argument type no `case` block names with sizeof(): the handler passes the buffer
 # to a helper (rm_perform_version_check) or the check is outside the switch (XFER in nv.c).
@@ -268,6 +268,7 @@ def collect(tree, log):
     parsed, skipped = rmrules.parse_release(tree, defined)
     for line in skipped:
         log("pointer rules: " + line)
+    not_copied_reasons = rmrules.not_copied_reasons(tree, defined)
     pointer_rules = rmrules.bind(parsed, ctrl, list(classes.values()), control_ids, log)
     by_id = {c["id"]: c for c in ctrl}
     for r in pointer_rules:  # RM's copy code names the structure a header define does not
@@ -288,21 +289,24 @@ def collect(tree, log):
             "ctrl": ctrl, "categories": sorted(categories.items()), "classes": sorted(classes.values(), key=lambda c: c["id"]),
             "uvm": sorted(uvm, key=lambda u: u["nr"]), "known_types": known_types,
             "header_texts": header_texts, "pointer_rules": pointer_rules,
+            "not_copied_reasons": not_copied_reasons,
             "bodies": StructBodies(header_texts)}
 
 
 def pointer_inventory(tables):
-    """{structure: [pointer member paths]} of every control and allocation parameter structure
-    and every structure a pointer rule reads (those without pointer members left out)."""
+    """({structure: [pointer member paths]}, {(structure, path): C type}) of every control and
+    allocation parameter structure and every structure a pointer rule reads (those without
+    pointer members left out)."""
     names = {c["params"] for c in tables["ctrl"] if c["params"]}
     names |= {c["params"] for c in tables["classes"] if c["params"]}
     names |= {r["struct"] for r in tables["pointer_rules"]}
-    out = {}
+    out, types = {}, {}
     for n in sorted(names):
-        paths = rmptrs.pointer_members(n, tables["bodies"].members_of)
-        if paths:
-            out[n] = paths
-    return out
+        members = rmptrs.pointer_members(n, tables["bodies"].members_of, with_types=True)
+        if members:
+            out[n] = [p for p, _ in members]
+            types.update({(n, p): t for p, t in members})
+    return out, types
 
 
 class StructBodies:
@@ -427,14 +431,15 @@ def measure(tree, tables, log):
 
 def build_tables(tree, version, commit, log):
     tables = collect(tree, log)
-    tables["pointer_inventory"] = pointer_inventory(tables)
+    tables["pointer_inventory"], pointer_types = pointer_inventory(tables)
     sizes, offsets, layouts, values = measure(tree, tables, log)
     tables["sizes"] = sizes
     tables["offsets"] = offsets
     tables["layouts"] = layouts
     tables["pointers"] = rmrules.resolve(tables["pointer_rules"], sizes, offsets, values, log)
     tables["pointer_members"] = rmrules.inventory(
-        {n: p for n, p in tables["pointer_inventory"].items() if n in sizes}, tables["pointers"])
+        {n: p for n, p in tables["pointer_inventory"].items() if n in sizes}, tables["pointers"],
+        pointer_types, tables["not_copied_reasons"])
     tables["version"] = version
     tables["commit"] = commit
     return tables

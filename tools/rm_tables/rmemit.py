@@ -18,9 +18,10 @@ Layout (one directory per driver branch, one file per kind):
     src/rm/generated/rNNN/pointers.inc  the pointer members RM follows (rmrules.py), one rule
                                         per (control or class, member), sorted by (kind, key,
                                         offset); see POINTER_ROW
-    src/rm/generated/rNNN/pointer_members.inc  {"STRUCT", "member path", status} of every
-                                        pointer member of a control or allocation parameter
-                                        structure (followed, bounded, not copied by RM)
+    src/rm/generated/rNNN/pointer_members.inc  {"STRUCT", "member path", status, "reason"} of
+                                        every pointer member of a control or allocation
+                                        parameter structure (followed, bounded, not copied by
+                                        RM; why not, for the last)
     src/rm/generated/rm_params.h        plain C, for the recorders: per branch, the size RM gives
                                         each class's allocation parameters and the pointer rules
 
@@ -131,8 +132,8 @@ def emit_branch(out_dir, bid, tables):
     put("fields", "structure members", field_lines)
     put("pointers", "pointer members followed", [pointer_row(r) for r in tables.get("pointers", [])])
     put("pointer_members", "pointer members of parameter structures",
-        ['{%s, %s, %d},' % (_s(st), _s(path), status)
-         for st, path, status in tables.get("pointer_members", [])])
+        ['{%s, %s, %d, %s},' % (_s(st), _s(path), status, _s(reason))
+         for st, path, status, reason in tables.get("pointer_members", [])])
     return counts
 
 
@@ -140,7 +141,7 @@ def emit_branch(out_dir, bid, tables):
 POINTER_FIELDS = ["kind", "key", "struct", "ptr", "role", "params_size", "ptr_off", "count_off0",
                   "count_off1", "count_size", "elem_size", "elem_type", "array_off",
                   "array_stride", "array_max", "array_count_off", "array_count_size", "cond_off",
-                  "cond_size", "cond_value", "flags", "count0", "count1", "source"]
+                  "cond_size", "cond_value", "cond_mask", "flags", "count0", "count1", "source"]
 _TEXT_FIELDS = {"struct", "ptr", "role", "elem_type", "count0", "count1", "source"}
 
 
@@ -233,7 +234,8 @@ def emit_rm_params(out_root, branches):
            "  uint32_t count, count2;    /* count members (their product); none: elem is the extent */",
            "  uint32_t elem;             /* bytes per counted unit */",
            "  uint32_t array, array_stride, array_max, array_count, array_count_size;",
-           "  uint32_t cond, cond_value; /* only when the member at cond (cond_size) is cond_value */",
+           "  uint32_t cond, cond_value, cond_mask; /* only when (member at cond & cond_mask) ==",
+           "                                         * cond_value (cond_size bytes, at most 4) */",
            "  const char* role;          /* \"params.<member>\"; \"[]\" takes the element index */",
            "};",
            "struct nvtr_rm_branch {",
@@ -255,14 +257,14 @@ def emit_rm_params(out_root, branches):
         out.append("static const struct nvtr_ptr_rule nvtr_ptr_rules_%s[] = {" % bid)
         for r in rules:
             out.append("    {0x%08x, %d, %d, %d, %d, %d, %d, %du, %du, %d, %du, %d, %d, %du, %d, "
-                       "%du, %d, \"%s\"}," % (
+                       "%du, %d, 0x%08xu, \"%s\"}," % (
                            r["key"], r["kind"], r["count_size"], r["cond_size"], r["flags"],
                            r["params_size"], r["ptr_off"], r["count_off0"], r["count_off1"],
                            r["elem_size"], r["array_off"], r["array_stride"], r["array_max"],
                            r["array_count_off"], r["array_count_size"], r["cond_off"],
-                           r["cond_value"], r["role"]))
+                           r["cond_value"], r["cond_mask"], r["role"]))
         if not rules:
-            out.append("    {0, 0, 0, 0, 0, 0, 0, 0u, 0u, 0, 0u, 0, 0, 0u, 0, 0u, 0, \"\"},")
+            out.append("    {0, 0, 0, 0, 0, 0, 0, 0u, 0u, 0, 0u, 0, 0, 0u, 0, 0u, 0, 0u, \"\"},")
         out.append("};")
         rows.append('    {%s, "%s", nvtr_class_sizes_%s, %d, nvtr_ptr_rules_%s, %d},' % (
             bid[1:], version, bid, len(classes), bid, len(rules)))
@@ -338,7 +340,7 @@ def emit_uvm_sizes(out_root, branches):
     _write(os.path.join(out_root, "uvm_sizes.h"), "\n".join(out) + "\n")
 
 
-_MEMBER = re.compile(r'^\{"(\w+)", "([\w.\[\]]+)", ([012])\},$')
+_MEMBER = re.compile(r'^\{"(\w+)", "([\w.\[\]]+)", ([012]), "([^"\\]*)"\},$')
 
 
 def emit_pointer_doc(out_root, path):
@@ -347,7 +349,7 @@ def emit_pointer_doc(out_root, path):
     each one it follows (pointers.inc): docs/rm-pointers.md."""
     branches = sorted((d for d in os.listdir(out_root) if re.fullmatch(r"r\d+", d)),
                       key=lambda b: int(b[1:]))
-    status, extent, counts = {}, {}, {}
+    status, extent, counts, reasons = {}, {}, {}, {}
     for bid in branches:
         n = [0, 0, 0]
         with open(os.path.join(out_root, bid, "pointer_members.inc")) as f:
@@ -355,6 +357,7 @@ def emit_pointer_doc(out_root, path):
                 m = _MEMBER.match(line.strip())
                 if m:
                     status.setdefault((m.group(1), m.group(2)), {})[bid] = int(m.group(3))
+                    reasons.setdefault((m.group(1), m.group(2)), {})[bid] = m.group(4)
                     n[int(m.group(3))] += 1
         counts[bid] = n
         for r in read_pointers_inc(os.path.join(out_root, bid, "pointers.inc")):
@@ -370,7 +373,10 @@ def emit_pointer_doc(out_root, path):
                 text = "%d bytes" % r["elem_size"]
             if r["array_off"] != 0xFFFFFFFF:
                 text += ", each element of the array"
-            if r["cond_off"] != 0xFFFFFFFF:
+            if r["cond_off"] != 0xFFFFFFFF and r["cond_mask"] != 0xFFFFFFFF:
+                text += ", when the selector's bits 0x%x are 0x%x" % (r["cond_mask"],
+                                                                     r["cond_value"])
+            elif r["cond_off"] != 0xFFFFFFFF:
                 text += ", when the selector is %d" % r["cond_value"]
             extent.setdefault((r["struct"], r["ptr"]), (text, r["source"].split("/")[-1]))
     out = ["<!-- generated by %s from %s (src/rm/generated/*/pointer_members.inc, pointers.inc); "
@@ -384,7 +390,11 @@ def emit_pointer_doc(out_root, path):
            "(`params.<member>` nested buffers, docs/trace-format.md). A member RM copies nowhere "
            "is not a buffer RM reads: an address it returns or is given (`address`, `descriptor`, "
            "`pLinearAddress`), an OS event or callback, or a member no handler reads; the "
-           "recorders do not follow it.",
+           "recorders do not follow it. Its reason says what the generator found: a copy the "
+           "build compiles out, a handler's own use of it (`NOT_COPIED_NOTES` in "
+           "tools/rm_tables/rmptrs.py), a native `T *` pointer, or no copy in the sources the "
+           "generator reads (embedded_param_copy.c, rmapi_deprecated_control.c and the handlers "
+           "of `HANDLER_COPIES`); the last is an absence in those files, not a proof.",
            "",
            "| branch | followed | bounded (no extent in the sources) | not copied by RM |",
            "|---|---:|---:|---:|"]
@@ -404,15 +414,21 @@ def emit_pointer_doc(out_root, path):
             out.append("| structure | member | extent | RM's copy | branches |")
             out.append("|---|---|---|---|---|")
         else:
-            out.append("| structure | member | branches |")
-            out.append("|---|---|---|")
+            out.append("| structure | member | why | branches |")
+            out.append("|---|---|---|---|")
         for (st, member), v in rows:
             br = where({b: x for b, x in v.items() if x == want})
             if with_extent:
                 text, src = extent.get((st, member), ("?", "?"))
                 out.append("| `%s` | `%s` | %s | %s | %s |" % (st, member, text, src, br))
             else:
-                out.append("| `%s` | `%s` | %s |" % (st, member, br))
+                by_reason = {}
+                for b in branches:
+                    if v.get(b) == want:
+                        by_reason.setdefault(reasons[(st, member)][b], []).append(b)
+                why = by_reason.popitem()[0] if len(by_reason) == 1 else "; ".join(
+                    "%s (%s)" % (t, ", ".join(bs)) for t, bs in by_reason.items())
+                out.append("| `%s` | `%s` | %s | %s |" % (st, member, why, br))
 
     table("Followed: RM copies the buffer, the sources give its extent", 0, True)
     table("Bounded: RM copies the buffer, the sources give no extent", 1, True)

@@ -25,7 +25,11 @@ A rule is a dict:
    array), "count": [member paths] (0, 1 or 2 factors; in an array rule relative to the element),
    "elem": ("sizeof", TYPE) | ("num", N) | ("member", TYPE, MEMBER) (bytes per counted unit, or
    the whole extent when "count" is empty), "array": None | {"path": "opsBuffer", "count":
-   "count"}, "cond": None | (member path, constant name), "source": file}
+   "count"}, "cond": None | (member path, constant name) | (member path, constant name, field
+   define), "source": file}
+The condition holds when the member equals the constant, or, with a field define (a DRF range
+`hi:lo` such as NVOS30_FLAGS_CHANNEL 7:4), when the member's bits hi..lo equal the constant
+(`DRF_VAL(...) == constant`); the compiler evaluates the mask and the shifted value.
 """
 
 import re
@@ -37,7 +41,33 @@ DEPRECATED = "src/nvidia/interface/deprecated/rmapi_deprecated_control.c"
 
 # Copies a control handler or class constructor makes itself, by parameter structure. `needs` is
 # a regular expression the cited file must match (the copy call naming the member); without it
-# the rule is not used for that release.
+# the rule is not used for that release. `also`: further (file, expression) pairs that must match
+# too (the handler that passes the member to the helper that copies it). `cond`: as in a rule.
+IDLE_CHANNELS = "src/nvidia/src/kernel/gpu/fifo/kernel_idle_channels.c"
+CLIENT_RESOURCE = "src/nvidia/src/kernel/rmapi/client_resource.c"
+
+
+def _idle_channels(member, copy, local):
+    # cliresCtrlCmdIdleChannels_IMPL passes pParams->phClients/phDevices/phChannels to
+    # RmIdleChannels, which, under `case NVOS30_FLAGS_CHANNEL_LIST:` of
+    # `switch (DRF_VAL(OS30, _FLAGS, _CHANNEL, flags))`, copies numChannels NvU32 handles of each
+    # (RMAPI_PARAM_COPY_INIT + rmapiParamsAcquire); other values of the field copy nothing.
+    return {"struct": "NV0000_CTRL_GPU_IDLE_CHANNELS_PARAMS", "ptr": member,
+            "count": ["numChannels"], "elem": ("sizeof", "NvU32"),
+            "cond": ("flags", "NVOS30_FLAGS_CHANNEL_LIST", "NVOS30_FLAGS_CHANNEL"),
+            "file": IDLE_CHANNELS,
+            "needs": (r"switch\s*\(\s*DRF_VAL\s*\(\s*OS30\s*,\s*_FLAGS\s*,\s*_CHANNEL\s*,\s*flags"
+                      r"\s*\)\s*\)(?:(?!\bdefault\b).)*?case\s+NVOS30_FLAGS_CHANNEL_LIST\s*:"
+                      r"(?:(?!\bcase\b|\bdefault\b).)*?RMAPI_PARAM_COPY_INIT\s*\(\s*" + copy +
+                      r"\s*,\s*" + member + r"\s*,\s*" + local +
+                      r"\s*,\s*numChannels\s*,\s*sizeof\s*\(\s*NvU32\s*\)\s*\)"
+                      r"(?:(?!\bcase\b|\bdefault\b).)*?rmapiParamsAcquire\s*\(\s*&\s*" + copy +
+                      r"\b"),
+            "also": [(CLIENT_RESOURCE,
+                      r"RmIdleChannels\s*\([^;]*pParams->numChannels[^;]*pParams->" + member +
+                      r"\b[^;]*pParams->flags")]}
+
+
 HANDLER_COPIES = [
     {"struct": "NV_MEMORY_LIST_ALLOCATION_PARAMS", "ptr": "pageNumberList",
      "count": ["pageCount"], "elem": ("sizeof", "NvU64"),
@@ -55,7 +85,39 @@ HANDLER_COPIES = [
      "count": ["size"], "elem": ("num", 1), "array": {"path": "opsBuffer", "count": "count"},
      "file": "src/nvidia/src/kernel/gpu/gr/kernel_sm_debugger_session_ctrl.c",
      "needs": r"bufPtr\s*=\s*pParams->opsBuffer\[i\]\.pCpuVA"},
+    _idle_channels("phClients", "paramCopyClients", "clients"),
+    _idle_channels("phDevices", "paramCopyDevices", "devices"),
+    _idle_channels("phChannels", "paramCopyChannels", "channels"),
 ]
+
+# Why RM copies no buffer for a pointer member, where a handler's own code says so (the reason
+# pointer_members.inc and docs/rm-pointers.md give): used only where `file` matches `needs`.
+NOT_COPIED_NOTES = [
+    {"struct": "NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS", "ptr": "pRunlistPreemptEvent",
+     "note": "kernel clients only: RM refuses a caller below kernel privilege that sets it",
+     "file": "src/nvidia/src/kernel/gpu/fifo/kernel_fifo_ctrl.c",
+     "needs": r"pRunlistPreemptEvent\s*!=\s*NULL\s*\)\s*&&\s*\(\s*pCallContext->secInfo\.privLevel"
+              r"\s*<\s*RS_PRIV_LEVEL_KERNEL"},
+    {"struct": "NV003E_CTRL_GET_SURFACE_PHYS_PAGES_PARAMS", "ptr": "pPages",
+     "note": "RM writes the page list through it as a kernel address (osGetMemoryPages), "
+             "no user copy",
+     "file": "src/nvidia/src/kernel/mem_mgr/system_mem.c",
+     "needs": r"osGetMemoryPages\s*\([^;]*NvP64_VALUE\s*\(\s*pParams->pPages\s*\)"},
+    {"struct": "NV2080_CTRL_FB_GET_BAR1_OFFSET_PARAMS", "ptr": "cpuVirtAddress",
+     "note": "an address RM looks up among the client's CPU mappings",
+     "file": "src/nvidia/src/kernel/gpu/mem_mgr/mem_mgr_ctrl.c",
+     "needs": r"CliFindMappingInClient\s*\([^;]*pFbMemParams->cpuVirtAddress"},
+    {"struct": "NV0073_CTRL_CMD_DP_RETRIEVE_DP_RING_BUFFER_PARAMS", "ptr": "pDpRingBuffer",
+     "note": "an address RM returns (the ring buffer it creates)",
+     "file": "src/nvidia/src/kernel/gpu/disp/disp_common_kern_ctrl_minimal.c",
+     "needs": r"pParams->pDpRingBuffer\s*=\s*\(\s*NvU8\s*\*\s*\)\s*rcdbCreateRingBuffer"},
+] + [
+    {"struct": "NV_EVENT_BUFFER_ALLOC_PARAMETERS", "ptr": m,
+     "note": "an address RM returns (its mapping of the event buffer)",
+     "file": "src/nvidia/src/kernel/rmapi/event_buffer.c",
+     "needs": r"pAllocParams->" + m + r"\s*=\s*pClientMap->" + a}
+    for m, a in (("bufferHeader", "headerAddr"), ("recordBuffer", "recordBuffAddr"),
+                 ("vardataBuffer", "vardataBuffAddr"))]
 
 # Hand-written converters whose copy length the code computes from the strings themselves: the
 # extent of the user's buffer is what the header says the caller allocates. Used only when the
@@ -279,6 +341,44 @@ def parse_embedded_param_copy(text, defined=()):
     return rules, skipped
 
 
+def compiled_out_copies(text, defined=()):
+    """{(struct, member): guard} of the copies of embedded_param_copy.c that the build compiles
+    out: an RMAPI_PARAM_COPY_INIT of a member (its extent derivable or not) that only the file
+    read whole has, with the name of the last
+    `#if[n]def NAME` / `#if defined(NAME)` still open before its `case` label ("" if none)."""
+    def copied(t):  # {(struct, member): command} of every RMAPI_PARAM_COPY_INIT of the cases
+        body = function_body(t, "embeddedParamCopyIn") or ""
+        found = {}
+        for cmd, block in _cases(body):
+            types = pointer_decls(block)
+            for args in calls(block, "RMAPI_PARAM_COPY_INIT"):
+                ref = member_ref(args[1], types) if len(args) == 5 else None
+                if ref:
+                    found.setdefault(ref, cmd)
+        return found
+
+    plain = rmparse.strip_comments(text)
+    built = copied(apply_ifdefs(plain, set(defined)))
+    out = {}
+    for key, cmd in copied(plain).items():
+        if key in built:
+            continue
+        at = re.search(r"\bcase\s+" + re.escape(cmd) + r"\s*:", plain)
+        guard, open_guards = "", []
+        for m in re.finditer(r"^[ \t]*#\s*(ifn?def|if|endif)\b[ \t]*(.*)$",
+                             plain[:at.start()] if at else "", re.M):
+            if m.group(1) == "endif":
+                if open_guards:
+                    open_guards.pop()
+            else:
+                name = re.search(r"(\w+)\s*\)?\s*$", m.group(2))
+                open_guards.append(name.group(1) if name else "")
+        if open_guards:
+            guard = open_guards[-1]
+        out[key] = guard
+    return out
+
+
 def parse_deprecated_controls(text, defined=()):
     """(rules, skipped) from rmapi_deprecated_control.c: the commands of rmDeprecatedControlTable
     and, per converter, CONVERT_TO_V2[_EX] (list field, its size field, count or bytes, element
@@ -346,26 +446,50 @@ def handler_copies(read_file):
     its `needs` expression. read_file(rel) returns the text or None."""
     rules, skipped = [], []
     for h in HANDLER_COPIES:
-        text = read_file(h["file"])
-        if text is None or not re.search(h["needs"], rmparse.strip_comments(text), re.S):
-            skipped.append("%s.%s: %s does not copy it" % (h["struct"], h["ptr"], h["file"]))
+        missing = None
+        for rel, needs in [(h["file"], h["needs"])] + list(h.get("also", ())):
+            text = read_file(rel)
+            if text is None or not re.search(needs, rmparse.strip_comments(text), re.S):
+                missing = rel
+                break
+        if missing is not None:
+            skipped.append("%s.%s: %s does not copy it" % (h["struct"], h["ptr"], missing))
             continue
         rules.append({"cmd": None, "struct": h["struct"], "ptr": h["ptr"], "count": h["count"],
-                      "elem": h["elem"], "array": h.get("array"), "cond": None,
+                      "elem": h["elem"], "array": h.get("array"), "cond": h.get("cond"),
                       "source": h["file"]})
     return rules, skipped
 
 
-def pointer_members(name, members_of, prefix="", depth=0):
+def handler_files():
+    """Every file HANDLER_COPIES and NOT_COPIED_NOTES read."""
+    out = {h["file"] for h in HANDLER_COPIES}
+    out |= {rel for h in HANDLER_COPIES for rel, _ in h.get("also", ())}
+    out |= {n["file"] for n in NOT_COPIED_NOTES}
+    return sorted(out)
+
+
+def pointer_members(name, members_of, prefix="", depth=0, with_types=False):
     """[member path] of every pointer member (NvP64 or `T *`) of structure `name`, through
-    nested structures and unions and arrays of them ("list[].ptr"). members_of(type) returns
-    [(member, type, is_array, inline body or None)] or None."""
+    nested structures and unions and arrays of them ("list[].ptr"); [(path, type)] with
+    `with_types`. members_of(type) returns [(member, type, is_array, inline body or None)] or
+    None."""
     out = []
     members = members_of(name) if depth < 4 else None
     for m, t, is_array, _ in members or []:
         path = prefix + m + ("[]" if is_array else "")
         if t == "NvP64" or t.endswith("*"):
-            out.append(path)
+            out.append((path, t) if with_types else path)
         elif t not in rmparse.BASIC_TYPES:
-            out += pointer_members(t, members_of, path + ".", depth + 1)
+            out += pointer_members(t, members_of, path + ".", depth + 1, with_types)
+    return out
+
+
+def not_copied_notes(read_file):
+    """{(struct, member): note} of the NOT_COPIED_NOTES whose file matches in the release."""
+    out = {}
+    for n in NOT_COPIED_NOTES:
+        text = read_file(n["file"])
+        if text is not None and re.search(n["needs"], rmparse.strip_comments(text), re.S):
+            out[(n["struct"], n["ptr"])] = n["note"]
     return out

@@ -5,7 +5,9 @@ RM does with it.
 
 A resolved rule (one row of rNNN/pointers.inc) holds numbers only: where the pointer, its count
 members and its condition sit in the parameter structure, the bytes per counted unit, and, for a
-member of every element of an array, the array's offset, stride, capacity and count member.
+member of every element of an array, the array's offset, stride, capacity and count member. The
+condition holds when (member & cond_mask) == cond_value; cond_mask is all ones unless the rule
+names a bit field (rmptrs.py, "cond").
 """
 
 import rmptrs
@@ -15,6 +17,19 @@ NO_MEMBER = 0xFFFFFFFF
 FLAG_BOUNDED = 1  # RM copies it, the sources give no extent: read with a bound
 
 STATUS_FOLLOWED, STATUS_BOUNDED, STATUS_NOT_COPIED = 0, 1, 2
+ALL_BITS = 0xFFFFFFFF  # cond_mask of a condition on the whole member
+
+
+def cond_exprs(cond):
+    """(value expression, mask expression or None) the probe evaluates for a rule's condition:
+    the constant, or for a bit field `hi:lo` the constant shifted to bit lo and the mask of bits
+    hi..lo (the `0?F` / `1?F` idiom of nvmisc.h's DRF macros: (0?7:4) is 4, (1?7:4) is 7).
+    Without spaces: the probe's output is split on them."""
+    if len(cond) < 3:
+        return cond[1], None
+    f = cond[2]
+    return ("((%s)<<(0?%s))" % (cond[1], f),
+            "((0xFFFFFFFFu>>(31-(1?%s)+(0?%s)))<<(0?%s))" % (f, f, f))
 
 
 def _probe_path(path):
@@ -33,6 +48,20 @@ def parse_release(tree, defined):
     found, skipped = rmptrs.handler_copies(lambda rel: tree.read(rel) if tree.exists(rel)
                                            else None)
     return rules + found, log + skipped
+
+
+def not_copied_reasons(tree, defined):
+    """{(struct, member): reason} the release's sources give for members RM does not copy: a
+    copy of embedded_param_copy.c the build compiles out, or a NOT_COPIED_NOTES entry."""
+    out = {}
+    if tree.exists(rmptrs.EMBEDDED):
+        for key, guard in rmptrs.compiled_out_copies(tree.read(rmptrs.EMBEDDED),
+                                                     defined).items():
+            out[key] = ("its copy in embedded_param_copy.c is compiled out (#ifdef %s)" % guard
+                        if guard else "its copy in embedded_param_copy.c is compiled out")
+    out.update(rmptrs.not_copied_notes(lambda rel: tree.read(rel) if tree.exists(rel)
+                                       else None))
+    return out
 
 
 def bind(rules, ctrl, classes, control_ids, log):
@@ -79,7 +108,7 @@ def probe_requests(rules):
             fields.add((r["struct"], r["array"]["count"], False))
         if r["cond"]:
             fields.add((r["struct"], r["cond"][0], False))
-            values.add(r["cond"][1])
+            values |= {e for e in cond_exprs(r["cond"]) if e}
         if r["elem"][0] == "sizeof":
             types.add(r["elem"][1])
         elif r["elem"][0] == "member":
@@ -101,7 +130,8 @@ def resolve(rules, sizes, offsets, values, log):
                    "role": "params." + r["ptr"], "params_size": sizes[s], "source": r["source"],
                    "array_off": NO_MEMBER, "array_stride": 0, "array_max": 0,
                    "array_count_off": NO_MEMBER, "array_count_size": 0, "cond_off": NO_MEMBER,
-                   "cond_size": 0, "cond_value": 0, "flags": 0, "elem_type": ""}
+                   "cond_size": 0, "cond_value": 0, "cond_mask": ALL_BITS, "flags": 0,
+                   "elem_type": ""}
             base = 0
             if r["array"]:
                 a = offsets[(s, r["array"]["path"])]
@@ -132,7 +162,13 @@ def resolve(rules, sizes, offsets, values, log):
                 row["flags"] |= FLAG_BOUNDED
             if r["cond"]:
                 c = offsets[(s, r["cond"][0])]
-                row.update(cond_off=c[0], cond_size=c[1], cond_value=values[r["cond"][1]])
+                value, mask = cond_exprs(r["cond"])
+                row.update(cond_off=c[0], cond_size=c[1], cond_value=values[value],
+                           cond_mask=values[mask] if mask else ALL_BITS)
+                if (row["cond_value"] & ~row["cond_mask"] or c[1] > 4 or
+                        not 0 <= row["cond_mask"] <= ALL_BITS):
+                    raise KeyError("condition %s: value 0x%x, mask 0x%x, %d-byte member" % (
+                        r["cond"], row["cond_value"], row["cond_mask"], c[1]))
         except KeyError as missing:
             log("pointer rule %s (%s): not measured (%s); skipped" % (where, r["source"],
                                                                       missing))
@@ -143,9 +179,15 @@ def resolve(rules, sizes, offsets, values, log):
     return rows
 
 
-def inventory(paths, rows):
-    """[(struct, member path, status)] of the pointer members `paths` ({structure: [paths]})
-    lists: followed (a rule reads it), bounded (RM copies it, no extent), not copied."""
+NO_COPY_SITE = "no copy in the sources read (embedded_param_copy.c, the converters, handlers)"
+
+
+def inventory(paths, rows, types=None, reasons=None):
+    """[(struct, member path, status, reason)] of the pointer members `paths` ({structure:
+    [paths]}) lists: followed (a rule reads it), bounded (RM copies it, no extent), not copied;
+    a not-copied member's reason is what `reasons` ({(struct, path): text}) says, else, for a
+    native pointer (types {(struct, path): C type} `T *`), that it is a kernel address, else that
+    the sources read have no copy of it. Followed and bounded members have reason ""."""
     ruled = {}
     for r in rows:
         ruled[(r["struct"], r["ptr"])] = (STATUS_BOUNDED if r["flags"] & FLAG_BOUNDED
@@ -153,5 +195,12 @@ def inventory(paths, rows):
     out = []
     for s in sorted(paths):
         for path in paths[s]:
-            out.append((s, path, ruled.get((s, path), STATUS_NOT_COPIED)))
+            status = ruled.get((s, path), STATUS_NOT_COPIED)
+            reason = ""
+            if status == STATUS_NOT_COPIED:
+                t = (types or {}).get((s, path), "")
+                reason = (reasons or {}).get((s, path)) or (
+                    "a native pointer (`%s`), not an NvP64: a kernel address, no user copy" %
+                    " ".join(t.split()) if t.endswith("*") else NO_COPY_SITE)
+            out.append((s, path, status, reason))
     return out

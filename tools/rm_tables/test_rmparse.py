@@ -452,6 +452,104 @@ class PointerRules(unittest.TestCase):
                          [("NV_MEMORY_LIST_ALLOCATION_PARAMS", "pageNumberList")])
         self.assertEqual(len(skipped), len(rmptrs.HANDLER_COPIES) - 1)
 
+    # A helper of the shape of RmIdleChannels (written here): the copy sits under one value of a
+    # bit field of `flags`, and the handler passes the members to it.
+    IDLE = dedent('''
+        switch (DRF_VAL(OS30, _FLAGS, _CHANNEL, flags))
+        {
+            case NVOS30_FLAGS_CHANNEL_SINGLE:
+                phClients = &hClient;
+                break;
+            case NVOS30_FLAGS_CHANNEL_LIST:
+                if (numChannels == 0) { return NV_OK; }
+                RMAPI_PARAM_COPY_INIT(paramCopyClients, phClients, clients, numChannels,
+                                      sizeof(NvU32));
+                status = rmapiParamsAcquire(&paramCopyClients, bUser);
+                RMAPI_PARAM_COPY_INIT(paramCopyDevices, phDevices, devices, numChannels,
+                                      sizeof(NvU32));
+                status = rmapiParamsAcquire(&paramCopyDevices, bUser);
+                RMAPI_PARAM_COPY_INIT(paramCopyChannels, phChannels, channels, numChannels,
+                                      sizeof(NvU32));
+                status = rmapiParamsAcquire(&paramCopyChannels, bUser);
+                break;
+            default:
+                return NV_ERR_INVALID_FLAGS;
+        }
+        ''')
+    CLIENT = ("return RmIdleChannels(hClient, pParams->hDevice, pParams->hChannel, "
+              "pParams->numChannels, pParams->phClients, pParams->phDevices, "
+              "pParams->phChannels, pParams->flags, pParams->timeout, b);\n")
+
+    def idle_rules(self, files):
+        rules, _ = rmptrs.handler_copies(files.get)
+        return [(r["ptr"], r["count"], r["elem"], r["cond"]) for r in rules
+                if r["struct"] == "NV0000_CTRL_GPU_IDLE_CHANNELS_PARAMS"]
+
+    def test_handler_copy_under_a_bit_field_condition(self):
+        cond = ("flags", "NVOS30_FLAGS_CHANNEL_LIST", "NVOS30_FLAGS_CHANNEL")
+        files = {rmptrs.IDLE_CHANNELS: self.IDLE, rmptrs.CLIENT_RESOURCE: self.CLIENT}
+        self.assertEqual(self.idle_rules(files), [
+            (m, ["numChannels"], ("sizeof", "NvU32"), cond)
+            for m in ("phClients", "phDevices", "phChannels")])
+        # The handler no longer passes the member: no rule.
+        files[rmptrs.CLIENT_RESOURCE] = self.CLIENT.replace("pParams->phDevices", "NvP64_NULL")
+        self.assertEqual([r[0] for r in self.idle_rules(files)], ["phClients", "phChannels"])
+        # The copy moved under another value of the field, or is gone: no rule.
+        files = {rmptrs.IDLE_CHANNELS: self.IDLE.replace("case NVOS30_FLAGS_CHANNEL_SINGLE:",
+                                                         "case NVOS30_FLAGS_CHANNEL_OTHER:")
+                 .replace("case NVOS30_FLAGS_CHANNEL_LIST:", "case NVOS30_FLAGS_CHANNEL_SINGLE:"),
+                 rmptrs.CLIENT_RESOURCE: self.CLIENT}
+        self.assertEqual(self.idle_rules(files), [])
+        files[rmptrs.IDLE_CHANNELS] = re.sub(r"RMAPI_PARAM_COPY_INIT\(paramCopyChannels[^;]*;",
+                                             "", self.IDLE)
+        self.assertEqual([r[0] for r in self.idle_rules(files)], ["phClients", "phDevices"])
+
+    def test_bit_field_condition_resolves_to_mask_and_shifted_value(self):
+        r = self.rule(None, "S", "p", ["n"], ("sizeof", "NvU32"), ("flags", "V", "F"))
+        value, mask = rmrules.cond_exprs(r["cond"])
+        self.assertEqual((value, mask), ("((V)<<(0?F))",
+                                         "((0xFFFFFFFFu>>(31-(1?F)+(0?F)))<<(0?F))"))
+        self.assertNotIn(" ", value + mask)  # the probe's output is split on spaces
+        self.assertEqual(rmrules.cond_exprs(("t", "X_TYPE")), ("X_TYPE", None))
+        bound = [dict(r, kind=0, key=0x1, cmd=None)]
+        sizes = {"S": 24, "NvU32": 4}
+        offsets = {("S", "p"): (8, 8, 8), ("S", "n"): (0, 4, 4), ("S", "flags"): (16, 4, 4)}
+        logged = []
+        rows = rmrules.resolve(bound, sizes, offsets, {value: 0x20, mask: 0xf0}, logged.append)
+        self.assertEqual([(x["cond_off"], x["cond_size"], x["cond_value"], x["cond_mask"])
+                          for x in rows], [(16, 4, 0x20, 0xf0)])
+        # A plain condition compares the whole member.
+        plain = [dict(bound[0], cond=("flags", "V"))]
+        rows = rmrules.resolve(plain, sizes, offsets, {"V": 3}, logged.append)
+        self.assertEqual((rows[0]["cond_value"], rows[0]["cond_mask"]), (3, rmrules.ALL_BITS))
+        # A value outside its mask is not a condition RM can meet: dropped, said.
+        self.assertEqual(rmrules.resolve(bound, sizes, offsets, {value: 0x100, mask: 0xf0},
+                                         logged.append), [])
+        self.assertEqual(logged[-1].count("not measured"), 1)
+
+    def test_compiled_out_copies_name_their_guard(self):
+        got = rmptrs.compiled_out_copies(self.EMBEDDED, defined=set())
+        self.assertEqual(got, {("NVX_H", "p"): "NOT_ON_LINUX"})
+        self.assertEqual(rmptrs.compiled_out_copies(self.EMBEDDED, defined={"NOT_ON_LINUX"}), {})
+
+    def test_not_copied_notes_and_reasons(self):
+        note = rmptrs.NOT_COPIED_NOTES[0]
+        self.assertEqual(rmptrs.not_copied_notes({}.get), {})
+        self.assertEqual(rmptrs.not_copied_notes({note["file"]: "nothing here"}.get), {})
+        paths = {"S": ["list", "pAddr", "pFn", "pOff"]}
+        types = {("S", "list"): "NvP64", ("S", "pAddr"): "NvP64", ("S", "pFn"): "void *",
+                 ("S", "pOff"): "NvP64"}
+        rows = [{"struct": "S", "ptr": "list", "flags": 0}]
+        got = rmrules.inventory(paths, rows, types, {("S", "pAddr"): "an address RM returns",
+                                                     ("S", "pOff"): "compiled out"})
+        self.assertEqual(got, [
+            ("S", "list", rmrules.STATUS_FOLLOWED, ""),
+            ("S", "pAddr", rmrules.STATUS_NOT_COPIED, "an address RM returns"),
+            ("S", "pFn", rmrules.STATUS_NOT_COPIED,
+             "a native pointer (`void *`), not an NvP64: a kernel address, no user copy"),
+            ("S", "pOff", rmrules.STATUS_NOT_COPIED, "compiled out")])
+        self.assertEqual(rmrules.inventory({"S": ["x"]}, [])[0][3], rmrules.NO_COPY_SITE)
+
     def test_pointer_members_through_nested_unions_and_arrays(self):
         texts = [dedent('''
             typedef struct OP { NvU64 gpuVA; NV_DECLARE_ALIGNED(NvP64 pCpuVA, 8); NvU32 size; } OP;
@@ -519,6 +617,18 @@ class Probe(unittest.TestCase):
         self.assertEqual(fields[("S1", "c")], (S1.c.offset, 3, 1))
         self.assertEqual(fields[("S2", "tail")], (S2.tail.offset, 4, 4))
         self.assertEqual(sorted(dropped), ["field ('S2', 'no_such_member')", "size NO_SUCH_TYPE"])
+
+    def test_bit_field_condition_values_from_the_compiler(self):
+        with open(os.path.join(self.dir, "drf.h"), "w") as f:
+            f.write("#define X_FLAGS_CHANNEL 7:4\n#define X_FLAGS_CHANNEL_LIST (0x00000002)\n"
+                    "#define X_FLAGS_ALL 31:0\n")
+        exprs = [rmrules.cond_exprs(("flags", "X_FLAGS_CHANNEL_LIST", "X_FLAGS_CHANNEL")),
+                 rmrules.cond_exprs(("flags", "X_FLAGS_CHANNEL_LIST", "X_FLAGS_ALL"))]
+        _, _, dropped, values = rmprobe.probe(["drf.h"], [self.dir], [], [],
+                                              values=sorted({e for p in exprs for e in p}))
+        self.assertEqual(dropped, [])
+        self.assertEqual([(values[v], values[m]) for v, m in exprs],
+                         [(0x20, 0xf0), (0x2, 0xffffffff)])
 
 
 class EndToEnd(unittest.TestCase):
@@ -713,13 +823,13 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(self.read("pointers"), [
             '{0, 0x20800108, "NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", "params.items", %d, %d, '
             '%d, 0xffffffff, 4, %d, "NV2080_CTRL_GPU_ITEM", 0xffffffff, 0, 0, 0xffffffff, 0, '
-            '0xffffffff, 0, 0, 0, "itemCount", "", '
+            '0xffffffff, 0, 0, 0xffffffff, 0, "itemCount", "", '
             '"src/nvidia/src/kernel/rmapi/embedded_param_copy.c"},' % (
                 ctypes.sizeof(Items), Items.items.offset, Items.itemCount.offset,
                 ctypes.sizeof(Item))])
         self.assertEqual(self.read("pointer_members"), [
-            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", 0},',
-            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "cookie", 2},'])
+            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", 0, ""},',
+            '{"NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "cookie", 2, "%s"},' % rmrules.NO_COPY_SITE])
         self.assertEqual(self.read("categories"), ['{0x208001, "NV2080_CTRL_GPU"},'])
         self.assertEqual(self.read("classes"), [
             '{0x00002080, "NV20_SUBDEVICE_0", "Subdevice", "NV2080_ALLOC_PARAMETERS", 4, false, '
