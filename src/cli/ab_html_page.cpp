@@ -98,7 +98,8 @@ function esc(t) { return String(t).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<"
 const FIELDS = {sys: "sys", call: "call", escape: "call", ctrl: "ctrl", control: "ctrl", cmd: "ctrl",
   class: "class", status: "status", errno: "errno", device: "device", path: "path", tid: "tid", pid: "pid",
   seq: "seq", fd: "fd", t: "t", dur: "dur", client: "client", parent: "parent", object: "object",
-  handle: "handle", request: "request", req: "request", ret: "ret", kind: "kind", index: "index"};
+  handle: "handle", request: "request", req: "request", ret: "ret", kind: "kind", index: "index",
+  api: "api"};
 const FLAGS = ["failed", "unknown", "notes", "partial", "divergent"];
 function lex(src) {
   const out = [];
@@ -209,6 +210,7 @@ function get(field, side, e, ri, idx) {
     case "errno": return e[EV.errno] ? [e[EV.errno], s(side, e[EV.errnoName])] : [null, ""];
     case "device": return [null, s(side, e[EV.device])];
     case "path": return [null, s(side, e[EV.path])];
+    case "api": return [null, e[EV.api] || ""];
     case "kind": { const d = rows[ri * 4 + 3]; return [null, d < 0 ? "match" : D.kinds[D.divs[d][0]]]; }
     case "index": return [idx, ""];
     default: return [e[EV[field]] === undefined ? null : e[EV[field]], ""];
