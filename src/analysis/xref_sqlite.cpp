@@ -332,6 +332,9 @@ Result<IndexStats> write_xref_database(DriverImage& img, const std::string& path
     if (st) st = fill(db, img, stats);
     if (st) st = db.exec(kIndexes);
     if (st) st = db.exec("COMMIT");
+    // Statistics for the query planner: without them a LIKE over string_refs or a join through
+    // refs scans all of refs (0.08 s on 580.159.04; 3 ms with them).
+    if (st) st = db.exec("ANALYZE");
     if (!st) {
       if (!memory) std::remove(tmp.c_str());
       return st.error();
