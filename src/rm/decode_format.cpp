@@ -267,21 +267,15 @@ void append_line(std::string& out, const Decoded& d) {
     out += ' ';
     append_members(out, d.args);
   }
-  if (!d.params_struct.empty()) {
+  // " TYPE {members}": the parameters, then (an XFER) the wrapped call's own parameters.
+  for (const auto& [type, members] :
+       {std::pair{d.params_struct, &d.params}, std::pair{d.wrapped_struct, &d.wrapped}}) {
+    if (type.empty()) continue;
     out += ' ';
-    out += d.params_struct;
-    if (!d.params.empty()) {
+    out += type;
+    if (!members->empty()) {
       out += " {";
-      append_members(out, d.params);
-      out += '}';
-    }
-  }
-  if (!d.wrapped_struct.empty()) {
-    out += ' ';
-    out += d.wrapped_struct;
-    if (!d.wrapped.empty()) {
-      out += " {";
-      append_members(out, d.wrapped);
+      append_members(out, *members);
       out += '}';
     }
   }

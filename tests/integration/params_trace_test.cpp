@@ -67,6 +67,17 @@ std::string hex_of(std::string_view s) {
   return out;
 }
 
+// The event objects of `decode --json` output (the header and summary lines left out).
+std::vector<json> decoded_events(const std::string& out) {
+  std::vector<json> events;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains("seq")) events.push_back(std::move(j));
+  }
+  return events;
+}
+
 class ParamsTrace : public ::testing::TestWithParam<std::string> {
  protected:
   std::string mode() const { return GetParam(); }
@@ -159,11 +170,8 @@ TEST_P(ParamsTrace, RecordsClassSizedParametersAndTheBuffersBehindPointers) {
     std::string filter = "seq=" + std::to_string(e["seq"].get<uint64_t>());
     RunResult dj = run({cudatool_bin(), "decode", r.trace, "--json", "--filter", filter});
     ASSERT_EQ(dj.status, 0) << dj.err;
-    std::istringstream lines(dj.out);
     bool said = false;
-    for (std::string line; std::getline(lines, line);) {
-      json j = json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("seq")) continue;
+    for (const json& j : decoded_events(dj.out)) {
       for (const json& u : j["unrecorded"]) {
         said = said || (u["what"] == "params.grInfoList" && u["why"] == why);
       }
@@ -301,12 +309,9 @@ TEST_P(ParamsTrace, XferWrappedControlIsTheControlItWraps) {
                      "ctrl=NV2080_CTRL_CMD_GR_GET_INFO"});
   ASSERT_EQ(d.status, 0) << d.err;
   size_t selected = 0, selected_xfers = 0;
-  std::istringstream lines(d.out);
-  for (std::string line; std::getline(lines, line);) {
-    json e = json::parse(line, nullptr, false);
-    if (e.is_discarded() || !e.contains("seq")) continue;
+  for (const json& e : decoded_events(d.out)) {
     ++selected;
-    EXPECT_EQ(e["cmd"], "0x20801201") << line.substr(0, 300);
+    EXPECT_EQ(e["cmd"], "0x20801201") << e.dump().substr(0, 300);
     if (e["call"] == "NV_ESC_IOCTL_XFER_CMD") {
       ++selected_xfers;
       EXPECT_EQ(e["h_client"], "0xc1d00001");
@@ -364,14 +369,11 @@ TEST_P(ParamsTrace, XferWrappedAllocIsTheAllocItWraps) {
   EXPECT_NE(d.out.find(c->alloc_params), std::string::npos) << c->alloc_params << "\n" << d.out;
   RunResult dj = run({cudatool_bin(), "decode", r.trace, "--json", "--filter", filter});
   ASSERT_EQ(dj.status, 0) << dj.err;
-  std::istringstream lines(dj.out);
   bool seen = false;
-  for (std::string line; std::getline(lines, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("seq")) continue;
+  for (const json& j : decoded_events(dj.out)) {
     seen = true;
     EXPECT_EQ(j["call"], "NV_ESC_IOCTL_XFER_CMD");
-    EXPECT_EQ(j["h_class"], "0x3e") << line.substr(0, 400);
+    EXPECT_EQ(j["h_class"], "0x3e") << j.dump().substr(0, 400);
     EXPECT_EQ(j["h_client"], "0xc1d00001");
     EXPECT_EQ(j["params_struct"], "NVOS21_PARAMETERS");
     EXPECT_EQ(j["wrapped_struct"], std::string(c->alloc_params));
@@ -392,10 +394,7 @@ TEST_P(ParamsTrace, XferWrappedAllocIsTheAllocItWraps) {
       run({cudatool_bin(), "decode", r.trace, "--json", "--filter", "class=NV01_MEMORY_SYSTEM"});
   ASSERT_EQ(sel.status, 0) << sel.err;
   size_t selected = 0, selected_xfers = 0;
-  std::istringstream all(sel.out);
-  for (std::string line; std::getline(all, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("seq")) continue;
+  for (const json& j : decoded_events(sel.out)) {
     ++selected;
     selected_xfers += j["call"] == "NV_ESC_IOCTL_XFER_CMD";
   }
