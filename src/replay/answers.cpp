@@ -487,6 +487,14 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
         if (v.esc->flags & RP_ESCF_CONTROL) e.flags |= RP_EVF_CONTROL;
       }
       if (ov == overrides.end()) add_patches(c, ev, v, e);
+      // The inputs the shim compares when threads race to calls of one identity.
+      const trace::Buffer* in = nested_role(ev, "params");
+      if (in != nullptr && !in->before.empty()) {
+        e.in_digest = rp_input_digest(in->before.data(), in->before.size());
+      } else if (in == nullptr && ev.arg && !ev.arg->before.empty() &&
+                 nvtr_dev_kind_of_path(ev.path.c_str()) == NVTR_DEV_UVM) {
+        e.in_digest = rp_input_digest(ev.arg->before.data(), ev.arg->before.size());
+      }
     }
     c.views.push_back(v);
     c.b.events.push_back(e);

@@ -72,6 +72,28 @@ static inline int rp_ident_eq(const struct rp_ident* a, const struct rp_ident* b
          a->cmd == b->cmd && a->cls == b->cls && a->h_client == b->h_client && a->h_obj == b->h_obj;
 }
 
+/* A digest of a call's inputs (the parameters an RM escape points to, a UVM call's argument) as
+ * the program wrote them, for telling apart calls of one identity that only their inputs
+ * distinguish (two threads making the same control with different parameters): the first
+ * RP_DIGEST_MAX bytes, each aligned 8-byte word that is a user address (2^32 up to 2^47: heap,
+ * stack, mappings; they differ between runs) taken as 0. 0: no inputs. */
+#define RP_DIGEST_MAX 256u
+static inline uint32_t rp_input_digest(const uint8_t* p, uint64_t n) {
+  if (p == 0 || n == 0) return 0;
+  if (n > RP_DIGEST_MAX) n = RP_DIGEST_MAX;
+  uint32_t h = 2166136261u;
+  for (uint64_t i = 0; i < n; i += 8) {
+    uint64_t k = n - i < 8 ? n - i : 8, w = 0;
+    for (uint64_t b = 0; b < k; ++b) w |= (uint64_t)p[i + b] << (8 * b);
+    if (k == 8 && w >= (1ull << 32) && w < (1ull << 47)) w = 0;
+    for (uint64_t b = 0; b < k; ++b) {
+      h ^= (uint8_t)(w >> (8 * b));
+      h *= 16777619u;
+    }
+  }
+  return h | 1u;
+}
+
 /* ---- answer table ---- */
 
 /* Which buffer of a live call an answer's bytes go to. */
@@ -115,10 +137,10 @@ struct rp_event {
   uint32_t role;
   uint32_t patch_first;
   uint32_t patch_count;
-  uint32_t h_new; /* alloc: the recorded hObjectNew */
-  uint32_t flags; /* RP_EVF_* */
-  uint32_t index; /* position in the recording (0-based event index) */
-  uint32_t pad;
+  uint32_t h_new;     /* alloc: the recorded hObjectNew */
+  uint32_t flags;     /* RP_EVF_* */
+  uint32_t index;     /* position in the recording (0-based event index) */
+  uint32_t in_digest; /* rp_input_digest of the recorded inputs; 0: none */
 };
 
 struct rp_role {

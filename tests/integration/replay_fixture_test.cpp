@@ -215,6 +215,44 @@ TEST(ReplayFixture, UnrecordedCallsGetThePolicyAndAStallIsStopped) {
   }
 }
 
+// Two threads make the same RM control on the same object, told apart only by their parameters
+// (nv_client's race mode: the thread created second calls first). Each gets the answer its own
+// recorded call was given — here injected, 0x1111 for thread 1 and 0x2222 for thread 2 — not the
+// answer of the thread role whose turn it seemed to be (the role pick compares the inputs).
+TEST(ReplayFixture, ThreadsMakingTheSameCallGetTheirOwnAnswers) {
+  Recorded rec = record("rp-race", "race");
+  std::map<std::string, int64_t> seq_of;  // thread number (params' first 4 bytes, hex) -> seq
+  for (const json& e : load_trace(rec.trace).events) {
+    if (e["sys"] != "ioctl" || e["req"] != "0xc020462a") continue;
+    for (const json& n : e["nested"]) {
+      if (n["role"] == "params") seq_of[n["pre"].get<std::string>().substr(0, 8)] = e["seq"];
+    }
+  }
+  ASSERT_EQ(seq_of.size(), 2u) << "the recording holds both threads' controls";
+  std::vector<std::string> inject;
+  for (auto [id, value] : {std::pair{"01000000", "0x1111"}, {"02000000", "0x2222"}}) {
+    std::string seq = "seq=" + std::to_string(seq_of.at(id));
+    inject.insert(inject.end(), {"--inject", seq + ",ret=0", "--inject",
+                                 seq + ",member=params+0x8,value=" + std::string(value)});
+  }
+  for (int round = 0; round < 3; ++round) {
+    ReplayRun r = replay(rec.trace, inject, {client(), rec.dir, "race"});
+    ASSERT_TRUE(r.report.is_object()) << r.run.err;
+    EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]) << r.report.dump(1);
+    int seen = 0;
+    for (const json& e : load_printed(r.run.out)) {
+      if (e["sys"] != "ioctl" || e["req"] != "0xc020462a") continue;
+      const json& n = e["nested"][0];
+      std::string id = n["pre"].get<std::string>().substr(0, 8);
+      std::string got = n["post"].get<std::string>().substr(16, 8);  // params+0x8, 4 bytes
+      EXPECT_EQ(e["ret"], 0);
+      EXPECT_EQ(got, id == "01000000" ? "11110000" : "22220000") << "thread " << id;
+      ++seen;
+    }
+    EXPECT_EQ(seen, 2) << r.run.out;
+  }
+}
+
 TEST(ReplayFixture, SkippedCallsAreReported) {
   // The full recording answers the UVM-only program: the rest of it is never asked.
   Recorded full = record("rp-full2", "full");

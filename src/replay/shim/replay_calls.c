@@ -170,7 +170,7 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
   struct rp_ident id = {RP_OPEN, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0);
+  struct rs_match m = rs_match(&id, 0, 0);
   int err = 0;
   long r;
   int outcome = m.event >= 0 ? m.outcome : RP_OUT_PASSED;
@@ -197,7 +197,7 @@ long beh_close(struct shim_call* c, int fd) {
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
   struct rp_ident id = {RP_CLOSE, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0);
+  struct rs_match m = rs_match(&id, 0, 0);
   long r = shim_perform(c);
   int err = errno;
   drop_device_fd(fd);
@@ -238,7 +238,7 @@ long beh_dup(struct shim_call* c, int oldfd, int newfd) {
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
   struct rp_ident id = {RP_DUP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0);
+  struct rs_match m = rs_match(&id, 0, 0);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -271,7 +271,7 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
   struct rp_ident id = {RP_MMAP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = busy ? (struct rs_match){-1, 0} : rs_match(&id, 0);
+  struct rs_match m = busy ? (struct rs_match){-1, 0} : rs_match(&id, 0, 0);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -319,7 +319,7 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
   rs_t.busy = 1;
   uint64_t t0 = rs_now();
   struct rp_ident id = {RP_MUNMAP, (uint32_t)(idx < 0 ? 0 : idx), 0, 0, 0, 0, 0, 0};
-  struct rs_match m = idx >= 0 ? rs_match(&id, 0) : (struct rs_match){-1, 0};
+  struct rs_match m = idx >= 0 ? rs_match(&id, 0, 0) : (struct rs_match){-1, 0};
   struct rs_rec w;
   begin_log(&w, RP_MUNMAP, 0, -1, idx);
   if (w.r) {

@@ -161,7 +161,20 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     }
   }
   int twin_ok = esc != NULL && (esc->flags & RP_ESCF_CONTROL);
-  struct rs_match m = rs_match(&id, twin_ok);
+  /* The inputs that tell calls of one identity apart (rp_input_digest): an RM escape's
+   * parameters, a UVM call's argument. */
+  uint32_t digest = 0;
+  const struct live_buf* in = b[RP_BUF_XPARAMS].present  ? &b[RP_BUF_XPARAMS]
+                              : b[RP_BUF_PARAMS].present ? &b[RP_BUF_PARAMS]
+                                                         : NULL;
+  if (in != NULL && in->addr != 0 && in->size != 0) {
+    uint8_t inb[RP_DIGEST_MAX];
+    digest =
+        rp_input_digest(inb, rs_read(in->addr, inb, in->size < sizeof inb ? in->size : sizeof inb));
+  } else if (kind == NVTR_DEV_UVM) {
+    digest = rp_input_digest(argb, alen);
+  }
+  struct rs_match m = rs_match(&id, twin_ok, digest);
   const struct rp_event* e = m.event >= 0 ? rs_event((uint32_t)m.event) : NULL;
   const struct rp_patch* patches = (const struct rp_patch*)((const char*)rs.t + rs.t->off_patches);
   const uint8_t* blob = (const uint8_t*)rs.t + rs.t->off_blob;

@@ -2,7 +2,8 @@
  *
  * Each thread of the program plays one thread role of the recording (ab's roles: per process, its
  * threads in the order they were created), taken at its first device call: the free role whose
- * calls hold an unanswered one of the same identity (the role whose next call it is, first). Within
+ * calls hold an unanswered one of the same identity (the role whose next call it is, first; among
+ * those, the one whose call had the same inputs, rp_input_digest). Within
  * the role, the answer is the first unanswered recorded call of that identity at or after the
  * role's position (in order), else the first unanswered one before it (out of order: the program
  * made it later than the recording did). An identity with no unanswered call left is unrecorded: an
@@ -69,8 +70,24 @@ static const struct rp_role* role_info(uint32_t r) {
   return (const struct rp_role*)((const char*)rs.t + rs.t->off_roles) + r;
 }
 
-/* This thread's role: kept, taken over after an exec (same tid), or chosen now for `id`. */
-static int my_role(const struct rp_ident* id) {
+/* Whether an unanswered event of bucket `b` has the inputs `digest` (0: the live call has none). */
+static int has_inputs(const struct rp_bucket* b, uint32_t digest) {
+  const uint32_t* l = list_of(b);
+  for (uint32_t i = 0; digest != 0 && i < b->count; ++i) {
+    if (__atomic_load_n(&rs.answered[l[i]], __ATOMIC_RELAXED) == 0 &&
+        rs_event(l[i])->in_digest == digest) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* This thread's role: kept, taken over after an exec (same tid), or chosen now for `id` with
+ * inputs `digest`: of the free roles that hold an unanswered call of this identity, the one whose
+ * next call it is with these inputs, else one whose next call it is, else one that holds it with
+ * these inputs, else the first (threads that race to the same call are told apart by what they
+ * ask). */
+static int my_role(const struct rp_ident* id, uint32_t digest) {
   if (rs_t.role >= 0 && rs_t.role_pid == rs.pid) return rs_t.role;
   struct rp_state* st = rs.st;
   uint32_t n = rs.t->n_roles < RP_MAX_ROLES ? rs.t->n_roles : RP_MAX_ROLES;
@@ -82,25 +99,27 @@ static int my_role(const struct rp_ident* id) {
       return (int)r;
     }
   }
-  int best = -1, best_next = 0;
+  int best = -1, best_score = -1;
   rs_lock(&st->lock);
-  for (uint32_t r = 0; r < n; ++r) {
+  for (uint32_t r = 0; r < n && best_score < 3; ++r) {
     if (st->roles[r].owner_tid != 0) continue;
     const struct rp_bucket* b = bucket(id, r);
     if (b == NULL || !has_unanswered(b)) continue;
-    /* Whether this call is the role's next unanswered one. */
+    /* Whether this call is the role's next unanswered one, and with these inputs. */
     const struct rp_role* ri = role_info(r);
-    int next = 0;
+    int next = 0, same = 0;
     for (uint32_t e = ri->first; e < ri->first + ri->count; ++e) {
       if (__atomic_load_n(&rs.answered[e], __ATOMIC_RELAXED) == 0) {
         next = rp_ident_eq(&rs_event(e)->id, id);
+        same = next && digest != 0 && rs_event(e)->in_digest == digest;
         break;
       }
     }
-    if (best < 0 || (next && !best_next)) {
+    if (!next) same = has_inputs(b, digest);
+    int score = 2 * next + same;
+    if (score > best_score) {
       best = (int)r;
-      best_next = next;
-      if (next) break;
+      best_score = score;
     }
   }
   if (best >= 0) {
@@ -114,9 +133,9 @@ static int my_role(const struct rp_ident* id) {
   return best;
 }
 
-struct rs_match rs_match(const struct rp_ident* id, int twin_ok) {
+struct rs_match rs_match(const struct rp_ident* id, int twin_ok, uint32_t digest) {
   struct rs_match m = {-1, 0};
-  int r = my_role(id);
+  int r = my_role(id, digest);
   if (r < 0) return m;
   struct rp_role_state* rsx = &rs.st->roles[r];
   const struct rp_bucket* b = bucket(id, (uint32_t)r);

@@ -96,7 +96,7 @@ struct rs_match {
   int event;   /* answer table index, -1 */
   int outcome; /* enum rp_outcome */
 };
-RS_HIDDEN struct rs_match rs_match(const struct rp_ident* id, int twin_ok);
+RS_HIDDEN struct rs_match rs_match(const struct rp_ident* id, int twin_ok, uint32_t digest);
 RS_HIDDEN const struct rp_escape* rs_escape(uint32_t nr, uint32_t size);
 RS_HIDDEN const struct rp_uvm* rs_uvm(uint32_t nr);
 RS_HIDDEN int32_t rs_class_size(uint32_t cls);
