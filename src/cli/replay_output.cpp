@@ -55,6 +55,11 @@ std::string render_replay_text(const replay::ReplayReport& r) {
         "mappings tied to a memory object\n",
         r.gpu_entries, r.gpu_releases, r.gpu_maps_known, r.gpu_maps);
   }
+  if (r.gpu_launches != 0) {
+    out += fmt::format("fake GPU: came to {} compute launch{} and stopped its channel there\n",
+                       r.gpu_launches, r.gpu_launches == 1 ? "" : "es");
+  }
+  for (const auto& u : r.unfinished) out += "  unfinished: " + u.message + "\n";
   if (!r.deviations.empty()) {
     out +=
         fmt::format("{} deviation{}:\n", r.deviations.size(), r.deviations.size() == 1 ? "" : "s");
@@ -163,7 +168,25 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   }
   w.key("fake_gpu").begin_object().kv("gpfifo_entries", r.gpu_entries);
   w.kv("semaphore_releases", r.gpu_releases);
-  w.kv("mappings", r.gpu_maps).kv("mappings_known", r.gpu_maps_known).end_object();
+  w.kv("mappings", r.gpu_maps).kv("mappings_known", r.gpu_maps_known);
+  w.kv("launches", r.gpu_launches);
+  w.key("unfinished").begin_array();
+  static constexpr const char* kStops[] = {"idle", "acquire", "launch", "unmapped"};
+  for (const auto& u : r.unfinished) {
+    const rp_channel_state& c = u.channel;
+    w.begin_object().kv_hex("channel", c.handle).kv_hex("class", c.cls);
+    w.kv("stop", c.stop < 4 ? kStops[c.stop] : "?").kv("pending_entries", c.pending);
+    w.kv("launches", c.launches);
+    w.key("acquire");
+    if (c.stop == RP_CH_ACQUIRE) {
+      w.begin_object().kv_hex("gpu_va", c.sem_va).kv_hex("want", c.want).kv_hex("value", c.value);
+      w.kv("operation", replay::acquire_op_name(c.acq_op)).end_object();
+    } else {
+      w.null();
+    }
+    w.kv("message", u.message).end_object();
+  }
+  w.end_array().end_object();
   w.kv("processes", r.processes).kv("log_lost", r.log_lost).kv_or_null("output", r.output);
   w.kv("wall_s", r.wall_s).kv("verdict", r.verdict);
   w.end_object();

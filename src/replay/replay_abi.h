@@ -24,7 +24,7 @@
 #define RP_TABLE_MAGIC 0x3174627470726475ULL /* "udrptbt1" */
 #define RP_STATE_MAGIC 0x3174737470726475ULL /* "udrptst1" */
 #define RP_LOG_MAGIC 0x31676c7470726475ULL   /* "udrptlg1" */
-#define RP_VERSION 2                         /* 2: rp_gpu_layout.map_fd, rp_state.gpu_maps* */
+#define RP_VERSION 3 /* 2: rp_gpu_layout.map_fd, rp_state.gpu_maps*; 3: rp_state.channels */
 
 /* Environment of the replayed program (set by cudatool). */
 #define RP_ENV_TABLE "CUDATOOL_REPLAY_TABLE" /* the answer table */
@@ -279,6 +279,26 @@ struct rp_wait {
   uint32_t pad;
 };
 
+/* What one channel of the fake GPU has left undone (its thread writes it after each pass). */
+#define RP_MAX_CHANNELS 64
+enum rp_channel_stop {
+  RP_CH_IDLE = 0,     /* every GPFIFO entry up to GPPut carried out */
+  RP_CH_ACQUIRE = 1,  /* held at a semaphore acquire that is not met */
+  RP_CH_LAUNCH = 2,   /* stopped at a compute launch (real work) */
+  RP_CH_UNMAPPED = 3, /* the next entry's pushbuffer lies in memory the replay cannot see */
+};
+struct rp_channel_state {
+  uint32_t handle; /* 0: slot unused */
+  uint32_t cls;
+  uint32_t stop;     /* enum rp_channel_stop */
+  uint32_t pending;  /* GPFIFO entries not carried out (GPPut - GPGet) */
+  uint32_t launches; /* compute launches (SEND_PCAS_A, SEND_SIGNALING_PCAS*) in that work */
+  uint32_t acq_op;   /* RP_CH_ACQUIRE: the SEM_EXECUTE operation */
+  uint64_t sem_va;   /* RP_CH_ACQUIRE: the semaphore, the value awaited, the value it holds */
+  uint64_t want;
+  uint64_t value;
+};
+
 struct rp_state {
   uint64_t magic;
   uint64_t progress;       /* bumped by every answered call and fake-GPU step (atomic) */
@@ -295,6 +315,10 @@ struct rp_state {
   struct rp_role_state roles[RP_MAX_ROLES];
   struct rp_fd_entry fds[RP_MAX_FDS];
   struct rp_wait waits[RP_MAX_WAITS];
+  uint64_t gpu_launches; /* compute launches the fake GPU came to (atomic) */
+  uint32_t n_channels;   /* (atomic) */
+  uint32_t pad2;
+  struct rp_channel_state channels[RP_MAX_CHANNELS];
   /* then: n_events bytes, 1 when that recorded event was answered */
 };
 

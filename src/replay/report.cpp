@@ -16,6 +16,7 @@
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
+#include "replay/generated/gpu_methods.h"
 #include "replay/session_parts.hpp"
 #include "replay/trace_convert.hpp"
 #include "rm/decode.hpp"
@@ -127,6 +128,58 @@ std::string short_module(const std::string& path) {
 
 }  // namespace
 
+std::string_view acquire_op_name(uint32_t op) {
+  switch (op) {
+    case RPG_NVC86F_SEM_EXECUTE_OPERATION_ACQUIRE:
+      return "ACQUIRE";
+    case RPG_NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ:
+      return "ACQ_STRICT_GEQ";
+    case RPG_NVC86F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ:
+      return "ACQ_CIRC_GEQ";
+    case RPG_NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND:
+      return "ACQ_AND";
+    case RPG_NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR:
+      return "ACQ_NOR";
+    default:
+      return "?";
+  }
+}
+
+namespace {
+
+// What a channel's unfinished work means, in one sentence.
+std::string unfinished_message(const rp_channel_state& c) {
+  std::string why;
+  switch (c.stop) {
+    case RP_CH_ACQUIRE:
+      why = fmt::format(
+          "the first waits at a semaphore acquire ({}): 0x{:x} is to reach 0x{:x} and holds "
+          "0x{:x} (nothing the fake GPU carried out released it)",
+          acquire_op_name(c.acq_op), c.sem_va, c.want, c.value);
+      break;
+    case RP_CH_LAUNCH:
+      why = "the first is a compute launch";
+      break;
+    case RP_CH_UNMAPPED:
+      why = "the first's pushbuffer lies in memory the replay cannot see";
+      break;
+    default:
+      why = "not yet taken up when the run ended";
+      break;
+  }
+  std::string launches =
+      c.launches == 0
+          ? ""
+          : fmt::format(
+                "; {} compute launch{} among them not executed (replay does not execute "
+                "compute work)",
+                c.launches, c.launches == 1 ? "" : "es");
+  return fmt::format("channel 0x{:x} (class 0x{:x}): {} GPFIFO entr{} not carried out; {}{}",
+                     c.handle, c.cls, c.pending, c.pending == 1 ? "y" : "ies", why, launches);
+}
+
+}  // namespace
+
 void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall& out) {
   uint32_t nw = std::min<uint32_t>(__atomic_load_n(&state.n_waits, __ATOMIC_ACQUIRE), RP_MAX_WAITS);
   out.waits.assign(state.waits, state.waits + nw);
@@ -178,10 +231,21 @@ void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall
         "channel 0x{:x}); replay does not execute compute work",
         who, where, w.gpu_va, w.payload, w.channel_handle);
   } else {
-    out.message = fmt::format(
-        "the program made no progress for {:.1f} s; {} is at {} (no GPU work was left undone: it "
-        "waits for something the recording does not answer)",
-        out.idle_s, who, where);
+    const rp_channel_state* held = nullptr;
+    for (uint32_t k = 0; k < std::min<uint32_t>(state.n_channels, RP_MAX_CHANNELS); ++k) {
+      const rp_channel_state& c = state.channels[k];
+      if (held == nullptr && c.handle != 0 && c.stop != RP_CH_IDLE) held = &c;
+    }
+    out.message =
+        held != nullptr
+            ? fmt::format(
+                  "the program made no progress for {:.1f} s; {} is at {}, and the fake "
+                  "GPU's {}",
+                  out.idle_s, who, where, unfinished_message(*held))
+            : fmt::format(
+                  "the program made no progress for {:.1f} s; {} is at {} (no GPU work "
+                  "was left undone: it waits for something the recording does not answer)",
+                  out.idle_s, who, where);
   }
   (void)rec;
 }
@@ -205,6 +269,13 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   rep.gpu_releases = state.gpu_releases;
   rep.gpu_maps = state.gpu_maps;
   rep.gpu_maps_known = state.gpu_maps_known;
+  rep.gpu_launches = state.gpu_launches;
+  uint32_t nch = std::min<uint32_t>(state.n_channels, RP_MAX_CHANNELS);
+  for (uint32_t k = 0; k < nch; ++k) {
+    const rp_channel_state& c = state.channels[k];
+    if (c.handle == 0 || (c.stop == RP_CH_IDLE && c.pending == 0)) continue;
+    rep.unfinished.push_back({c, unfinished_message(c)});
+  }
   rep.log_lost = log.lost;
   for (const LogRecord& r : log.records) {
     if (r.sys == RP_LOG_ENV) {
@@ -279,7 +350,10 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     rep.verdict = 2;
     return;
   }
-  bool finding = rep.end == "deadline" || rep.end == "signal";
+  // GPU work left undone (compute launches above all) is a finding even when the program ended:
+  // what it computed did not happen.
+  bool finding = rep.end == "deadline" || rep.end == "signal" || !rep.unfinished.empty() ||
+                 rep.gpu_launches != 0;
   for (const Deviation& d : rep.deviations) {
     if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
         d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {

@@ -85,12 +85,22 @@ struct ReplayReport {
   uint64_t processes = 0;
   uint64_t gpu_entries = 0, gpu_releases = 0;
   uint64_t gpu_maps = 0, gpu_maps_known = 0;  // RM device mmaps; those tied to a memory object
+  uint64_t gpu_launches = 0;                  // compute launches the fake GPU came to
+  // Channels whose work the fake GPU left undone when the run ended, and what each means.
+  struct Unfinished {
+    rp_channel_state channel;
+    std::string message;  // "channel 0x5c00004e (class 0xc86f): 3 GPFIFO entries not carried out …"
+  };
+  std::vector<Unfinished> unfinished;
   uint64_t log_lost = 0;
   std::string output;          // the replayed trace written
   std::string program_output;  // capture_output
   double wall_s = 0;
   int verdict = 0;  // 0 faithful, 1 findings (deviations, stopped), 2 refused / not run
 };
+
+// The name of a host semaphore acquire operation (clc86f.h / clc56f.h SEM_EXECUTE_OPERATION).
+std::string_view acquire_op_name(uint32_t op);
 
 // Runs one replay of `rec` (already loaded). Errors: the shim is missing, the files cannot be
 // written, an injection does not apply, the command cannot be started.

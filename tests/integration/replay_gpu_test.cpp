@@ -121,6 +121,33 @@ TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
   EXPECT_NE(msg.find("= 0x1234"), std::string::npos) << msg;
   EXPECT_NE(msg.find("replay does not execute compute work"), std::string::npos) << msg;
   EXPECT_EQ(r.report["fake_gpu"]["gpfifo_entries"], 0);  // the entry that holds the launch stays
+  EXPECT_EQ(r.report["fake_gpu"]["launches"], 1);
+  ASSERT_EQ(r.report["fake_gpu"]["unfinished"].size(), 1u) << r.report["fake_gpu"].dump(1);
+  const json& u = r.report["fake_gpu"]["unfinished"][0];
+  EXPECT_EQ(u["stop"], "launch");
+  EXPECT_EQ(u["pending_entries"], 1);
+  EXPECT_EQ(u["launches"], 1);
+}
+
+// The same launch, but the library gives up waiting after 300 ms and the program ends by
+// itself (as libcuda's cuCtxSynchronize returned on the H200 capture's replay): the run ends
+// with "exit", yet the compute work that was never done is reported, and it is a finding.
+TEST(ReplayFakeGpu, ALaunchNotWaitedForIsStillReported) {
+  LibRecording rec = record_lib("rg-launch-exit", "launch");
+  ReplayRun r = replay(rec.trace, rec.injections, lib_cmd(rec.dir, "launch"), 60);
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["end"], "exit");
+  EXPECT_TRUE(r.report["stall"].is_null());
+  json work = work_line(json_lines(r.run.out));
+  ASSERT_TRUE(work.is_object()) << r.run.out;
+  EXPECT_EQ(work["host"], false);  // the release after the launch never came
+  EXPECT_EQ(r.report["fake_gpu"]["launches"], 1);
+  ASSERT_EQ(r.report["fake_gpu"]["unfinished"].size(), 1u) << r.report["fake_gpu"].dump(1);
+  EXPECT_NE(r.report["fake_gpu"]["unfinished"][0]["message"].get<std::string>().find(
+                "replay does not execute compute work"),
+            std::string::npos);
+  EXPECT_EQ(r.report["verdict"], 1);
+  EXPECT_EQ(r.run.status, 1);
 }
 
 }  // namespace

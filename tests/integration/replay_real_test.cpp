@@ -64,9 +64,11 @@ class ReplayReal : public ::testing::Test {
     trace_ = imported("trace_a", build_.version);
   }
   ReplayRun replay_probe(const std::string& mode, std::vector<std::string> extra = {},
-                         const std::string& trace = "") {
+                         const std::string& trace = "", const std::vector<std::string>& args = {}) {
     extra.insert(extra.begin(), {"--deadline", "5"});
-    return replay(trace.empty() ? trace_ : trace, extra, {probe(), build_.lib_path, mode}, 180);
+    std::vector<std::string> cmd = {probe(), build_.lib_path, mode};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return replay(trace.empty() ? trace_ : trace, extra, cmd, 180);
   }
   DriverBuild build_;
   std::string trace_;
@@ -131,6 +133,40 @@ TEST_F(ReplayReal, InjectedChannelFailuresMakeContextCreationFailWith801) {
     Probe p = parse_probe(r.run.out);
     EXPECT_EQ(p.ret_of("cuInit"), 0) << spec;
     EXPECT_EQ(p.ret_of("cuDevicePrimaryCtxRetain"), 801) << spec << "\n" << r.run.out;
+  }
+}
+
+// The rest of work.c: alloc, copy, module, launch, sync, copy back. libcuda makes the launch as
+// recorded (cuLaunchKernel 0); the fake GPU comes to the channel's SEND_PCAS_A and stops there,
+// the channel that waits for that work stays at its semaphore acquire, and the report says so —
+// a finding (verdict 1) even though libcuda returns from cuCtxSynchronize and the program ends:
+// nothing was computed (every element comes back as it was sent).
+TEST_F(ReplayReal, AKernelLaunchIsReportedNotExecuted) {
+  ReplayRun r = replay_probe("work", {}, "", {fixtures_dir() + "/kern_sm90.cubin"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  Probe p = parse_probe(r.run.out);
+  EXPECT_EQ(p.ret_of("cuModuleLoad"), 0) << r.run.out;
+  EXPECT_EQ(p.ret_of("cuLaunchKernel"), 0) << r.run.out;
+  const json& gpu = r.report["fake_gpu"];
+  EXPECT_EQ(gpu["launches"], 1) << gpu.dump(1);
+  ASSERT_FALSE(gpu["unfinished"].empty()) << gpu.dump(1);
+  uint64_t launches_left = 0;
+  bool at_launch = false;
+  for (const json& u : gpu["unfinished"]) {
+    launches_left += u["launches"].get<uint64_t>();
+    at_launch = at_launch || u["stop"] == "launch";
+    EXPECT_GT(u["pending_entries"].get<uint64_t>(), 0u) << u.dump();
+    EXPECT_NE(u["message"].get<std::string>().find("not carried out"), std::string::npos);
+  }
+  EXPECT_TRUE(at_launch) << gpu.dump(1);
+  EXPECT_GE(launches_left, 1u);
+  EXPECT_EQ(r.report["verdict"], 1);
+  bool unchanged = false;
+  for (const json& e : json_lines(r.run.out)) {
+    if (e.contains("bad")) unchanged = e["bad"] == 1 << 18;
+  }
+  if (p.ret_of("cuMemcpyDtoH_v2") == 0) {
+    EXPECT_TRUE(unchanged) << "the kernel's result came back without a kernel run: " << r.run.out;
   }
 }
 

@@ -67,6 +67,10 @@ struct channel {
   /* compute report semaphore */
   uint64_t rs_addr;
   uint32_t rs_payload;
+  /* the acquire that is not met (RP_CH_ACQUIRE) */
+  uint32_t acq_op;
+  uint64_t acq_want, acq_value;
+  uint32_t published_pos; /* pb_pos when the channel's state was last published */
 };
 
 static struct cpu_map cpus[MAX_CPU_MAPS];
@@ -316,6 +320,11 @@ static int host_method(struct channel* c, uint32_t m, uint32_t v, int sub) {
                                                                     : want;
         write_sem(c->sem_addr, nv, wide, 0);
       }
+      if (!met) {
+        c->acq_op = op;
+        c->acq_want = want;
+        c->acq_value = cur;
+      }
       return met ? 0 : 1;
     }
     default:
@@ -456,46 +465,24 @@ static int method(struct channel* c, int sub, uint32_t m, uint32_t v) {
   return 0; /* 3D and other engines: state the replay does not need */
 }
 
-/* The semaphore release a launch was to be followed by: scanned in the rest of the segment. */
-static void record_wait(struct channel* c, const uint32_t* pb, uint32_t n, uint32_t from) {
-  struct rp_wait w = {0, 0, c->handle, c->subch[1], 0, 0};
-  uint64_t addr = c->sem_addr, payload = c->sem_payload;
-  for (uint32_t i = from; i < n;) {
-    uint32_t h = pb[i];
-    uint32_t op = (uint32_t)FIELD(h, RPG_NV906F_DMA_SEC_OP);
-    uint32_t m = (uint32_t)FIELD(h, RPG_NV906F_DMA_METHOD_ADDRESS) << 2;
-    uint32_t cnt = (uint32_t)FIELD(h, RPG_NV906F_DMA_METHOD_COUNT);
-    if (op == RPG_NV906F_DMA_SEC_OP_IMMD_DATA_METHOD) {
-      ++i;
-      continue;
-    }
-    for (uint32_t k = 0; k < cnt && i + 1 + k < n; ++k) {
-      uint32_t mk = op == RPG_NV906F_DMA_SEC_OP_INC_METHOD         ? m + 4 * k
-                    : op == RPG_NV906F_DMA_SEC_OP_ONE_INC && k > 0 ? m + 4
-                                                                   : m;
-      uint32_t v = pb[i + 1 + k];
-      if (mk == RPG_NVC86F_SEM_ADDR_LO) addr = (addr & ~0xffffffffull) | (v & ~3u);
-      if (mk == RPG_NVC86F_SEM_ADDR_HI)
-        addr = (addr & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
-      if (mk == RPG_NVC86F_SEM_PAYLOAD_LO) payload = v;
-      if (mk == RPG_NVC86F_SEM_EXECUTE &&
-          FIELD(v, RPG_NVC86F_SEM_EXECUTE_OPERATION) == RPG_NVC86F_SEM_EXECUTE_OPERATION_RELEASE) {
-        w.gpu_va = addr;
-        w.payload = payload;
-        w.method = mk;
-        i = n;
-        break;
-      }
-    }
-    i += 1 + cnt;
-  }
-  uint32_t k = __atomic_fetch_add(&rs.st->n_waits, 1, __ATOMIC_ACQ_REL);
-  if (k < RP_MAX_WAITS) rs.st->waits[k] = w;
+static int is_launch(uint32_t cls, uint32_t m) {
+  return (cls & 0xff) == 0xc0 &&
+         (m == RPG_NVC6C0_SEND_PCAS_A || m == RPG_NVC6C0_SEND_SIGNALING_PCAS_B ||
+          m == RPG_NVC6C0_SEND_SIGNALING_PCAS2_B);
 }
 
-/* Runs one pushbuffer segment from c->pb_pos: 0 done, 1 retry later, 2 stopped at work. */
-static int run_segment(struct channel* c, const uint32_t* pb, uint32_t n) {
-  uint32_t i = c->pb_pos;
+/* Where a walk of a pushbuffer segment stopped: the header of the method that stopped it, and
+ * the dword after that method's data. */
+struct pb_stop {
+  uint32_t at, next;
+};
+typedef int (*method_fn)(void* ctx, int sub, uint32_t m, uint32_t v);
+
+/* Calls fn for each method of segment pb[0, n) from header dword `from` (method headers of
+ * cl906f.h); stops at the first non-zero return, which it returns, with where in *w. */
+static int walk_segment(const uint32_t* pb, uint32_t n, uint32_t from, method_fn fn, void* ctx,
+                        struct pb_stop* w) {
+  uint32_t i = from;
   while (i < n) {
     uint32_t h = pb[i];
     uint32_t op = (uint32_t)FIELD(h, RPG_NV906F_DMA_SEC_OP);
@@ -504,7 +491,7 @@ static int run_segment(struct channel* c, const uint32_t* pb, uint32_t n) {
     uint32_t cnt = (uint32_t)FIELD(h, RPG_NV906F_DMA_METHOD_COUNT);
     int r = 0;
     if (op == RPG_NV906F_DMA_SEC_OP_IMMD_DATA_METHOD) {
-      r = method(c, sub, m, cnt);
+      r = fn(ctx, sub, m, cnt);
       cnt = 0;
     } else if (op == RPG_NV906F_DMA_SEC_OP_END_PB_SEGMENT) {
       break;
@@ -517,24 +504,127 @@ static int run_segment(struct channel* c, const uint32_t* pb, uint32_t n) {
       int inc = op == RPG_NV906F_DMA_SEC_OP_INC_METHOD || op == RPG_NV906F_DMA_SEC_OP_GRP0_USE_TERT;
       for (uint32_t k = 0; k < cnt && i + 1 + k < n && r == 0; ++k) {
         uint32_t mk = inc ? m + 4 * k : op == RPG_NV906F_DMA_SEC_OP_ONE_INC && k > 0 ? m + 4 : m;
-        r = method(c, sub, mk, pb[i + 1 + k]);
+        r = fn(ctx, sub, mk, pb[i + 1 + k]);
       }
     } else {
       cnt = 0; /* sub-device masks and reserved opcodes carry no data */
     }
-    if (r == 1) {
-      c->pb_pos = i;
-      return 1;
-    }
-    if (r == 2) {
-      record_wait(c, pb, n, i + 1 + cnt);
-      c->blocked = 1;
-      return 2;
+    if (r != 0) {
+      w->at = i;
+      w->next = i + 1 + cnt;
+      return r;
     }
     i += 1 + cnt;
   }
+  w->at = w->next = n;
+  return 0;
+}
+
+static int exec_fn(void* ctx, int sub, uint32_t m, uint32_t v) {
+  return method((struct channel*)ctx, sub, m, v);
+}
+
+/* The semaphore release a launch was to be followed by: scanned in the rest of the segment. */
+struct wait_scan {
+  struct rp_wait w;
+  uint64_t addr, payload;
+};
+static int wait_fn(void* ctx, int sub, uint32_t m, uint32_t v) {
+  struct wait_scan* s = (struct wait_scan*)ctx;
+  (void)sub;
+  if (m == RPG_NVC86F_SEM_ADDR_LO) s->addr = (s->addr & ~0xffffffffull) | (v & ~3u);
+  if (m == RPG_NVC86F_SEM_ADDR_HI)
+    s->addr = (s->addr & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
+  if (m == RPG_NVC86F_SEM_PAYLOAD_LO) s->payload = v;
+  if (m == RPG_NVC86F_SEM_EXECUTE &&
+      FIELD(v, RPG_NVC86F_SEM_EXECUTE_OPERATION) == RPG_NVC86F_SEM_EXECUTE_OPERATION_RELEASE) {
+    s->w.gpu_va = s->addr;
+    s->w.payload = s->payload;
+    s->w.method = m;
+    return 1;
+  }
+  return 0;
+}
+static void record_wait(struct channel* c, const uint32_t* pb, uint32_t n, uint32_t from) {
+  struct wait_scan s = {{0, 0, c->handle, c->subch[1], 0, 0}, c->sem_addr, c->sem_payload};
+  struct pb_stop w;
+  walk_segment(pb, n, from, wait_fn, &s, &w);
+  uint32_t k = __atomic_fetch_add(&rs.st->n_waits, 1, __ATOMIC_ACQ_REL);
+  if (k < RP_MAX_WAITS) rs.st->waits[k] = s.w;
+}
+
+/* Runs one pushbuffer segment from c->pb_pos: 0 done, 1 retry later, 2 stopped at work. */
+static int run_segment(struct channel* c, const uint32_t* pb, uint32_t n) {
+  struct pb_stop w;
+  int r = walk_segment(pb, n, c->pb_pos, exec_fn, c, &w);
+  if (r == 1) {
+    c->pb_pos = w.at;
+    return 1;
+  }
+  if (r == 2) {
+    c->pb_pos = w.at; /* where the work stopped: the report counts the launches from there */
+    __atomic_fetch_add(&rs.st->gpu_launches, 1, __ATOMIC_RELAXED);
+    record_wait(c, pb, n, w.next);
+    c->blocked = 1;
+    return 2;
+  }
   c->pb_pos = 0;
   return 0;
+}
+
+/* Counts the compute launches of the work a channel has not carried out (from GPGet and the
+ * stopped entry's position up to GPPut), following the subchannel bindings it sets. */
+struct launch_scan {
+  uint32_t subch[8];
+  uint32_t launches;
+};
+static int launch_fn(void* ctx, int sub, uint32_t m, uint32_t v) {
+  struct launch_scan* s = (struct launch_scan*)ctx;
+  if (m == RPG_NVC86F_SET_OBJECT) s->subch[sub & 7] = v & 0xffff;
+  /* One launch: SEND_PCAS_A (the QMD), then SEND_SIGNALING_PCAS*_B (what to do with it). */
+  if (m == RPG_NVC6C0_SEND_PCAS_A && is_launch(s->subch[sub & 7], m)) ++s->launches;
+  return 0;
+}
+static uint32_t pending_launches(const struct channel* c, uint64_t ring, uint32_t put) {
+  struct launch_scan s;
+  memcpy(s.subch, c->subch, sizeof s.subch);
+  s.launches = 0;
+  for (uint32_t g = c->gp_get, first = 1; g != put; g = (g + 1) % c->entries, first = 0) {
+    const uint32_t* e = (const uint32_t*)(uintptr_t)(ring + (uint64_t)g * 8);
+    uint64_t va = ((uint64_t)FIELD(e[0], RPG_NVC86F_GP_ENTRY0_GET) << 2) |
+                  ((uint64_t)FIELD(e[1], RPG_NVC86F_GP_ENTRY1_GET_HI) << 32);
+    uint32_t len = (uint32_t)FIELD(e[1], RPG_NVC86F_GP_ENTRY1_LENGTH);
+    uint64_t pb = len != 0 ? va_cpu(va, (uint64_t)len * 4) : 0;
+    if (pb == 0) continue;
+    struct pb_stop w;
+    /* The stopped entry: from where it stopped (a launch there counts: it was not carried out). */
+    walk_segment((const uint32_t*)(uintptr_t)pb, len, first ? c->pb_pos : 0, launch_fn, &s, &w);
+  }
+  return s.launches;
+}
+
+/* What the channel left undone, for the report (rp_state.channels). */
+static void publish(struct channel* c, int k, uint64_t ring, uint32_t put, uint32_t stop) {
+  if (k >= RP_MAX_CHANNELS) return;
+  uint32_t pending = put < c->entries ? (put + c->entries - c->gp_get) % c->entries : 0;
+  struct rp_channel_state* s = &rs.st->channels[k];
+  if (s->handle == c->handle && s->stop == stop && s->pending == pending &&
+      c->published_pos == c->pb_pos) {
+    return; /* unchanged since the last pass */
+  }
+  struct rp_channel_state n = {c->handle, c->cls, stop, pending, 0, 0, 0, 0, 0};
+  if (pending != 0 && ring != 0) n.launches = pending_launches(c, ring, put);
+  if (stop == RP_CH_ACQUIRE) {
+    n.acq_op = c->acq_op;
+    n.sem_va = c->sem_addr;
+    n.want = c->acq_want;
+    n.value = c->acq_value;
+  }
+  *s = n;
+  c->published_pos = c->pb_pos;
+  uint32_t have = __atomic_load_n(&rs.st->n_channels, __ATOMIC_ACQUIRE);
+  if ((uint32_t)k + 1 > have)
+    __atomic_store_n(&rs.st->n_channels, (uint32_t)k + 1, __ATOMIC_RELEASE);
 }
 
 /* Follows GPPut of every channel once; returns whether anything was done. */
@@ -543,11 +633,12 @@ static int step(void) {
   rs_lock(&lock);
   for (int k = 0; k < nchans; ++k) {
     struct channel* c = &chans[k];
-    if (!c->active || c->blocked || c->entries == 0) continue;
+    if (!c->active || c->entries == 0) continue;
     volatile uint32_t* userd = userd_of(c);
     uint64_t ring = va_cpu(c->gpfifo_va, (uint64_t)c->entries * RPG_NVC86F_GP_ENTRY__SIZE);
     if (userd == NULL || ring == 0) continue;
     uint32_t put = userd[RPG_NVC86F_USERD_GP_PUT / 4];
+    uint32_t stop = c->blocked ? RP_CH_LAUNCH : RP_CH_IDLE;
     while (c->gp_get != put && put < c->entries && !c->blocked) {
       const uint32_t* e = (const uint32_t*)(uintptr_t)(ring + (uint64_t)c->gp_get * 8);
       uint64_t va = ((uint64_t)FIELD(e[0], RPG_NVC86F_GP_ENTRY0_GET) << 2) |
@@ -556,15 +647,22 @@ static int step(void) {
       int r = 0;
       if (len != 0) {
         uint64_t pb = va_cpu(va, (uint64_t)len * 4);
-        if (pb == 0) break; /* not mapped (yet): try again later */
+        if (pb == 0) { /* not mapped (yet): try again later */
+          stop = RP_CH_UNMAPPED;
+          break;
+        }
         r = run_segment(c, (const uint32_t*)(uintptr_t)pb, len);
       }
-      if (r != 0) break;
+      if (r != 0) {
+        stop = r == 1 ? RP_CH_ACQUIRE : RP_CH_LAUNCH;
+        break;
+      }
       c->gp_get = (c->gp_get + 1) % c->entries;
       userd[RPG_NVC86F_USERD_GP_GET / 4] = c->gp_get;
       __atomic_fetch_add(&rs.st->gpu_entries, 1, __ATOMIC_RELAXED);
       did = 1;
     }
+    publish(c, k, ring, put, stop);
   }
   rs_unlock(&lock);
   if (did) rs_progress();
