@@ -6,34 +6,10 @@
 #include <cstdlib>
 
 #include "analysis/deb_input.hpp"
+#include "analysis/version_strings.h"
 #include "base/archive.hpp"
 
 namespace cudatool {
-namespace {
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-// A driver version: digits '.' digits ['.' digits], e.g. 470.256.02, 555.58.02, 580.159.04.
-size_t version_length(std::string_view s) {
-  size_t i = 0;
-  int groups = 0;
-  while (groups < 3) {
-    size_t start = i;
-    while (i < s.size() && is_digit(s[i])) ++i;
-    if (i == start) break;
-    ++groups;
-    if (i < s.size() && s[i] == '.' && groups < 3 && i + 1 < s.size() && is_digit(s[i + 1])) {
-      ++i;
-      continue;
-    }
-    break;
-  }
-  return groups >= 2 ? i : 0;
-}
-
-}  // namespace
 
 std::optional<std::string> version_from_file_name(std::string_view path) {
   size_t slash = path.rfind('/');
@@ -41,35 +17,23 @@ std::optional<std::string> version_from_file_name(std::string_view path) {
   size_t so = name.rfind(".so.");
   if (so == std::string_view::npos) return std::nullopt;
   std::string_view tail = name.substr(so + 4);
-  size_t n = version_length(tail);
+  size_t n = nvtr_version_length(tail.data(), tail.size());
   if (n == 0 || n != tail.size()) return std::nullopt;
   return std::string(tail);
 }
 
 std::optional<std::pair<std::string, std::string>> version_from_strings(ByteView bytes) {
-  // "Version 550.163.01. Copyright (C) 2025 NVIDIA Corporation."
-  constexpr std::string_view kCopyright = "Version ";
-  constexpr std::string_view kProfiles = "nvidia-application-profiles-";
-  uint64_t from = 0;
-  while (auto hit = bytes.find(kProfiles, from)) {
-    std::string_view rest = bytes.chars().substr(*hit + kProfiles.size(), 24);
-    size_t n = version_length(rest);
-    if (n > 0 && rest.substr(n, 3) == "-rc") {
-      std::string v(rest.substr(0, n));
-      return std::make_pair(v, fmt::format("\"{}{}-rc\" at file offset {:#x}", kProfiles, v, *hit));
-    }
-    from = *hit + 1;
+  // The profiles path first (every branch has it), then the copyright line (550+).
+  const char* p = reinterpret_cast<const char*>(bytes.data());
+  char v[NVTR_VERSION_MAX];
+  if (long at = nvtr_find_version(p, bytes.size(), NVTR_VERSION_PROFILES, v); at >= 0) {
+    return std::make_pair(std::string(v), fmt::format("\"nvidia-application-profiles-{}-rc\" at "
+                                                      "file offset {:#x}",
+                                                      v, at));
   }
-  from = 0;
-  while (auto hit = bytes.find(kCopyright, from)) {
-    std::string_view rest = bytes.chars().substr(*hit + kCopyright.size(), 48);
-    size_t n = version_length(rest);
-    if (n > 0 && rest.substr(n, 12) == ". Copyright ") {
-      std::string v(rest.substr(0, n));
-      return std::make_pair(v,
-                            fmt::format("\"Version {}. Copyright\" at file offset {:#x}", v, *hit));
-    }
-    from = *hit + 1;
+  if (long at = nvtr_find_version(p, bytes.size(), NVTR_VERSION_COPYRIGHT, v); at >= 0) {
+    return std::make_pair(std::string(v),
+                          fmt::format("\"Version {}. Copyright\" at file offset {:#x}", v, at));
   }
   return std::nullopt;
 }

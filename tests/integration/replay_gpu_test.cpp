@@ -7,6 +7,7 @@
 // (--inject ret=0), the fake GPU carries out the host and copy-engine work, and stops at a
 // compute launch with a report that names the semaphore the library waits for.
 #include <gtest/gtest.h>
+#include <fstream>
 
 #include <filesystem>
 
@@ -20,9 +21,9 @@ namespace {
 using nlohmann::json;
 
 std::vector<std::string> lib_cmd(const std::string& dir, const std::string& mode,
-                                 const std::string& timeout_ms = "300") {
-  return {fixtures_dir() + "/nv_lib_main", fixtures_dir() + "/libnv_fixture.so", dir, mode,
-          timeout_ms};
+                                 const std::string& timeout_ms = "300",
+                                 const std::string& lib = fixtures_dir() + "/libnv_fixture.so") {
+  return {fixtures_dir() + "/nv_lib_main", lib, dir, mode, timeout_ms};
 }
 
 struct LibRecording {
@@ -148,6 +149,47 @@ TEST(ReplayFakeGpu, ALaunchNotWaitedForIsStillReported) {
             std::string::npos);
   EXPECT_EQ(r.report["verdict"], 1);
   EXPECT_EQ(r.run.status, 1);
+}
+
+// The trace's driver version against the library the program loaded: read from the library's
+// strings ("Version X. Copyright", as `cudatool info` reads it), so a copy named libcuda.so.1 is
+// checked, and a file name that claims another version does not fool the check.
+TEST(ReplayFakeGpu, TheLibraryIsCheckedByTheVersionInItsStrings) {
+  LibRecording rec = record_lib("rg-version", "host");
+  auto with_version = [&](const std::string& v) {  // the recording, its header claiming driver v
+    std::string text = read_file(rec.trace);
+    size_t nl = text.find('\n');
+    nlohmann::ordered_json header = nlohmann::ordered_json::parse(text.substr(0, nl));
+    header["driver_version"] = v;
+    std::string path = temp_dir() + "/rg-version-" + v + ".jsonl";
+    std::ofstream(path, std::ios::binary) << header.dump() << text.substr(nl);
+    return path;
+  };
+  std::string dir = temp_dir() + "/rg-version-libs";
+  std::filesystem::create_directories(dir);
+  auto copy_as = [&](const std::string& name) {
+    std::filesystem::copy_file(fixtures_dir() + "/libnv_fixture.so", dir + "/" + name,
+                               std::filesystem::copy_options::overwrite_existing);
+    return dir + "/" + name;
+  };
+  std::string plain = copy_as("libcuda.so.1"), lying = copy_as("libcuda.so.580.159.04");
+  // The versions agree: the program runs and is answered.
+  ReplayRun same =
+      replay(with_version("999.88.77"), rec.injections, lib_cmd(rec.dir, "host", "300", plain));
+  ASSERT_TRUE(same.report.is_object()) << same.run.err;
+  EXPECT_EQ(same.report["end"], "exit") << same.report.dump(1);
+  EXPECT_TRUE(same.report["refusal"].is_null());
+  // Another version: refused, both named, whatever the file is called.
+  for (const std::string& lib : {plain, lying}) {
+    ReplayRun r =
+        replay(with_version("580.159.04"), rec.injections, lib_cmd(rec.dir, "host", "300", lib));
+    ASSERT_TRUE(r.report.is_object()) << r.run.err;
+    EXPECT_EQ(r.run.status, 2) << lib;
+    EXPECT_EQ(r.report["end"], "refused") << lib;
+    std::string why = r.report["refusal"].is_string() ? r.report["refusal"] : "";
+    EXPECT_NE(why.find(lib + " (driver 999.88.77 from its strings)"), std::string::npos) << why;
+    EXPECT_NE(why.find("recorded with driver 580.159.04"), std::string::npos) << why;
+  }
 }
 
 }  // namespace

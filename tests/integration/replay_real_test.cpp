@@ -6,6 +6,7 @@
 // and a trace of another driver version is refused. Without the library: SKIPPED, and why.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -253,6 +254,20 @@ TEST_F(ReplayReal, ATraceOfAnotherDriverIsRefused) {
   std::string why = r.report["refusal"];
   EXPECT_NE(why.find("580.159.04"), std::string::npos) << why;
   EXPECT_NE(why.find("550.163.01"), std::string::npos) << why;
+  EXPECT_NE(why.find("(driver 580.159.04 from its strings)"), std::string::npos) << why;
+  // The same library under a name without its version (a plain libcuda.so.1): still refused,
+  // by the version in its strings.
+  std::string plain = temp_dir() + "/plain-lib/libcuda.so.1";
+  std::filesystem::create_directories(temp_dir() + "/plain-lib");
+  std::filesystem::copy_file(build_.lib_path, plain,
+                             std::filesystem::copy_options::overwrite_existing);
+  ReplayRun p = replay(other, {"--deadline", "5"}, {probe(), plain, "init"}, 180);
+  ASSERT_TRUE(p.report.is_object()) << p.run.err;
+  EXPECT_EQ(p.report["end"], "refused");
+  EXPECT_EQ(p.run.status, 2);
+  std::string why_plain = p.report["refusal"].is_string() ? p.report["refusal"] : "";
+  EXPECT_NE(why_plain.find(plain + " (driver 580.159.04 from its strings)"), std::string::npos)
+      << why_plain;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "../../analysis/version_strings.h"
 #include "../../record/glob_match.h"
 #include "replay_shim.h"
 
@@ -86,9 +87,37 @@ static void drop_device_fd(int fd) {
   }
 }
 
+/* The driver version in the strings of the library file at `path` (version_strings.h; read in
+ * chunks that overlap by the longest match): 1 when found. */
+static int version_in_file(const char* path, char out[NVTR_VERSION_MAX]) {
+  long fd = RS_SYS(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  static char buf[(1u << 20) + NVTR_VERSION_SPAN];
+  size_t have = 0;
+  int found = 0;
+  for (;;) {
+    long n = RS_SYS(SYS_read, fd, buf + have, sizeof buf - have);
+    if (n <= 0) break;
+    have += (size_t)n;
+    if (nvtr_find_version(buf, have, NVTR_VERSION_COPYRIGHT, out) >= 0 ||
+        nvtr_find_version(buf, have, NVTR_VERSION_PROFILES, out) >= 0) {
+      found = 1;
+      break;
+    }
+    if (have > NVTR_VERSION_SPAN) { /* keep the tail: a match may straddle the chunks */
+      memmove(buf, buf + have - NVTR_VERSION_SPAN, NVTR_VERSION_SPAN);
+      have = NVTR_VERSION_SPAN;
+    }
+  }
+  RS_SYS(SYS_close, fd, 0, 0);
+  return found;
+}
+
 /* A trace answers only the library that made it: the first device open checks the version of
- * the libcuda this process mapped (its file name, libcuda.so.<version>) against the recording's
- * driver version, and ends the program (exit status 2) when they differ. */
+ * the libcuda this process mapped (a file named libcuda.so*) against the recording's driver
+ * version, and ends the program (exit status 2) when they differ. The version is the one in the
+ * library's strings (as `cudatool info` reads it); its file name's (libcuda.so.<version>) only
+ * where the strings hold none. */
 static void check_library(void) {
   static int done;
   if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
@@ -111,14 +140,22 @@ static void check_library(void) {
       ln = 0;
       const char* p = strchr(line, '/');
       const char* b = p ? strrchr(p, '/') + 1 : NULL;
-      if (b != NULL && strncmp(b, "libcuda.so.", 11) == 0 && strchr(b + 11, '.') != NULL) {
+      if (b != NULL && strncmp(b, "libcuda.so", 10) == 0 && (b[10] == '\0' || b[10] == '.')) {
         strncpy(found, p, sizeof found - 1);
       }
     }
   }
   RS_SYS(SYS_close, fd, 0, 0);
   if (found[0] == '\0') return;
-  const char* v = strrchr(found, '/') + 1 + 11;
+  char v[NVTR_VERSION_MAX] = "";
+  const char* from = " from its strings";
+  if (!version_in_file(found, v)) {
+    const char* tail = strrchr(found, '/') + 1 + 10; /* after "libcuda.so" */
+    size_t len = tail[0] == '.' ? nvtr_version_length(tail + 1, strlen(tail + 1)) : 0;
+    if (len == 0 || len != strlen(tail + 1) || len >= sizeof v) return; /* nothing to check */
+    memcpy(v, tail + 1, len + 1);
+    from = " from its file name";
+  }
   if (strcmp(v, want) == 0) return;
   char msg[PATH_MAX + 256];
   size_t k = 0;
@@ -126,6 +163,7 @@ static void check_library(void) {
                          found,
                          " (driver ",
                          v,
+                         from,
                          "); the trace was recorded with driver ",
                          want,
                          NULL};
