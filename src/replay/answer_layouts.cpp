@@ -295,16 +295,45 @@ Result<MemberPlace> resolve_member(const rm::Tables& t, const trace::Event& ev, 
     const rm::FieldEntry* f = t.find_field(*s, name);
     if (f == nullptr) return fail(fmt::format("{} has no member '{}'", s->name, name));
     if (f->type == "NvP64" && !rest.empty()) {
-      // The buffer behind a pointer member: the trace must hold it (v2, role "<buf>.<member>").
-      std::string role = m.role + "." + std::string(name);
-      bool held = std::any_of(ev.nested.begin(), ev.nested.end(),
-                              [&](const trace::Buffer& b) { return b.role == role; });
-      if (!held) return fail(fmt::format("the recording holds no buffer {}", role));
+      // The buffer behind a pointer member: the trace must hold it (v2, role "<buf>.<member>",
+      // the path so far: "params.grInfoList", "params.list[3].ptr").
+      std::string role(path.substr(0, path.size() - rest.size()));
+      auto held = std::find_if(ev.nested.begin(), ev.nested.end(),
+                               [&](const trace::Buffer& b) { return b.role == role; });
+      if (held == ev.nested.end())
+        return fail(fmt::format("the recording holds no buffer {}", role));
       m.buf = RP_BUF_MEMBER;
       m.role = role;
       off = 0;
       s = nullptr;
       width = 0;
+      // Its elements, by the pointer rule RM copies it by: "params.grInfoList[3].data".
+      const rm::PointerRule* r =
+          v.cmd != 0   ? t.find_pointer_rule(rm::PointerKind::kControl, v.cmd, role)
+          : v.cls != 0 ? t.find_pointer_rule(rm::PointerKind::kAlloc, v.cls, role)
+                       : nullptr;
+      const rm::StructEntry* elem =
+          r != nullptr && !r->elem_type.empty() ? t.find_struct(r->elem_type) : nullptr;
+      if (elem != nullptr && elem->size <= 0) elem = nullptr;
+      if (!rest.empty() && rest[0] == '[') {
+        if (elem == nullptr) {
+          return fail(fmt::format("{} is a buffer of bytes: name the byte, {}+OFFSET", role, role));
+        }
+        size_t close = rest.find(']');
+        auto idx = close == std::string_view::npos ? std::nullopt
+                                                   : parse_number(rest.substr(1, close - 1));
+        if (!idx) return fail(fmt::format("bad index in '{}'", rest));
+        uint64_t count = held->size / static_cast<uint64_t>(elem->size);
+        if (*idx >= count) {
+          return fail(fmt::format("{}[{}]: the recorded buffer holds {} {}", role, *idx, count,
+                                  elem->name));
+        }
+        off = *idx * static_cast<uint64_t>(elem->size);
+        rest = rest.substr(close + 1);
+        s = elem;
+      } else if (!rest.empty() && rest[0] == '.') {
+        s = elem;  // a member of the first element
+      }
       continue;
     }
     off += f->offset;

@@ -316,6 +316,91 @@ TEST(ReplayAnswers, InjectionsLandOnTheNamedBytes) {
   }
 }
 
+// An element of a buffer behind a pointer member, by the element type of the pointer rule RM
+// copies it by: params.grInfoList[3].data of NV2080_CTRL_CMD_GR_GET_INFO. Offsets from the r580
+// tables (NV2080_CTRL_GR_GET_INFO_PARAMS, NV2080_CTRL_GR_INFO), not typed here.
+TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
+  const rm::Tables& t = rm::tables_for_driver("580.159.04");
+  const rm::StructEntry* ps = t.find_struct("NV2080_CTRL_GR_GET_INFO_PARAMS");
+  const rm::StructEntry* es = t.find_struct("NV2080_CTRL_GR_INFO");
+  ASSERT_NE(ps, nullptr);
+  ASSERT_NE(es, nullptr);
+  const rm::FieldEntry* count = t.find_field(*ps, "grInfoListSize");
+  const rm::FieldEntry* list = t.find_field(*ps, "grInfoList");
+  const rm::FieldEntry* data = t.find_field(*es, "data");
+  ASSERT_TRUE(count && list && data);
+  uint32_t cmd = 0;
+  for (const rm::CtrlEntry& c : t.controls()) {
+    if (c.name == "NV2080_CTRL_CMD_GR_GET_INFO") cmd = c.id;
+  }
+  ASSERT_NE(cmd, 0u);
+  trace::Header h;
+  h.driver_version = "580.159.04";
+  h.mode = "preload";
+  h.devices = "/dev/nvidia*";
+  std::vector<trace::Event> ev;
+  trace::Event open;
+  open.pid = open.tid = 100;
+  open.sys = trace::Sys::kOpen;
+  open.path = "/dev/nvidiactl";
+  open.ret = 3;
+  ev.push_back(open);
+  std::vector<uint8_t> a(32, 0);
+  store_le<uint32_t>(a.data() + 0, 0xc1d00001);
+  store_le<uint32_t>(a.data() + 4, 0x5c000003);
+  store_le<uint32_t>(a.data() + 8, cmd);
+  store_le<uint64_t>(a.data() + 16, 0x7ffd1000);
+  store_le<uint32_t>(a.data() + 24, static_cast<uint32_t>(ps->size));
+  trace::Event ctl = ioctl(1, "/dev/nvidiactl", 0xc020462a, a, a);
+  trace::Buffer p;
+  p.role = "params";
+  p.addr = 0x7ffd1000;
+  p.size = static_cast<uint64_t>(ps->size);
+  p.before.assign(p.size, 0);
+  store_le<uint32_t>(p.before.data() + count->offset, 4);
+  store_le<uint64_t>(p.before.data() + list->offset, 0x7ffd2000);
+  p.after = p.before;
+  ctl.nested.push_back(p);
+  trace::Buffer l;
+  l.role = "params.grInfoList";
+  l.addr = 0x7ffd2000;
+  l.size = 4 * static_cast<uint64_t>(es->size);
+  l.before.assign(l.size, 0);
+  l.after = l.before;
+  ctl.nested.push_back(l);
+  ev.push_back(ctl);
+  std::string text;
+  trace::append_header_line(text, h);
+  for (const trace::Event& e : ev) trace::append_event_line(text, e);
+  auto rec = recording_from_memory(text, "gr.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message();
+  TableOptions o;
+  o.injections.push_back(*parse_injection("seq=1,member=params.grInfoList[3].data,value=0x77"));
+  auto table = build_answer_table(*rec, o);
+  ASSERT_TRUE(table) << table.error().message();
+  TableView v(table->bytes);
+  const rp_event& e = v.event(1);
+  bool found = false;
+  for (uint32_t i = 0; i < e.patch_count; ++i) {
+    const rp_patch& q = v.patch(e.patch_first + i);
+    if (q.buf == RP_BUF_MEMBER && q.ptr_off == list->offset &&
+        q.off == 3 * static_cast<uint32_t>(es->size) + data->offset && q.len == 4) {
+      found = load_le<uint32_t>(v.blob() + q.data) == 0x77;
+    }
+  }
+  EXPECT_TRUE(found) << "no 4-byte patch of element 3's data behind grInfoList";
+  // Past the recorded elements, or an index into a buffer of bytes: errors that say why.
+  for (auto [spec, why] :
+       {std::pair{"seq=1,member=params.grInfoList[4].data,value=1", "holds 4 NV2080_CTRL_GR_INFO"},
+        {"seq=1,member=params.grInfoList[1].nope,value=1", "no member 'nope'"}}) {
+    TableOptions bad;
+    bad.injections.push_back(*parse_injection(spec));
+    auto r = build_answer_table(*rec, bad);
+    ASSERT_FALSE(r) << spec;
+    EXPECT_NE(r.error().message().find(why), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(ReplayLog, ReadsRecordsAndStopsAtDamage) {
   std::vector<uint8_t> img(4096, 0);
   rp_log_head h{RP_LOG_MAGIC, 64, img.size(), 0};
