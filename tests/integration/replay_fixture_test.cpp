@@ -32,15 +32,19 @@ struct Recorded {
   std::vector<json> printed;
 };
 
-// Records `nv_client DIR mode` on fake device nodes (with ASLR off, as the replays run it, so that
-// the pointers inside the parameters are the same in both), then deletes the nodes. `status`:
-// cudatool trace's, the program's own (139 for a crash).
+// Records `nv_client DIR mode` (its words: the mode and its arguments) on fake device nodes (with
+// ASLR off, as the replays run it, so that the pointers inside the parameters are the same in
+// both), then deletes the nodes. `status`: cudatool trace's, the program's own (139 for a crash).
 Recorded record(const std::string& name, const std::string& mode, int status = 0) {
   Recorded r;
   r.dir = make_fake_devices(name);
   r.trace = temp_dir() + "/" + name + ".jsonl";
-  RunResult t = run({cudatool_bin(), "trace", "--mode", "preload", "-q", "-o", r.trace, "--devices",
-                     r.dir + "/*", "--", "setarch", "-R", client(), r.dir, mode});
+  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode",    "preload",    "-q",
+                                "-o",           r.trace, "--devices", r.dir + "/*", "--",
+                                "setarch",      "-R",    client(),    r.dir};
+  std::istringstream words(mode);  // "poll 2": the mode and its arguments
+  for (std::string w; words >> w;) argv.push_back(w);
+  RunResult t = run(argv);
   EXPECT_EQ(t.status, status) << t.err;
   r.printed = load_printed(t.out);
   std::filesystem::remove_all(r.dir);
@@ -253,6 +257,60 @@ TEST(ReplayFixture, ThreadsMakingTheSameCallGetTheirOwnAnswers) {
   }
 }
 
+// A poll the program repeats more often than the recording holds: each repeat is answered like
+// the nearest recorded twin (here the second, whose answer is injected: ret 0 and 0x5151 at
+// params+0x8), reported as unrecorded_twin, and makes no progress.
+TEST(ReplayFixture, RepeatedPollsGetTheirNearestTwinsAnswer) {
+  Recorded rec = record("rp-poll", "poll 2");
+  std::vector<int64_t> seqs;
+  for (const json& e : load_trace(rec.trace).events) {
+    if (e["sys"] == "ioctl" && e["req"] == "0xc020462a") seqs.push_back(e["seq"]);
+  }
+  ASSERT_EQ(seqs.size(), 2u);
+  std::string second = "seq=" + std::to_string(seqs[1]);
+  ReplayRun r = replay(
+      rec.trace,
+      {"--inject", second + ",ret=0", "--inject", second + ",member=params+0x8,value=0x5151"},
+      {client(), rec.dir, "poll", "5"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]);  // every recorded call, once
+  EXPECT_EQ(r.report["by_outcome"]["unrecorded_twin"], 3) << r.report["by_outcome"];
+  EXPECT_EQ(r.report["verdict"], 1);
+  std::vector<std::string> got;
+  for (const json& e : load_printed(r.run.out)) {
+    if (e["sys"] != "ioctl") continue;
+    got.push_back(std::to_string(e["ret"].get<long>()) + " " +
+                  e["nested"][0]["post"].get<std::string>().substr(16, 8));
+  }
+  ASSERT_EQ(got.size(), 5u) << r.run.out;
+  EXPECT_EQ(got[0].substr(0, 2), "-1");  // the first, as recorded: ENOTTY on a fake node
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(got[i], "0 51510000") << "call " << i;
+  for (const json& d : deviations(r.report, "unrecorded")) {
+    if (d["outcome"] == "unrecorded_twin") {
+      EXPECT_EQ(d["recorded_seq"], seqs[1]) << d.dump();
+    }
+  }
+}
+
+// mknod, chmod, chown, unlink and symlink of the recording's device paths are answered (0) and
+// never carried out: the deleted fake device directory is not re-created (as root, too).
+TEST(ReplayFixture, DeviceNodeChangesAreAnsweredNotMade) {
+  Recorded rec = record("rp-nodes", "nodes");
+  std::set<std::string> before = host_nvidia_nodes();
+  ReplayRun r = replay(rec.trace, {}, {client(), rec.dir, "nodes"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  std::set<std::string> ops;
+  for (const json& e : load_printed(r.run.out)) {
+    if (e["sys"] != "node") continue;
+    EXPECT_EQ(e["ret"], 0) << e.dump();
+    ops.insert(e["op"].get<std::string>());
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"mknod", "chmod", "chown", "unlink", "symlink"}));
+  EXPECT_FALSE(std::filesystem::exists(rec.dir)) << rec.dir << " was re-created";
+  EXPECT_GE(r.report["environment_calls"].get<uint64_t>(), 5u);
+  EXPECT_EQ(host_nvidia_nodes(), before);
+}
+
 TEST(ReplayFixture, SkippedCallsAreReported) {
   // The full recording answers the UVM-only program: the rest of it is never asked.
   Recorded full = record("rp-full2", "full");
@@ -322,6 +380,24 @@ TEST(ReplayFixture, BisectFindsTheFourAnswersThatTogetherFail) {
   EXPECT_TRUE(rep["tries"][1]["failed"].get<bool>());
   std::cout << "bisect of the four-answer culprit among 24: " << rep["tries"].size() << " tries, "
             << rep["wall_s"].get<double>() << " s wall\n";
+  // The same culprit when failing is told by the program's output (--fails-if), not its status;
+  // a pattern that never shows: no culprit (BAD's answers all together do not fail), exit 0.
+  for (auto [regex, found] : {std::pair{"quorum l[o]st", true}, {"never printed", false}}) {
+    std::string rp = temp_dir() + "/rp-quorum-bisect-regex.json";
+    RunResult f = run({cudatool_bin(), "replay", "--json", "--report", rp, "--bisect", good,
+                       bad.trace, "--fails-if", regex, "--", client(), bad.dir, "quorum"},
+                      300);
+    EXPECT_EQ(f.status, found ? 1 : 0) << regex << ": " << f.err;
+    json fr = json::parse(read_file(rp), nullptr, false);
+    ASSERT_TRUE(fr.is_object()) << f.err;
+    EXPECT_NE(fr["criterion"].get<std::string>().find(regex), std::string::npos) << fr["criterion"];
+    EXPECT_EQ(fr["found"].get<bool>(), found) << fr["message"];
+    if (found) {
+      EXPECT_EQ(fr["culprit"], rep["culprit"]);
+    } else {
+      EXPECT_FALSE(fr["tries"][1]["failed"].get<bool>()) << "all of BAD's answers";
+    }
+  }
 }
 
 TEST(ReplayFixture, BadInputIsRefusedClearly) {
