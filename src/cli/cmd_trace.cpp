@@ -40,6 +40,18 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
     for (const auto& [r, n] : s.trailer.routes) routes += fmt::format("  {}() {}", r, n);
     out += fmt::format("cudatool:  device ioctls by route:{}\n", routes);
   }
+  if (o.no_stacks) {
+    out += "cudatool:  call stacks: not recorded (--no-stacks)\n";
+  } else if (s.device_calls != 0) {
+    out += fmt::format(
+        "cudatool:  call stacks: {} of {} device calls{}\n", s.with_stack, s.device_calls,
+        s.stacks_cut == 0 ? "" : fmt::format(" ({} cut short: `decode` says where)", s.stacks_cut));
+  }
+  for (const auto& [what, n_why] : s.unrecorded) {
+    out += fmt::format("cudatool:  not recorded: {} of {} call{} ({}{})\n", what, n_why.first,
+                       n_why.first == 1 ? "" : "s", n_why.second,
+                       n_why.first == 1 ? "" : ", the first");
+  }
   if (s.trailer.lost != 0) {
     out += fmt::format(
         "cudatool:  {} device calls were not recorded (made from a signal handler "
@@ -74,6 +86,14 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   w.end_object();
   w.key("routes").begin_object();
   for (const auto& [r, n] : s.trailer.routes) w.kv(r, n);
+  w.end_object();
+  w.kv("device_calls", s.device_calls).kv("with_stack", s.with_stack);
+  w.kv("stacks_cut", s.stacks_cut);
+  w.key("unrecorded").begin_object();
+  for (const auto& [what, n_why] : s.unrecorded) {
+    w.key(what).begin_object().kv("calls", n_why.first).kv("first_reason", n_why.second);
+    w.end_object();
+  }
   w.end_object();
   w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
   w.kv("exit_status", s.trailer.exit_status).kv("exit_code", s.exit_code);

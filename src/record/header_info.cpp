@@ -72,4 +72,29 @@ Result<int> choose_cpu(const std::string& spec) {
   return cpu;
 }
 
+void count_event(RecordSummary& s, const Event& ev) {
+  ++s.by_sys[std::string(sys_name(ev.sys))];
+  bool env = trace::is_environment(ev.sys);
+  if (!ev.path.empty() && ev.sys != Sys::kExecve && !env) ++s.by_path[ev.path];
+  if (env || ev.path.empty() || ev.sys == Sys::kExecve) return;
+  ++s.device_calls;
+  if (!ev.stack.empty()) ++s.with_stack;
+  if (!ev.stack_error.empty()) ++s.stacks_cut;
+  auto note = [&](const std::string& what, const std::string& reason) {
+    auto& [n, why] = s.unrecorded[what];
+    if (n++ == 0) why = reason;
+  };
+  for (const trace::Unrecorded& u : ev.unrecorded) note(u.what, u.why);
+  // Buffers the recorder could not read (as `decode` lists them under "unrecorded").
+  auto buffer = [&](const trace::Buffer& b) {
+    if (!b.before_error.empty()) {
+      note(b.role, b.before_error);
+    } else if (!b.after_error.empty()) {
+      note(b.role, b.after_error);
+    }
+  };
+  if (ev.arg) buffer(*ev.arg);
+  for (const trace::Buffer& b : ev.nested) buffer(b);
+}
+
 }  // namespace cudatool::record

@@ -225,10 +225,7 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
     sum.events = 0;
     while ((*r)->next(ev)) {
       ++sum.events;
-      ++sum.by_sys[std::string(sys_name(ev.sys))];
-      if (!ev.path.empty() && ev.sys != Sys::kExecve && !trace::is_environment(ev.sys)) {
-        ++sum.by_path[ev.path];
-      }
+      count_event(sum, ev);
     }
   }
   if (zst) {

@@ -118,10 +118,7 @@ void PtraceRecorder::capture_stack(Thread& t, Event& ev) {
 
 void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
-  ++sum_.by_sys[std::string(sys_name(ev.sys))];
-  if (!ev.path.empty() && ev.sys != Sys::kExecve && !trace::is_environment(ev.sys)) {
-    ++sum_.by_path[ev.path];
-  }
+  count_event(sum_, ev);
   if (!write_error_.empty()) return;
   Status st = out_.write_event(ev);
   if (!st.ok()) write_error_ = st.error().message();

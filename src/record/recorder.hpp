@@ -47,6 +47,11 @@ struct RecordSummary {
   std::map<std::string, uint64_t> by_sys;   // "ioctl" -> n
   std::map<std::string, uint64_t> by_path;  // device path -> events on it
   uint64_t processes = 0;                   // processes seen (the command and its children)
+  // Device calls (open/ioctl/mmap/… of device paths, not environment events), of them those
+  // with a call stack and those whose stack was cut short; what could not be recorded, by what
+  // ("params", "params.grInfoList", …) and the first reason given.
+  uint64_t device_calls = 0, with_stack = 0, stacks_cut = 0;
+  std::map<std::string, std::pair<uint64_t, std::string>> unrecorded;
   uint64_t threads = 0;
   Trailer trailer;  // as written: reason, exit status, routes
   // What cudatool should exit with: the command's exit status, 128 + signal when a signal killed
@@ -61,6 +66,9 @@ struct RecordSummary {
 
 // Header fields every recorder fills the same way: format version, argv, driver version (from
 // /proc/driver/nvidia/version when readable), host, kernel, start time, recorder.
+// Adds one recorded event to the summary's counts (both recorders).
+void count_event(RecordSummary& s, const Event& ev);
+
 Header make_header(const std::vector<std::string>& argv, const std::string& mode,
                    const std::string& devices);
 

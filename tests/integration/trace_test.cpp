@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <chrono>
@@ -459,6 +460,52 @@ TEST_P(Trace, SummaryJsonAgreesWithTheTrace) {
   EXPECT_NE(text.err.find(std::to_string(t.events.size()) + " events to " + out), std::string::npos)
       << text.err;
   EXPECT_NE(text.err.find("killed by signal 11"), std::string::npos) << text.err;
+}
+
+// The summary's call-stack and not-recorded counts, against the trace itself: every device call
+// (an event on a device path, not the exec) with its stack (inline or a stack record), and the
+// buffers the recorder could not read (pre_error / post_error), by role.
+TEST_P(Trace, SummarySaysWhatHasStacksAndWhatWasNotRecorded) {
+  std::string dev = make_fake_devices(name("sum"));
+  std::string out = temp_dir() + "/" + name("sum.jsonl");
+  RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "--json", "-o", out, "--devices",
+                     dev + "/*", "--", client(), dev, "full"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json s = json::parse(r.err);
+  TraceFile t = load_trace(out);
+  uint64_t device = 0, stacked = 0;
+  std::map<std::string, uint64_t> unread;
+  for (const json& e : t.events) {
+    if (e.value("path", "").empty() || e["sys"] == "execve") continue;
+    ++device;
+    stacked += e.contains("stack") || e.contains("stack_ref");
+    std::vector<json> bufs =
+        e.contains("nested") ? e["nested"].get<std::vector<json>>() : std::vector<json>{};
+    if (e.contains("arg") && e["arg"].is_object()) bufs.push_back(e["arg"]);
+    for (const json& b : bufs) {
+      if (b.contains("pre_error") || b.contains("post_error")) ++unread[b["role"]];
+    }
+  }
+  EXPECT_GT(device, 30u);
+  EXPECT_EQ(s["device_calls"], device);
+  EXPECT_EQ(s["with_stack"], stacked);
+  EXPECT_GT(stacked, 0u);
+  ASSERT_FALSE(unread.empty()) << "nv_client's bad pointers leave buffers unread";
+  for (const auto& [role, n] : unread) {
+    EXPECT_EQ(s["unrecorded"][role]["calls"], n) << role << ": " << s["unrecorded"].dump();
+  }
+  EXPECT_EQ(s["unrecorded"].size(), unread.size()) << s["unrecorded"].dump();
+  RunResult text = run({cudatool_bin(), "trace", "--mode", mode(), "-o", out, "--devices",
+                        dev + "/*", "--", client(), dev, "full"});
+  EXPECT_NE(text.err.find(fmt::format("call stacks: {} of {} device calls", stacked, device)),
+            std::string::npos)
+      << text.err;
+  EXPECT_NE(text.err.find("not recorded: params of " + std::to_string(unread["params"])),
+            std::string::npos)
+      << text.err;
+  RunResult off = run({cudatool_bin(), "trace", "--mode", mode(), "--no-stacks", "-o", out,
+                       "--devices", dev + "/*", "--", client(), dev, "full"});
+  EXPECT_NE(off.err.find("call stacks: not recorded (--no-stacks)"), std::string::npos) << off.err;
 }
 
 TEST(TraceUsage, BadArgumentsAreOneLineErrorsWithStatus2) {
