@@ -78,6 +78,11 @@ Result<XrefTarget> resolve_xref_target(const XrefIndex& x, std::string_view text
         t.end = std::max(f->end(), f->start + 1);
         return t;
       }
+      if (x.section_at(*v) == nullptr) {
+        return make_error(fmt::format("target '{}'", text), "", std::nullopt,
+                          "no section of the library holds that address (give an address "
+                          "of its code or data, as `cudatool info` lists the sections)");
+      }
       t.kind = XrefTarget::Kind::kAddress;
       t.name = fmt::format("{:#x}", *v);
       t.address = *v;

@@ -91,7 +91,10 @@ int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
         w.kv("in_function", map.display_name(map.functions()[static_cast<size_t>(t.function)]));
       else
         w.key("in_function").null();
+      size_t from_data = 0;
+      for (const Ref* r : refs) from_data += r->from < 0;
       w.kv("count", refs.size()).kv("functions", distinct_functions(refs));
+      w.kv("from_data", from_data);
       w.key("references").begin_array();
       for (const Ref* r : refs) {
         if (c.o.from)
@@ -122,8 +125,15 @@ int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
       }
       c.out += tab.render("  ");
     } else {
-      c.out += fmt::format("{}{}: {} from {}\n", t.name, where, plural(refs.size(), "reference"),
-                           plural(distinct_functions(refs), "function"));
+      size_t from_data = 0;
+      for (const Ref* r : refs) from_data += r->from < 0;
+      size_t from_code = refs.size() - from_data;
+      std::string whence =
+          from_data == 0   ? fmt::format(" from {}", plural(distinct_functions(refs), "function"))
+          : from_code == 0 ? std::string(", all from data (pointers)")
+                           : fmt::format(": {} from {}, {} from data (pointers)", from_code,
+                                         plural(distinct_functions(refs), "function"), from_data);
+      c.out += fmt::format("{}{}: {}{}\n", t.name, where, plural(refs.size(), "reference"), whence);
       TextTable tab({"site", "kind", "from"});
       for (const Ref* r : refs) {
         std::string from = site_owner(c.x, c.names, *r);

@@ -71,6 +71,27 @@ TEST_F(XrefsDocs, IoctlCallersThatUseAnRmString) {
   EXPECT_EQ(from_sql, both);
 }
 
+// The head line counts references from code and from data apart (the implementation behind a
+// dispatch slot is reached only through the slot: a pointer in .data, no function), the JSON
+// says how many come from data, and an address no section holds is a TARGET that names nothing.
+TEST_F(XrefsDocs, HeadLineTellsCodeFromDataAndBadAddressesAreRefused) {
+  JsonRun impl = cudatool_json_run({"xrefs", lib_, "cuCtxCreate_v2.impl", "--json"});
+  ASSERT_EQ(impl.status, 0) << impl.err;
+  const auto& t = impl.json["targets"][0];
+  size_t data = 0;
+  for (const auto& r : t["references"]) data += r["function"].is_null();
+  EXPECT_EQ(t["from_data"], data);
+  EXPECT_EQ(t["functions"], 0);
+  RunResult text = run({cudatool_bin(), "xrefs", lib_, "cuCtxCreate_v2.impl"}, 120);
+  std::string want = data == t["count"].get<size_t>() ? ", all from data (pointers)" : "from data";
+  EXPECT_NE(text.out.find(want), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("from 0 functions"), std::string::npos) << text.out;
+  RunResult bad = run({cudatool_bin(), "xrefs", lib_, "0x1"}, 120);
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.err.find("no section of the library holds that address"), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(XrefsDocs, CallersOfTheImplementationBehindCuCtxCreate) {
   std::string sql = doc_query("callers_of_cuCtxCreate_v2_impl");
   ASSERT_FALSE(sql.empty()) << "docs/xrefs.md lost the query";
