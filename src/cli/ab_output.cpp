@@ -415,6 +415,13 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   w.kv("anchors", c.stats.anchors).kv("dp_cells", c.stats.dp_cells);
   w.kv("greedy_events", c.stats.greedy_events);
   w.end_object();
+  w.key("html");
+  if (o.html_path.empty()) {
+    w.null();
+  } else {
+    w.begin_object().kv("path", o.html_path).kv("bytes", o.html_bytes);
+    w.kv("events", o.html_events).end_object();
+  }
   w.end_object();
   w.finish();
   return out;

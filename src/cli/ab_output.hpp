@@ -11,6 +11,9 @@ namespace cudatool::cli {
 struct AbReportOptions {
   uint32_t context = 5;  // entries shown before and after the first divergence
   bool all = false;      // every divergence, grouped by kind
+  // --html: the page written (JSON "html": its path, size and events decoded; null without).
+  std::string html_path;
+  uint64_t html_bytes = 0, html_events = 0;
 };
 
 std::string render_ab_text(const ab::Comparison& c, const AbReportOptions& o);

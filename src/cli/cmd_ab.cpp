@@ -53,18 +53,24 @@ int run_ab(const AbCliOptions& o) {
     return kExitBadInput;
   }
   ab::Comparison c = ab::compare(**ra, **rb);
-  emit(o.json ? render_ab_json(c, o.report) : render_ab_text(c, o.report));
-  int bad = report_diagnostics((*ra)->diagnostics);
-  bad = std::max(bad, report_diagnostics((*rb)->diagnostics));
+  AbReportOptions report = o.report;
   if (!o.html.empty()) {
     Result<AbHtmlStats> page = write_ab_html(c, o.html);
     if (!page) {
       print_error(page.error());
       return kExitBadInput;
     }
-    fmt::print(stderr, "cudatool: wrote {} ({}, {} events decoded)\n", o.html,
-               human_size(page->bytes), page->events);
+    report.html_path = o.html;
+    report.html_bytes = page->bytes;
+    report.html_events = page->events;
+    if (!o.json) {
+      fmt::print(stderr, "cudatool: wrote {} ({}, {} events decoded)\n", o.html,
+                 human_size(page->bytes), page->events);
+    }
   }
+  emit(o.json ? render_ab_json(c, report) : render_ab_text(c, report));
+  int bad = report_diagnostics((*ra)->diagnostics);
+  bad = std::max(bad, report_diagnostics((*rb)->diagnostics));
   if (bad != kExitOk) return kExitBadInput;
   return c.equivalent() ? kExitOk : kExitFindings;
 }

@@ -99,6 +99,19 @@ TEST(AbHtml, PageIsSelfContainedAndSmall) {
   RunResult bad = run({cudatool_bin(), "ab", a.path, b.path, "--html", "/nonexistent/dir/x.html"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("/nonexistent/dir/x.html"), std::string::npos) << bad.err;
+  // The JSON twin says which page was written, its size and how many events it decodes (and
+  // nothing goes to stderr then).
+  RunResult j = run({cudatool_bin(), "ab", p.a, p.b, "--html", page, "--json"});
+  EXPECT_EQ(j.status, 1) << j.err;
+  nlohmann::json v = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(v.is_object()) << j.out.substr(0, 300);
+  ASSERT_TRUE(v["html"].is_object()) << v["html"];
+  EXPECT_EQ(v["html"]["path"], page);
+  EXPECT_EQ(v["html"]["bytes"], read_file(page).size());
+  EXPECT_GT(v["html"]["events"].get<uint64_t>(), 753u);
+  EXPECT_EQ(j.err.find("wrote"), std::string::npos) << j.err;
+  RunResult none = run({cudatool_bin(), "ab", p.a, p.b, "--json"});
+  EXPECT_TRUE(nlohmann::json::parse(none.out)["html"].is_null());
 }
 
 TEST(AbHtml, InAHeadlessBrowser) {
