@@ -39,8 +39,20 @@ void diff_exports(const BuildFacts& a, const BuildFacts& b, Delta& d) {
   std::set<std::string> bases;
   for (const auto& [k, v] : ga) bases.insert(k);
   for (const auto& [k, v] : gb) bases.insert(k);
+  auto all_data = [](const std::vector<const ExportFact*>& v) {
+    return std::all_of(v.begin(), v.end(), [](const ExportFact* e) { return e->type == "OBJECT"; });
+  };
   for (const auto& base : bases) {
     bool in_a = ga.count(base) > 0, in_b = gb.count(base) > 0;
+    // Exported data is not an API: its names are listed apart.
+    if (!in_a && all_data(gb[base])) {
+      for (const auto* e : gb[base]) d.objects_added.push_back(e->name);
+      continue;
+    }
+    if (!in_b && all_data(ga[base])) {
+      for (const auto* e : ga[base]) d.objects_removed.push_back(e->name);
+      continue;
+    }
     if (!in_a) {
       ApiGroup g{base, {}};
       for (const auto* e : gb[base]) g.names.push_back(e->name);

@@ -84,7 +84,9 @@ struct Delta {
   std::vector<ApiGroup> new_api_versions;  // existing bases that gained _vN names
   std::vector<ApiGroup> new_variants;      // existing bases that gained _ptsz/_ptds names
   std::vector<ApiGroup> removed_api_versions, removed_variants;  // mirrors of the two above
-  std::vector<std::string> exports_added, exports_removed;       // every name, flat
+  // Exported data (OBJECT symbols: cuda-gdb's cudbgReported…), not API calls.
+  std::vector<std::string> objects_added, objects_removed;
+  std::vector<std::string> exports_added, exports_removed;  // every name, flat
   // imports
   std::vector<ImportFact> imports_added, imports_removed;
   std::vector<std::string> versions_required_added, versions_required_removed;

@@ -106,12 +106,15 @@ std::string render_doc(const Delta& d, bool md, bool all) {
   }
   doc.bullet(fmt::format("interface: {}", d.interface_unchanged() ? "unchanged" : "changed"));
   doc.bullet(fmt::format("fwd-compat note: {} → {}", note_line(d.old_note), note_line(d.new_note)));
-  doc.bullet(
-      fmt::format("exports: {} → {} (+{} / -{}): {} new APIs ({} names), {} removed APIs, "
-                  "{} new _vN names, {} new _ptsz/_ptds names",
-                  ne_old, ne_new, d.exports_added.size(), d.exports_removed.size(),
-                  d.apis_added.size(), count(d.apis_added), d.apis_removed.size(),
-                  count(d.new_api_versions), count(d.new_variants)));
+  doc.bullet(fmt::format(
+      "exports: {} → {} (+{} / -{}): {} new APIs ({} names), {} removed APIs, "
+      "{} new _vN names, {} new _ptsz/_ptds names{}",
+      ne_old, ne_new, d.exports_added.size(), d.exports_removed.size(), d.apis_added.size(),
+      count(d.apis_added), d.apis_removed.size(), count(d.new_api_versions), count(d.new_variants),
+      d.objects_added.empty() && d.objects_removed.empty()
+          ? std::string()
+          : fmt::format(", exported data +{} / -{}", d.objects_added.size(),
+                        d.objects_removed.size())));
   doc.bullet(fmt::format("imports: {} → {} (+{} / -{}){}", ni_old, ni_new, d.imports_added.size(),
                          d.imports_removed.size(),
                          d.versions_required_added.empty()
@@ -176,6 +179,8 @@ std::string render_doc(const Delta& d, bool md, bool all) {
   groups(doc, md, "Removed APIs", d.apis_removed, limit);
   groups(doc, md, "Removed _vN versions", d.removed_api_versions, limit);
   groups(doc, md, "Removed per-thread-stream variants", d.removed_variants, limit);
+  list(doc, md, "New exported data (objects, not API calls)", d.objects_added, limit);
+  list(doc, md, "Removed exported data", d.objects_removed, limit);
   std::vector<std::string> ia, ir;
   for (const auto& i : d.imports_added)
     ia.push_back(i.version.empty() ? i.name : i.name + "@" + i.version);

@@ -81,6 +81,8 @@ void write_delta_json(JsonWriter& w, const Delta& d) {
   groups(w, "new_variants", d.new_variants);
   groups(w, "removed_api_versions", d.removed_api_versions);
   groups(w, "removed_variants", d.removed_variants);
+  strings(w, "objects_added", d.objects_added);
+  strings(w, "objects_removed", d.objects_removed);
   w.end_object();
   w.key("imports").begin_object();
   for (auto [key, list] :

@@ -34,6 +34,22 @@ std::set<std::string> export_names(const std::string& lib) {
   return s;
 }
 
+// The names readelf --dyn-syms gives to defined OBJECT symbols (an independent reader).
+std::set<std::string> readelf_objects(const std::string& lib) {
+  RunResult r = run({"readelf", "--dyn-syms", "-W", lib}, 120);
+  std::set<std::string> s;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string num, value, size, type, bind, vis, ndx, name;
+    if (f >> num >> value >> size >> type >> bind >> vis >> ndx >> name && type == "OBJECT" &&
+        ndx != "UND") {
+      s.insert(name.substr(0, name.find('@')));
+    }
+  }
+  return s;
+}
+
 std::set<std::string> strings(const json& a) {
   std::set<std::string> s;
   for (const auto& x : a) s.insert(x.get<std::string>());
@@ -60,11 +76,22 @@ void expect_pair_agrees_with_single_version_facts(const DriverBuild& old_b,
       if (!eb.count(n)) removed.insert(n);
     EXPECT_EQ(strings(d["exports"]["added"]), added);
     EXPECT_EQ(strings(d["exports"]["removed"]), removed);
-    // Every added name is in exactly one group (new API, new version, new variant).
+    // Every added name is in exactly one group (new API, new version, new variant, exported
+    // data), and exported data is what readelf calls OBJECT.
     std::multiset<std::string> grouped;
     for (const char* g : {"apis_added", "new_api_versions", "new_variants"}) {
       for (const auto& x : d["exports"][g])
         for (const auto& n : x["names"]) grouped.insert(n.get<std::string>());
+    }
+    std::set<std::string> objects = readelf_objects(b);
+    for (const auto& n : d["exports"]["objects_added"]) {
+      grouped.insert(n.get<std::string>());
+      EXPECT_TRUE(objects.count(n.get<std::string>())) << n << " is not an OBJECT";
+    }
+    for (const auto& x : d["exports"]["apis_added"]) {
+      bool all_data = true;
+      for (const auto& n : x["names"]) all_data = all_data && objects.count(n.get<std::string>());
+      EXPECT_FALSE(all_data) << x["base"] << ": exported data counted as an API";
     }
     EXPECT_EQ(std::set<std::string>(grouped.begin(), grouped.end()), added);
     EXPECT_EQ(grouped.size(), added.size());
