@@ -508,6 +508,32 @@ TEST_P(Trace, SummarySaysWhatHasStacksAndWhatWasNotRecorded) {
   EXPECT_NE(off.err.find("call stacks: not recorded (--no-stacks)"), std::string::npos) << off.err;
 }
 
+// A call made 40 frames below main: its stack is cut at the recorders' limit, 32 frames, and says
+// so ("frame limit 32"); the frames it has are the innermost ones (nv_client's deep_call).
+TEST_P(Trace, StacksDeeperThanTheLimitAreCutAndSaySo) {
+  std::string dev = make_fake_devices(name("deep"));
+  std::string out = temp_dir() + "/" + name("deep.jsonl");
+  RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "-q", "-o", out, "--devices",
+                     dev + "/*", "--", client(), dev, "deep"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  RunResult d = run({cudatool_bin(), "decode", out, "--json", "--stacks"}, 120);
+  ASSERT_EQ(d.status, 0) << d.err;
+  int seen = 0;
+  std::istringstream lines(d.out);
+  for (std::string line; std::getline(lines, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (!e.is_object() || !e.contains("cmd") || e["cmd"] != "0x20800702") continue;
+    ++seen;
+    ASSERT_TRUE(e["stack"].is_array()) << line.substr(0, 500);
+    EXPECT_EQ(e["stack"].size(), 32u);
+    EXPECT_EQ(e["stack_error"], "frame limit 32") << e["stack_error"];
+    size_t in_deep = 0;
+    for (const json& f : e["stack"]) in_deep += f["function"] == "deep_call";
+    EXPECT_GE(in_deep, 28u) << e["stack"].dump();  // all but libc's, the shim's and rm_control's
+  }
+  EXPECT_EQ(seen, 1) << d.out.substr(0, 1000);
+}
+
 TEST(TraceUsage, BadArgumentsAreOneLineErrorsWithStatus2) {
   std::string out = temp_dir() + "/usage.jsonl";
   struct Case {
