@@ -1,6 +1,7 @@
 // `cudatool tables` on the four real Debian driver builds and on the tables fixture, checked
 // against readelf (relocations, symbols, section bytes), gdb (what each wrapper jumps through)
 // and the CUDA toolkit (cuda.h, cudaTypedefs.h, libcudart), all read at test time.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -155,51 +156,83 @@ void check_export_tables(const std::string& lib, const json& et, const ReadelfRe
 // gdb disassembles each wrapper; the slot its `jmp *X(%rip)` names and readelf's relocation of
 // that slot must be what cudatool says.
 void check_dispatch(const std::string& lib, const json& d, const ReadelfRelocs& rel) {
+  // Forty instructions of each wrapper: a slot-jump's jmp comes first (after the 535 builds' two
+  // moves); a slot-call's guard compare and call follow push, mov, push, sub, the cmpl of the
+  // guard, je and the stack arguments copied for the callee (two for each of those beyond six:
+  // cuTensorMapEncodeTiled's dozen take the most).
+  constexpr size_t kInsns = 40;
   std::string text;
-  for (const auto& e : d["entries"]) text += "x/6i " + e["wrapper"].get<std::string>() + "\n";
+  for (const auto& e : d["entries"]) {
+    text += fmt::format("x/{}i {}\n", kInsns, e["wrapper"].get<std::string>());
+  }
   static int n = 0;
   std::string cmds =
       write_temp("gdb-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".cmd", text);
-  RunResult g = run({"gdb", "-batch", "-nx", "-x", cmds, lib});
+  RunResult g = run({"gdb", "-batch", "-nx", "-x", cmds, lib}, 600);
   ASSERT_EQ(g.status, 0) << g.err;
   std::vector<std::string> lines;
   std::istringstream in(g.out);
   for (std::string l; std::getline(in, l);)
     if (l.find(":\t") != std::string::npos) lines.push_back(l);
-  ASSERT_EQ(lines.size(), d["entries"].size() * 6) << "gdb printed an unexpected number of lines";
+  ASSERT_EQ(lines.size(), d["entries"].size() * kInsns)
+      << "gdb printed an unexpected number of lines";
   std::regex jmp_slot(R"(\tjmp\s+\*0x[0-9a-f]+\(%rip\)\s+# 0x([0-9a-f]+))");
+  std::regex call_slot(R"(\tcall\s+\*0x[0-9a-f]+\(%rip\)\s+# 0x([0-9a-f]+))");
+  std::regex guard_cmp(R"(\tcmpl\s+\$0x([0-9a-f]+),0x[0-9a-f]+\(%rip\)\s+# 0x([0-9a-f]+))");
   std::regex mov_ret(R"(\tmov\s+\$0x([0-9a-f]+),%eax)");
-  size_t k = 0, checked = 0;
+  size_t k = 0, checked = 0, calls = 0;
   for (const auto& e : d["entries"]) {
     std::string kind = e["kind"];
-    std::optional<uint64_t> slot;
-    std::optional<uint64_t> constant;
-    for (size_t j = 0; j < 6; ++j) {
-      const std::string& l = lines[k * 6 + j];
+    std::optional<uint64_t> slot, called, constant, guard, guard_value;
+    for (size_t j = 0; j < kInsns; ++j) {
+      const std::string& l = lines[k * kInsns + j];
       std::smatch m;
       if (!slot && std::regex_search(l, m, jmp_slot)) slot = std::stoull(m[1], nullptr, 16);
+      if (!called && std::regex_search(l, m, call_slot)) called = std::stoull(m[1], nullptr, 16);
+      if (!guard && std::regex_search(l, m, guard_cmp)) {
+        guard_value = std::stoull(m[1], nullptr, 16);
+        guard = std::stoull(m[2], nullptr, 16);
+      }
       if (j == 0 && std::regex_search(l, m, mov_ret)) constant = std::stoull(m[1], nullptr, 16);
       if (l.find("\tret") != std::string::npos) break;
     }
-    if (kind == "slot-jump" && e["hops"].get<int>() == 0) {
-      ASSERT_TRUE(slot) << e << "\n" << lines[k * 6] << "\n" << lines[k * 6 + 2];
-      EXPECT_EQ(*slot, hexv(e["slot"])) << e;
-      if (rel.relative.count(*slot)) {
-        EXPECT_EQ(rel.relative.at(*slot), hexv(e["implementation"])) << e;
+    auto implementation_of = [&](uint64_t at) {
+      if (rel.relative.count(at)) {
+        EXPECT_EQ(rel.relative.at(at), hexv(e["implementation"])) << e;
       } else {
         EXPECT_TRUE(e["implementation"].is_null()) << e;
       }
+    };
+    if (kind == "slot-jump" && e["hops"].get<int>() == 0) {
+      ASSERT_TRUE(slot) << e << "\n" << lines[k * kInsns] << "\n" << lines[k * kInsns + 2];
+      EXPECT_EQ(*slot, hexv(e["slot"])) << e;
+      implementation_of(*slot);
       ++checked;
+    } else if (kind == "slot-call" && e["hops"].get<int>() == 0) {
+      // The call through the slot, and the guard word compared before it (the wrapper returns
+      // CUDA_ERROR_DEINITIALIZED without calling while it holds the value).
+      ASSERT_TRUE(called) << e << "\n" << lines[k * kInsns + kInsns - 1];
+      EXPECT_EQ(*called, hexv(e["slot"])) << e;
+      implementation_of(*called);
+      if (!e["guard"].is_null()) {
+        ASSERT_TRUE(guard) << e << "\n" << lines[k * kInsns + 4];
+        EXPECT_EQ(*guard, hexv(e["guard"])) << e;
+        EXPECT_EQ(*guard_value, hexv(e["guard_value"])) << e;
+      }
+      ++checked;
+      ++calls;
     } else if (kind == "constant") {
       ASSERT_TRUE(constant) << e;
       EXPECT_EQ(*constant, e["constant"].get<uint64_t>()) << e;
       ++checked;
     } else if (kind == "other") {
       EXPECT_FALSE(slot) << e;
+      EXPECT_FALSE(called) << e;
     }
     ++k;
   }
   EXPECT_GT(checked, 0u);
+  if (d["counts"]["slot_call"].get<uint64_t>() > 0) EXPECT_EQ(calls, d["counts"]["slot_call"]);
   std::cout << "[ tables  ] " << lib << ": dispatch " << d["counts"].dump() << ", "
             << d["slot_table"].dump() << "; " << checked << " wrappers checked with gdb\n";
 }
