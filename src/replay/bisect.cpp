@@ -111,10 +111,16 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
         d.kind != ab::Kind::kParameters) {
       continue;
     }
+    // The program's own end (its exit status) is the outcome bisect explains, not an answer.
+    if (bad->events[d.b].sys == trace::Sys::kExit || good->events[d.a].sys == trace::Sys::kExit) {
+      continue;
+    }
     bool answer = d.kind != ab::Kind::kParameters;
     std::string change;
     for (const ab::FieldDiff& f : d.fields) {
-      if (f.side == "in") continue;
+      // The fd a call is made on is the program's input (its naming differs when an earlier
+      // open or close did), not the kernel's answer.
+      if (f.side == "in" || f.field == "fd") continue;
       answer = true;
       if (!change.empty()) change += ", ";
       change += fmt::format("{} {} -> {}", f.field, f.a, f.b);

@@ -20,6 +20,7 @@
 #define CUDATOOL_REPLAY_ABI_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define RP_TABLE_MAGIC 0x3174627470726475ULL /* "udrptbt1" */
 #define RP_STATE_MAGIC 0x3174737470726475ULL /* "udrptst1" */
@@ -81,17 +82,19 @@ static inline int rp_ident_eq(const struct rp_ident* a, const struct rp_ident* b
 static inline uint32_t rp_input_digest(const uint8_t* p, uint64_t n) {
   if (p == 0 || n == 0) return 0;
   if (n > RP_DIGEST_MAX) n = RP_DIGEST_MAX;
-  uint32_t h = 2166136261u;
-  for (uint64_t i = 0; i < n; i += 8) {
+  uint64_t h = 0xcbf29ce484222325ull ^ n;
+  for (uint64_t i = 0; i < n; i += 8) { /* a word at a time: about 1 ns per word */
     uint64_t k = n - i < 8 ? n - i : 8, w = 0;
-    for (uint64_t b = 0; b < k; ++b) w |= (uint64_t)p[i + b] << (8 * b);
-    if (k == 8 && w >= (1ull << 32) && w < (1ull << 47)) w = 0;
-    for (uint64_t b = 0; b < k; ++b) {
-      h ^= (uint8_t)(w >> (8 * b));
-      h *= 16777619u;
+    if (k == 8) {
+      memcpy(&w, p + i, 8); /* little-endian, as everything here */
+      if (w >= (1ull << 32) && w < (1ull << 47)) w = 0;
+    } else {
+      for (uint64_t b = 0; b < k; ++b) w |= (uint64_t)p[i + b] << (8 * b);
     }
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
   }
-  return h | 1u;
+  return (uint32_t)(h ^ (h >> 32)) | 1u;
 }
 
 /* ---- answer table ---- */

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -243,6 +244,41 @@ TEST_F(ReplayReal, AKernelLaunchIsReportedNotExecuted) {
   if (p.ret_of("cuMemcpyDtoH_v2") == 0) {
     EXPECT_TRUE(unchanged) << "the kernel's result came back without a kernel run: " << r.run.out;
   }
+}
+
+// The docs' bisect: GOOD is a replay of cuInit, BAD the same with FB_GET_INFO_V2 made to fail
+// (both written with -o). The candidates are the calls BAD answered differently — not the closes
+// whose fd naming shifted, nor the exit — and the culprit is the one status that differs.
+TEST_F(ReplayReal, BisectNamesTheFailedControlAlone) {
+  std::string good = temp_dir() + "/real-bisect-good.jsonl",
+              bad = temp_dir() + "/real-bisect-bad.jsonl";
+  ReplayRun g = replay_probe("init", {"-o", good});
+  ASSERT_EQ(parse_probe(g.run.out).ret_of("cuInit"), 0) << g.run.out;
+  ReplayRun b = replay_probe(
+      "init", {"-o", bad, "--inject",
+               "cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,status=NV_ERR_NOT_SUPPORTED"});
+  ASSERT_EQ(parse_probe(b.run.out).ret_of("cuInit"), 100) << b.run.out;
+  std::string report = temp_dir() + "/real-bisect.json";
+  RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good, bad,
+                     "--", probe(), build_.lib_path, "init"},
+                    600);
+  EXPECT_EQ(r.status, 1) << r.err;
+  json rep = json::parse(read_file(report), nullptr, false);
+  ASSERT_TRUE(rep.is_object()) << r.err;
+  ASSERT_TRUE(rep["found"].get<bool>()) << rep["message"];
+  for (const json& d : rep["diffs"]) {
+    std::string what = d["what"];
+    EXPECT_NE(what.rfind("close", 0), 0u) << "a close is not an answer: " << d.dump();
+    EXPECT_NE(what.rfind("exit", 0), 0u) << "the exit is not an answer: " << d.dump();
+  }
+  ASSERT_EQ(rep["culprit"].size(), 1u) << rep.dump(1);
+  const json& c = rep["diffs"][rep["culprit"][0].get<size_t>()];
+  EXPECT_NE(c["what"].get<std::string>().find("NV2080_CTRL_CMD_FB_GET_INFO_V2"), std::string::npos)
+      << c.dump();
+  EXPECT_NE(c["change"].get<std::string>().find("NV_ERR_NOT_SUPPORTED"), std::string::npos)
+      << c.dump();
+  std::cout << "bisect of the FB_GET_INFO_V2 failure: " << rep["diffs"].size() << " candidates, "
+            << rep["tries"].size() << " tries, " << rep["wall_s"].get<double>() << " s wall\n";
 }
 
 TEST_F(ReplayReal, ATraceOfAnotherDriverIsRefused) {
