@@ -26,7 +26,7 @@ const char* shim_modules_probe(const uint8_t* image, size_t n, const uint8_t* ph
                                uint64_t pc_off) {
   ElfW(Phdr) ph[16];
   if (nph > 16) nph = 16;
-  memcpy(ph, phdrs, nph * sizeof ph[0]);
+  if (nph > 0) memcpy(ph, phdrs, nph * sizeof ph[0]);
   for (size_t i = 0; i < nph; ++i) {
     if (ph[i].p_type != PT_LOAD) continue;
     if (ph[i].p_vaddr >= n) {

@@ -120,6 +120,11 @@ Result<FwdCompatNote> parse_fwd_compat_json(std::string_view text, std::optional
     return make_error(
         kFwdCompatSection, "descriptor", at,
         fmt::format("descriptor is not valid JSON (byte {} of {})", e.byte, text.size()));
+  } catch (const nlohmann::json::exception& e) {
+    // A number past the range of a double (out_of_range 406), and the like: the parser says no
+    // byte.
+    return make_error(kFwdCompatSection, "descriptor", offset,
+                      fmt::format("descriptor is not valid JSON ({})", e.what()));
   }
   if (!j.is_object()) {
     return make_error(kFwdCompatSection, "descriptor", offset,

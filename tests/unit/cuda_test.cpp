@@ -73,6 +73,17 @@ TEST(FwdCompat, ParsesNvidiaForm) {
 
 // Keys are matched as NVIDIA writes them: the capitalised guesses an earlier parser expected are
 // other keys, and the real ones they stand for are missing.
+// A number past a double's range (what the fuzzer found: "1111…" of 400 digits) is bad input
+// with a reason, not an exception out of the parser.
+TEST(FwdCompat, NumbersOutOfRangeAreAnError) {
+  std::string desc = "{\"format\":" + std::string(400, '1') + "}";
+  auto n = cuda::parse_fwd_compat_json(desc);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.error().message().find("not valid JSON"), std::string::npos) << n.error().message();
+  auto bare = cuda::parse_fwd_compat_json(std::string(400, '1'));
+  EXPECT_FALSE(bare.ok());
+}
+
 TEST(FwdCompat, OtherAndMissingKeysAreListed) {
   auto n = cuda::parse_fwd_compat_json(
       "{\"Format\": 1, \"CUDA Version\": \"13.1\", \"Driver\": [535], \"device\": [9], "
