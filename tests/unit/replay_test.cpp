@@ -106,19 +106,31 @@ trace::Event ioctl(uint64_t seq, const std::string& path, uint32_t req, std::vec
   return e;
 }
 
-std::string small_trace(bool with_members) {
-  trace::Header h;
-  h.driver_version = "580.159.04";
-  h.mode = "preload";
-  h.devices = "/dev/nvidia*";
-  std::vector<trace::Event> ev;
+// A recording of driver 580.159.04 (preload mode) that starts with the open of nvidiactl (fd 3);
+// trace_text writes it as the trace writer writes (trace_json.cpp), for the recording loader.
+std::vector<trace::Event> opened_nvidiactl() {
   trace::Event open;
   open.seq = 0;
   open.pid = open.tid = 100;
   open.sys = trace::Sys::kOpen;
   open.path = "/dev/nvidiactl";
   open.ret = 3;
-  ev.push_back(open);
+  return {open};
+}
+
+std::string trace_text(const std::vector<trace::Event>& ev) {
+  trace::Header h;
+  h.driver_version = "580.159.04";
+  h.mode = "preload";
+  h.devices = "/dev/nvidia*";
+  std::string out;
+  trace::append_header_line(out, h);
+  for (const trace::Event& e : ev) trace::append_event_line(out, e);
+  return out;
+}
+
+std::string small_trace(bool with_members) {
+  std::vector<trace::Event> ev = opened_nvidiactl();
   // NV_ESC_RM_ALLOC (NVOS21) of NV01_ROOT_CLIENT (0x41): hObjectNew comes back 0xc1d00001.
   std::vector<uint8_t> pre(32, 0), post(32, 0);
   store_le<uint32_t>(pre.data() + 12, 0x41);
@@ -166,11 +178,7 @@ std::string small_trace(bool with_members) {
   mm.len = 4096;
   mm.ret = 0x7f0000000000;
   ev.push_back(mm);
-  // Written as the trace writer writes (trace_json.cpp), read back by the recording loader.
-  std::string out;
-  trace::append_header_line(out, h);
-  for (const trace::Event& e : ev) trace::append_event_line(out, e);
-  return out;
+  return trace_text(ev);
 }
 
 struct TableView {
@@ -334,17 +342,7 @@ TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
     if (c.name == "NV2080_CTRL_CMD_GR_GET_INFO") cmd = c.id;
   }
   ASSERT_NE(cmd, 0u);
-  trace::Header h;
-  h.driver_version = "580.159.04";
-  h.mode = "preload";
-  h.devices = "/dev/nvidia*";
-  std::vector<trace::Event> ev;
-  trace::Event open;
-  open.pid = open.tid = 100;
-  open.sys = trace::Sys::kOpen;
-  open.path = "/dev/nvidiactl";
-  open.ret = 3;
-  ev.push_back(open);
+  std::vector<trace::Event> ev = opened_nvidiactl();
   std::vector<uint8_t> a(32, 0);
   store_le<uint32_t>(a.data() + 0, 0xc1d00001);
   store_le<uint32_t>(a.data() + 4, 0x5c000003);
@@ -369,10 +367,7 @@ TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
   l.after = l.before;
   ctl.nested.push_back(l);
   ev.push_back(ctl);
-  std::string text;
-  trace::append_header_line(text, h);
-  for (const trace::Event& e : ev) trace::append_event_line(text, e);
-  auto rec = recording_from_memory(text, "gr.jsonl");
+  auto rec = recording_from_memory(trace_text(ev), "gr.jsonl");
   ASSERT_TRUE(rec) << rec.error().message();
   TableOptions o;
   o.injections.push_back(*parse_injection("seq=1,member=params.grInfoList[3].data,value=0x77"));
