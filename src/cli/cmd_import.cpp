@@ -1,6 +1,8 @@
 // cudatool import: a capture of the simpler format of tests/data/captures into a trace.
 #include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
@@ -37,6 +39,7 @@ int run_import(const ImportCliOptions& o) {
     j.begin_object();
     j.kv("schema", "cudatool.import/1").kv("source", o.capture).kv("output", o.output);
     j.kv("compression", r->compression).kv("lines", r->lines).kv("events", r->events);
+    j.kv_or_null("driver_version", o.driver_version);
     j.key("by_sys").begin_object();
     for (const auto& [k, n] : r->by_sys) j.kv(k, n);
     j.end_object();
@@ -52,6 +55,14 @@ int run_import(const ImportCliOptions& o) {
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
     emit(fmt::format("imported {} events ({}) from {} ({}) to {}\n", r->events, kinds, o.capture,
                      r->compression == "none" ? "plain" : r->compression, o.output));
+    if (o.driver_version.empty()) {
+      // The capture format holds no driver version: decode would take the newest branch's
+      // tables, and replay could neither make the build-version strings nor check the library.
+      std::fprintf(stderr,
+                   "cudatool: note: the capture does not name its driver version, so the trace's "
+                   "header has none; pass --driver-version (decode and stats then use that "
+                   "branch's tables, replay needs it)\n");
+    }
   }
   return report_diagnostics(diag);
 }

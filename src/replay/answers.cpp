@@ -167,15 +167,19 @@ uint32_t path_of(Ctx& c, const std::string& p) {
 // The build-version strings behind NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS' pointers, from
 // the header's driver version, when the trace does not hold them (v1 traces, captures): without
 // them libcuda sees a version mismatch and cuInit fails with 803.
+// The parameters of a NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION whose strings the trace lacks.
+const trace::Buffer* build_version_without_strings(const Ctx& c, const trace::Event& ev,
+                                                   const IoctlView& v) {
+  if (v.cmd != c.build_version_cmd || c.build_version_cmd == 0) return nullptr;
+  if (nested_role(ev, "params.pDriverVersionBuffer")) return nullptr;
+  return nested_role(ev, "params");
+}
+
 bool synthesize_build_version(Ctx& c, const trace::Event& ev, const IoctlView& v) {
-  if (!c.rec.header.driver_version || v.cmd != c.build_version_cmd || c.build_version_cmd == 0) {
-    return false;
-  }
-  const trace::Buffer* params = nested_role(ev, "params");
+  if (!c.rec.header.driver_version) return false;
+  const trace::Buffer* params = build_version_without_strings(c, ev, v);
   const rm::StructEntry* s = c.t.find_struct("NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS");
-  if (params == nullptr || s == nullptr || nested_role(ev, "params.pDriverVersionBuffer")) {
-    return false;
-  }
+  if (params == nullptr || s == nullptr) return false;
   const std::vector<uint8_t>& pb = params->before.empty() ? params->after : params->before;
   ByteView pv(pb.data(), pb.size());
   const rm::FieldEntry* size_f = c.t.find_field(*s, "sizeOfStrings");
@@ -237,6 +241,13 @@ void add_patches(Ctx& c, const trace::Event& ev, const IoctlView& v, rp_event& e
         "seq {} NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: the build-version strings behind its "
         "pointers from the header's driver version {} (the trace does not hold those buffers)",
         ev.seq, *c.rec.header.driver_version));
+  } else if (!c.rec.header.driver_version && build_version_without_strings(c, ev, v)) {
+    c.out.gaps.push_back(fmt::format(
+        "seq {} NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: the build-version strings behind its "
+        "pointers, and no driver version in the header to make them from: libcuda sees empty "
+        "strings (cuInit then fails with 803, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH); import the "
+        "capture with --driver-version",
+        ev.seq));
   }
   // Allocations whose parameters the recording could not give (capture format: paramsSize 0).
   if (v.esc != nullptr && (v.esc->flags & RP_ESCF_ALLOC) && v.cls != 0) {

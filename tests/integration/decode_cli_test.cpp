@@ -258,8 +258,12 @@ TEST(DecodeCli, BranchIsChosenSaidAndOverridable) {
   EXPECT_NE(r.err.find("--branch 'r1'"), std::string::npos) << r.err;
   // A trace that names no driver version: the newest branch, and the output says so.
   std::string bare = dir + "/bare.jsonl";
-  ASSERT_EQ(
-      run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", bare}).status, 0);
+  r = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", bare});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("does not name its driver version"), std::string::npos) << r.err;
+  r = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", bare, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out)["driver_version"].is_null()) << r.out;
   r = run({cudatool_bin(), "stats", "--json", bare});
   ASSERT_EQ(r.status, 0);
   json s = json::parse(r.out);

@@ -52,6 +52,8 @@ TEST_P(Import, RealCaptureImportsWithoutLoss) {
   EXPECT_EQ(summary["schema"], "cudatool.import/1");
   EXPECT_EQ(summary["events"], lines.size());
   EXPECT_EQ(summary["compression"], "xz");
+  EXPECT_EQ(summary["driver_version"], "580.159.04");
+  EXPECT_EQ(r.err, "") << "a version was given: no note";
   std::map<std::string, uint64_t> by_sys;
   for (const auto& c : lines) ++by_sys[c["sys"]];
   for (const auto& [k, n] : by_sys) EXPECT_EQ(summary["by_sys"][k], n) << k;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "base/bytes.hpp"
@@ -118,9 +119,10 @@ std::vector<trace::Event> opened_nvidiactl() {
   return {open};
 }
 
-std::string trace_text(const std::vector<trace::Event>& ev) {
+std::string trace_text(const std::vector<trace::Event>& ev,
+                       std::optional<std::string> driver_version = "580.159.04") {
   trace::Header h;
-  h.driver_version = "580.159.04";
+  h.driver_version = std::move(driver_version);
   h.mode = "preload";
   h.devices = "/dev/nvidia*";
   std::string out;
@@ -129,7 +131,8 @@ std::string trace_text(const std::vector<trace::Event>& ev) {
   return out;
 }
 
-std::string small_trace(bool with_members) {
+std::string small_trace(bool with_members,
+                        std::optional<std::string> driver_version = "580.159.04") {
   std::vector<trace::Event> ev = opened_nvidiactl();
   // NV_ESC_RM_ALLOC (NVOS21) of NV01_ROOT_CLIENT (0x41): hObjectNew comes back 0xc1d00001.
   std::vector<uint8_t> pre(32, 0), post(32, 0);
@@ -178,7 +181,7 @@ std::string small_trace(bool with_members) {
   mm.len = 4096;
   mm.ret = 0x7f0000000000;
   ev.push_back(mm);
-  return trace_text(ev);
+  return trace_text(ev, std::move(driver_version));
 }
 
 struct TableView {
@@ -273,6 +276,32 @@ TEST(ReplayAnswers, SynthesizesTheBuildVersionStringsATraceLacks) {
   // pDriverVersionBuffer, pVersionBuffer, pTitleBuffer
   // (NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS)
   EXPECT_EQ(ptrs, (std::set<uint32_t>{8, 16, 24}));
+}
+
+TEST(ReplayAnswers, SaysWhenTheBuildVersionStringsCannotBeMade) {
+  // An imported capture without --driver-version: neither the strings nor a version to make
+  // them from. The report says so (libcuda will see empty strings), and nothing is written.
+  auto rec = recording_from_memory(small_trace(false, std::nullopt), "small.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message();
+  auto table = build_answer_table(*rec, {});
+  ASSERT_TRUE(table) << table.error().message();
+  EXPECT_TRUE(table->synthesized.empty());
+  EXPECT_FALSE(table->calls[2].synthesized);
+  std::string said;
+  for (const std::string& g : table->gaps) said += g + "\n";
+  EXPECT_NE(said.find("seq 2 NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION"), std::string::npos) << said;
+  EXPECT_NE(said.find("--driver-version"), std::string::npos) << said;
+  TableView v(table->bytes);
+  const rp_event& ctl = v.event(2);
+  for (uint32_t i = 0; i < ctl.patch_count; ++i) {
+    EXPECT_NE(v.patch(ctl.patch_first + i).buf, RP_BUF_MEMBER);
+  }
+  // With the strings in the trace, nothing is missing, version or not.
+  auto whole = recording_from_memory(small_trace(true, std::nullopt), "small.jsonl");
+  ASSERT_TRUE(whole);
+  auto t2 = build_answer_table(*whole, {});
+  ASSERT_TRUE(t2);
+  for (const std::string& g : t2->gaps) EXPECT_EQ(g.find("BUILD_VERSION"), std::string::npos) << g;
 }
 
 TEST(ReplayAnswers, InjectionsLandOnTheNamedBytes) {
