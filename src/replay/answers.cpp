@@ -164,10 +164,8 @@ uint32_t path_of(Ctx& c, const std::string& p) {
   return it->second;
 }
 
-// The build-version strings behind NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS' pointers, from
-// the header's driver version, when the trace does not hold them (v1 traces, captures): without
-// them libcuda sees a version mismatch and cuInit fails with 803.
-// The parameters of a NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION whose strings the trace lacks.
+// The parameters of a NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION whose strings the trace lacks
+// (v1 traces, captures): without them libcuda sees a version mismatch and cuInit fails with 803.
 const trace::Buffer* build_version_without_strings(const Ctx& c, const trace::Event& ev,
                                                    const IoctlView& v) {
   if (v.cmd != c.build_version_cmd || c.build_version_cmd == 0) return nullptr;
@@ -175,6 +173,7 @@ const trace::Buffer* build_version_without_strings(const Ctx& c, const trace::Ev
   return nested_role(ev, "params");
 }
 
+// Those strings, made from the header's driver version.
 bool synthesize_build_version(Ctx& c, const trace::Event& ev, const IoctlView& v) {
   if (!c.rec.header.driver_version) return false;
   const trace::Buffer* params = build_version_without_strings(c, ev, v);
@@ -235,19 +234,21 @@ void add_patches(Ctx& c, const trace::Event& ev, const IoctlView& v, rp_event& e
     for (auto [off, len] : runs)
       c.b.patch(buf, parent, ptr_off, off, nb.after.data() + off, len, bufsize);
   }
+  constexpr const char* kBuildVersion =
+      "seq {} NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: the build-version strings behind its "
+      "pointers{}";
   if (synthesize_build_version(c, ev, v)) {
     e.flags |= RP_EVF_SYNTHESIZED;
     c.out.synthesized.push_back(fmt::format(
-        "seq {} NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: the build-version strings behind its "
-        "pointers from the header's driver version {} (the trace does not hold those buffers)",
-        ev.seq, *c.rec.header.driver_version));
+        fmt::runtime(kBuildVersion), ev.seq,
+        fmt::format(" from the header's driver version {} (the trace does not hold those buffers)",
+                    *c.rec.header.driver_version)));
   } else if (!c.rec.header.driver_version && build_version_without_strings(c, ev, v)) {
     c.out.gaps.push_back(fmt::format(
-        "seq {} NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: the build-version strings behind its "
-        "pointers, and no driver version in the header to make them from: libcuda sees empty "
-        "strings (cuInit then fails with 803, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH); import the "
-        "capture with --driver-version",
-        ev.seq));
+        fmt::runtime(kBuildVersion), ev.seq,
+        ", and no driver version in the header to make them from: libcuda sees empty strings "
+        "(cuInit then fails with 803, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH); import the capture "
+        "with --driver-version"));
   }
   // Allocations whose parameters the recording could not give (capture format: paramsSize 0).
   if (v.esc != nullptr && (v.esc->flags & RP_ESCF_ALLOC) && v.cls != 0) {

@@ -107,8 +107,9 @@ trace::Event ioctl(uint64_t seq, const std::string& path, uint32_t req, std::vec
   return e;
 }
 
-// A recording of driver 580.159.04 (preload mode) that starts with the open of nvidiactl (fd 3);
-// trace_text writes it as the trace writer writes (trace_json.cpp), for the recording loader.
+// A recording (preload mode; of driver 580.159.04 unless told otherwise) that starts with the open
+// of nvidiactl (fd 3); trace_text writes it as the trace writer writes (trace_json.cpp), for the
+// recording loader.
 std::vector<trace::Event> opened_nvidiactl() {
   trace::Event open;
   open.seq = 0;
