@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "cli/commands.hpp"
@@ -30,13 +32,29 @@ struct ReplayCliOptions {
   bool quiet = false;
 };
 
-void put_report(const ReplayCliOptions& o, const std::string& text) {
+// Opens --report before anything runs, so that a report that cannot be written is said at
+// once, not after the replay (and not lost).
+bool open_report(const ReplayCliOptions& o, std::ofstream& f) {
+  if (o.report.empty()) return true;
+  f.open(o.report, std::ios::binary | std::ios::trunc);
+  if (f) return true;
+  print_error(fmt::format("--report {}: cannot write: {}", o.report, std::strerror(errno)));
+  return false;
+}
+
+// The report goes to --report's file when one was given, else to stderr (unless --quiet).
+// False, with an error printed, when the file could not take it.
+bool put_report(const ReplayCliOptions& o, std::ofstream& f, const std::string& text) {
   if (!o.report.empty()) {
-    std::ofstream f(o.report, std::ios::binary);
     f << text;
-    return;
+    f.flush();
+    if (f) return true;
+    print_error(fmt::format("--report {}: cannot write: {}", o.report, std::strerror(errno)));
+    (void)!write(STDERR_FILENO, text.data(), text.size());
+    return false;
   }
   if (!o.quiet) (void)!write(STDERR_FILENO, text.data(), text.size());
+  return true;
 }
 
 int run_replay_cmd(ReplayCliOptions& o) {
@@ -56,13 +74,20 @@ int run_replay_cmd(ReplayCliOptions& o) {
     return kExitBadInput;
   }
   if (command.empty()) {
-    print_error("replay: no command to run: cudatool replay TRACE -- CMD [ARGS...]");
+    print_error(o.bisect ? fmt::format("replay --bisect: no command to run ('{}' was taken as "
+                                       "BAD.trace): cudatool replay --bisect GOOD.trace BAD.trace "
+                                       "-- CMD [ARGS...]",
+                                       traces[1])
+                         : std::string("replay: no command to run: cudatool replay TRACE -- CMD "
+                                       "[ARGS...]"));
     return kExitBadInput;
   }
   if (o.deadline < 0) {
     print_error("replay: --deadline: seconds, 0 for none");
     return kExitBadInput;
   }
+  std::ofstream report_file;
+  if (!open_report(o, report_file)) return kExitBadInput;
   if (o.bisect) {
     if (!o.injects.empty() || !o.output.empty()) {
       print_error("replay --bisect: --inject and -o belong to a single replay");
@@ -80,7 +105,9 @@ int run_replay_cmd(ReplayCliOptions& o) {
       print_error(r.error());
       return kExitBadInput;
     }
-    put_report(o, o.json ? render_bisect_json(*r) : render_bisect_text(*r));
+    if (!put_report(o, report_file, o.json ? render_bisect_json(*r) : render_bisect_text(*r))) {
+      return kExitBadInput;
+    }
     return r->found ? kExitFindings : kExitOk;
   }
   if (!o.fails_if.empty()) {
@@ -114,7 +141,9 @@ int run_replay_cmd(ReplayCliOptions& o) {
     print_error(r.error());
     return kExitBadInput;
   }
-  put_report(o, o.json ? render_replay_json(*r) : render_replay_text(*r));
+  if (!put_report(o, report_file, o.json ? render_replay_json(*r) : render_replay_text(*r))) {
+    return kExitBadInput;
+  }
   if (o.program_status && r->end != "refused") {
     return r->exit_status < 0 ? 128 - r->exit_status : r->exit_status;
   }

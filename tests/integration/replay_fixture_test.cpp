@@ -431,6 +431,17 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace}).status, 2);
   EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace, rec.trace, "--", "true"}).status, 2);
   EXPECT_EQ(run({cudatool_bin(), "replay", "--deadline", "-1", rec.trace, "--", "true"}).status, 2);
+  // --bisect with one trace: the command's path was taken as BAD.trace, and the error says so.
+  RunResult one = run({cudatool_bin(), "replay", "--bisect", rec.trace, "--", "/bin/true"});
+  EXPECT_EQ(one.status, 2);
+  EXPECT_NE(one.err.find("'/bin/true' was taken as BAD.trace"), std::string::npos) << one.err;
+  // A report file that cannot be written is refused before the program runs, not lost after.
+  RunResult unwritable = run({cudatool_bin(), "replay", "--report", "/nonexistent-dir/r.txt",
+                              rec.trace, "--", client(), rec.dir, "uvm"});
+  EXPECT_EQ(unwritable.status, 2);
+  EXPECT_NE(unwritable.err.find("--report /nonexistent-dir/r.txt: cannot write"), std::string::npos)
+      << unwritable.err;
+  EXPECT_EQ(unwritable.err.find("recorded calls"), std::string::npos) << "nothing was run";
 }
 
 }  // namespace
