@@ -84,6 +84,10 @@ bool PtraceRecorder::start_env(Thread& t, int nr, Sys sys, const char* op, std::
   ev.arg.reset();
   ev.nested.clear();
   ev.extra.clear();
+  // Stacks are the device calls' (docs/trace-format.md): the last device call's frames must not
+  // stay behind in this reused event.
+  ev.stack.clear();
+  ev.stack_error.clear();
   clear_env_members(ev);
   ev.op = op;
   ev.path = path;

@@ -161,6 +161,34 @@ TEST_P(EnvTrace, RecordsExactlyTheEnvironmentCallsMade) {
   EXPECT_EQ(with_content, want_content);
 }
 
+// Stacks belong to device calls: an environment call made after one carries none of its frames
+// (the ptrace recorder reuses one event per thread, and once left the last device call's stack
+// on every environment event after it, so that decode attributed them to that call's frames).
+TEST_P(EnvTrace, EnvironmentCallsAfterADeviceCallCarryNoStack) {
+  EnvTree tree = make_env_tree(mode() + "-env-stacks");
+  std::string out = temp_dir() + "/" + mode() + "-env-stacks.jsonl";
+  // The fixture's write-only open of dev/nvidia-scratch is the one device call; the unlink of that
+  // path and the rest of the run's environment calls come after it.
+  RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "-q", "-o", out, "--devices",
+                     tree.root + "/dev/nvidia-scratch", "--env", tree.env, "--", client(),
+                     tree.root, "full"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceFile t = load_trace(out);
+  EXPECT_TRUE(t.bad_lines.empty());
+  size_t device_with_stack = 0, env_after = 0;
+  for (const json& e : t.events) {
+    if (e["sys"] == "open" && e["path"] == tree.root + "/dev/nvidia-scratch") {
+      device_with_stack += e.contains("stack") && !e["stack"].empty();
+    } else if (is_env_sys(e["sys"]) && device_with_stack > 0) {
+      ++env_after;
+      EXPECT_FALSE(e.contains("stack") || e.contains("stack_ref") || e.contains("stack_error"))
+          << e.dump();
+    }
+  }
+  EXPECT_EQ(device_with_stack, 1u) << "the device open and its stack";
+  EXPECT_GT(env_after, 3u) << "environment calls after the device call";
+}
+
 // realpath resolves a PCI device's link: one event in preload mode (the libc call, its answer);
 // under ptrace, the readlink system calls glibc's realpath makes on the path's components — the
 // one on the device's link (in --env) gives the link's text.
