@@ -1,11 +1,37 @@
 #include "ab/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 namespace cudatool::ab {
 namespace {
+
+// Preload mode records the exit of the traced command only; ptrace mode that of every thread and
+// process (docs/trace-format.md). When one trace was recorded in preload mode and the other not,
+// the other's exits of threads and child processes are events the first could never hold: they
+// are left out of the comparison (the header note says so), not reported as missing calls.
+bool preload_against_other(const NormalizedTrace& t, const NormalizedTrace& other) {
+  return other.header.mode == "preload" && t.header.mode != "preload";
+}
+
+// An exit other than the traced command's: of another thread, or of a child process. The traced
+// command is the first process (role 0's); a trace without pids (pid 0) knows only role 0.
+bool unrecordable_in_preload(const NormalizedTrace& t, const NormEvent& e) {
+  if (e.sys != trace::Sys::kExit || e.thread >= t.thread_pids.size()) return false;
+  int32_t pid = t.thread_pids[e.thread];
+  if (pid == 0) return e.thread != 0;
+  return pid != t.thread_pids[0] || t.thread_tids[e.thread] != pid;
+}
+
+size_t count_unrecordable(const NormalizedTrace& t, const NormalizedTrace& other) {
+  if (!preload_against_other(t, other)) return 0;
+  return static_cast<size_t>(
+      std::count_if(t.events.begin(), t.events.end(),
+                    [&](const NormEvent& e) { return unrecordable_in_preload(t, e); }));
+}
 
 std::string pci_text(const std::optional<uint32_t>& id) {
   if (!id) return {};
@@ -71,8 +97,16 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
          "different commands were traced: A `" + join(ha.argv) + "`, B `" + join(hb.argv) + "`");
   }
   if (ha.mode != hb.mode) {
-    note(out, "mode", ha.mode, hb.mode, false,
-         "recorded differently: A " + ha.mode + ", B " + hb.mode);
+    std::string text = "recorded differently: A " + ha.mode + ", B " + hb.mode;
+    for (const auto* t : {&a, &b}) {
+      size_t n = count_unrecordable(*t, t == &a ? b : a);
+      if (n == 0) continue;
+      text += fmt::format(
+          "; {}'s {} exit{} of threads and child processes, which preload mode does not record, "
+          "{} not compared",
+          t == &a ? "A" : "B", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+    }
+    note(out, "mode", ha.mode, hb.mode, false, text);
   }
   if (!ha.host.empty() && !hb.host.empty() && ha.host != hb.host) {
     note(out, "host", ha.host, hb.host, false, "different hosts: A " + ha.host + ", B " + hb.host);
@@ -89,8 +123,13 @@ std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace
                                  const CompareOptions& o, AlignStats& st) {
   size_t threads = std::max(a.thread_tids.size(), b.thread_tids.size());
   std::vector<std::vector<uint32_t>> ia(threads), ib(threads);
-  for (const NormEvent& e : a.events) ia[e.thread].push_back(e.index);
-  for (const NormEvent& e : b.events) ib[e.thread].push_back(e.index);
+  bool skip_a = preload_against_other(a, b), skip_b = preload_against_other(b, a);
+  for (const NormEvent& e : a.events) {
+    if (!skip_a || !unrecordable_in_preload(a, e)) ia[e.thread].push_back(e.index);
+  }
+  for (const NormEvent& e : b.events) {
+    if (!skip_b || !unrecordable_in_preload(b, e)) ib[e.thread].push_back(e.index);
+  }
   std::vector<Entry> out;
   out.reserve(std::max(a.events.size(), b.events.size()) + 16);
   std::vector<uint64_t> ak, as, af, ai, bk, bs, bf, bi;

@@ -3,6 +3,7 @@
 // not, and is named. Layouts (offsets of members) come from the r580 tables, not from ab/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ab/compare.hpp"
@@ -299,6 +300,64 @@ TEST(AbNormalize, EveryRuleNamesAMemberOfTheTables) {
     EXPECT_NE(c->name.find("ROOT"), std::string_view::npos) << c->name;
     EXPECT_TRUE(is_client_class(id));
   }
+}
+
+// ptrace mode records an exit per thread and process, preload mode the traced command's only
+// (docs/trace-format.md): between a ptrace and a preload recording of the same run, the worker
+// thread's and the child's exits are not compared (and the note says so); the command's own exit
+// still is, and between two ptrace recordings the thread's exit still counts.
+TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
+  auto run = [](const RunValues& r, bool all_exits) {
+    std::vector<trace::Event> ev = program(r);
+    for (trace::Event& e : ev) e.pid = r.tid;
+    auto exit_of = [&](int32_t pid, int32_t tid) {
+      trace::Event x;
+      x.seq = ev.size();
+      x.pid = pid;
+      x.tid = tid;
+      x.sys = trace::Sys::kExit;
+      x.ret = 1;
+      return x;
+    };
+    if (all_exits) {
+      ev.push_back(exit_of(r.tid + 30, r.tid + 30));  // a forked child
+      ev.push_back(exit_of(r.tid, r.tid + 1));        // a worker thread of the command
+    }
+    ev.push_back(exit_of(r.tid, r.tid));  // the command
+    return ev;
+  };
+  auto with_mode = [](std::string mode) {
+    trace::Header h = header();
+    h.mode = std::move(mode);
+    return h;
+  };
+  auto a = normalize_events(with_mode("ptrace"), run(kA, true));
+  auto b = normalize_events(with_mode("preload"), run(kB, false));
+  Comparison c = compare(*a, *b);
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  auto mode_note = std::find_if(c.notes.begin(), c.notes.end(),
+                                [](const HeaderNote& n) { return n.what == "mode"; });
+  ASSERT_NE(mode_note, c.notes.end());
+  EXPECT_NE(mode_note->message.find("A's 2 exits of threads and child processes"),
+            std::string::npos)
+      << mode_note->message;
+  // The same the other way round.
+  Comparison back = compare(*b, *a);
+  EXPECT_TRUE(back.equivalent()) << back.divergences.size();
+
+  // The command's own exit is compared: preload B without it has a missing call.
+  std::vector<trace::Event> no_exit = run(kB, false);
+  no_exit.pop_back();
+  auto b2 = normalize_events(with_mode("preload"), no_exit);
+  Comparison c2 = compare(*a, *b2);
+  ASSERT_EQ(c2.divergences.size(), 1u);
+  EXPECT_EQ(c2.divergences[0].kind, Kind::kMissing);
+  EXPECT_EQ(a->events[c2.divergences[0].a].tid, kA.tid);
+
+  // Two ptrace recordings: every exit counts.
+  auto b3 = normalize_events(with_mode("ptrace"), run(kB, false));
+  Comparison c3 = compare(*a, *b3);
+  EXPECT_EQ(c3.divergences.size(), 2u);
 }
 
 }  // namespace
