@@ -57,6 +57,8 @@ std::string cannot_run() {
   return "";
 }
 
+// The bytes as the trace writes them (lower-case hex), written here rather than with the
+// project's own encoder: the test reads the machine independently of the recorder.
 std::string hex_of(const std::string& bytes) {
   static const char* d = "0123456789abcdef";
   std::string out;
