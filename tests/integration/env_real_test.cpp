@@ -145,7 +145,9 @@ TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
         if (e["ret"] == 0) {
           ++ctl_char;
           EXPECT_TRUE(after_mknod) << "the node exists only once libcuda made it: " << e.dump();
-          if (e.contains("rdev")) EXPECT_EQ(e["rdev"], "0xc3ff") << e.dump();
+          if (e.contains("rdev")) {
+            EXPECT_EQ(e["rdev"], "0xc3ff") << e.dump();
+          }
         } else {
           ++ctl_missing;
           EXPECT_EQ(e["errno"], ENOENT) << e.dump();
