@@ -6,32 +6,53 @@
 #include <cstdio>
 #include <cstring>
 
+#include "record/glob_match.h"
+
 namespace cudatool::ab {
 namespace {
 
-// Preload mode records the exit of the traced command only; ptrace mode that of every thread and
-// process (docs/trace-format.md). When one trace was recorded in preload mode and the other not,
-// the other's exits of threads and child processes are events the first could never hold: they
-// are left out of the comparison (the header note says so), not reported as missing calls.
-bool preload_against_other(const NormalizedTrace& t, const NormalizedTrace& other) {
-  return other.header.mode == "preload" && t.header.mode != "preload";
+// Events of one trace that the other's recording could not have held are left out of the
+// comparison (the header notes say how many), not reported as missing calls:
+//   - exits of threads and child processes, when the other was recorded in preload mode or is a
+//     replayed run: those record the traced command's exit only, ptrace mode every thread's and
+//     process's (docs/trace-format.md);
+//   - environment events on paths the other's `env` globs do not cover (a replayed run, an import
+//     or a recording with --env none has none).
+bool command_exit_only(const NormalizedTrace& t) {
+  return t.header.mode == "preload" || t.header.mode == "replay";
 }
 
 // An exit other than the traced command's: of another thread, or of a child process. The traced
 // command is the first process (role 0's); a trace without pids (pid 0) knows only role 0.
-bool unrecordable_in_preload(const NormalizedTrace& t, const NormEvent& e) {
+bool other_exit(const NormalizedTrace& t, const NormEvent& e) {
   if (e.sys != trace::Sys::kExit || e.thread >= t.thread_pids.size()) return false;
   int32_t pid = t.thread_pids[e.thread];
   if (pid == 0) return e.thread != 0;
   return pid != t.thread_pids[0] || t.thread_tids[e.thread] != pid;
 }
 
-size_t count_unrecordable(const NormalizedTrace& t, const NormalizedTrace& other) {
-  if (!preload_against_other(t, other)) return 0;
-  return static_cast<size_t>(
-      std::count_if(t.events.begin(), t.events.end(),
-                    [&](const NormEvent& e) { return unrecordable_in_preload(t, e); }));
-}
+// What of `t` the recording of `other` could not hold.
+class OutOfReach {
+ public:
+  OutOfReach(const NormalizedTrace& t, const NormalizedTrace& other)
+      : t_(t), exits_(command_exit_only(other) && !command_exit_only(t)) {
+    env_.reserve(t.env_paths.size());
+    for (const std::string& p : t.env_paths) {
+      env_.push_back(other.header.env.empty() ||
+                     nvtr_glob_list_match(other.header.env.c_str(), p.c_str()) == 0);
+    }
+  }
+  [[nodiscard]] bool exit(const NormEvent& e) const { return exits_ && other_exit(t_, e); }
+  [[nodiscard]] bool environment(const NormEvent& e) const {
+    return e.env_path != 0 && e.env_path <= env_.size() && env_[e.env_path - 1];
+  }
+  [[nodiscard]] bool operator()(const NormEvent& e) const { return exit(e) || environment(e); }
+
+ private:
+  const NormalizedTrace& t_;
+  bool exits_;
+  std::vector<bool> env_;
+};
 
 std::string pci_text(const std::optional<uint32_t>& id) {
   if (!id) return {};
@@ -99,14 +120,35 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
   if (ha.mode != hb.mode) {
     std::string text = "recorded differently: A " + ha.mode + ", B " + hb.mode;
     for (const auto* t : {&a, &b}) {
-      size_t n = count_unrecordable(*t, t == &a ? b : a);
+      const NormalizedTrace& other = t == &a ? b : a;
+      OutOfReach reach(*t, other);
+      size_t n = static_cast<size_t>(std::count_if(
+          t->events.begin(), t->events.end(), [&](const NormEvent& e) { return reach.exit(e); }));
       if (n == 0) continue;
       text += fmt::format(
-          "; {}'s {} exit{} of threads and child processes, which preload mode does not record, "
-          "{} not compared",
-          t == &a ? "A" : "B", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+          "; {}'s {} exit{} of threads and child processes, which {} mode does not "
+          "record, {} not compared",
+          t == &a ? "A" : "B", n, n == 1 ? "" : "s", other.header.mode, n == 1 ? "is" : "are");
     }
     note(out, "mode", ha.mode, hb.mode, false, text);
+  }
+  for (const auto* t : {&a, &b}) {
+    const NormalizedTrace& other = t == &a ? b : a;
+    OutOfReach reach(*t, other);
+    size_t n = static_cast<size_t>(
+        std::count_if(t->events.begin(), t->events.end(),
+                      [&](const NormEvent& e) { return reach.environment(e); }));
+    if (n == 0) continue;
+    std::string self = t == &a ? "A" : "B", them = t == &a ? "B" : "A";
+    note(out, "environment", ha.env, hb.env, false,
+         fmt::format("{}'s {} environment event{} {} not compared: {}", self, n, n == 1 ? "" : "s",
+                     n == 1 ? "is" : "are",
+                     other.header.env.empty()
+                         ? them + " records no environment (its header has no env globs: " +
+                               (other.header.mode == "replay" ? "a replayed run"
+                                                              : "--env none, or an older format") +
+                               ")"
+                         : "on paths outside " + them + "'s env globs (" + other.header.env + ")"));
   }
   if (!ha.host.empty() && !hb.host.empty() && ha.host != hb.host) {
     note(out, "host", ha.host, hb.host, false, "different hosts: A " + ha.host + ", B " + hb.host);
@@ -120,15 +162,27 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
 
 // Per-thread alignments, as steps with trace-wide event indices.
 std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace& b,
-                                 const CompareOptions& o, AlignStats& st) {
+                                 const CompareOptions& o, Comparison& c) {
+  AlignStats& st = c.stats;
   size_t threads = std::max(a.thread_tids.size(), b.thread_tids.size());
   std::vector<std::vector<uint32_t>> ia(threads), ib(threads);
-  bool skip_a = preload_against_other(a, b), skip_b = preload_against_other(b, a);
+  OutOfReach skip_a(a, b), skip_b(b, a);
   for (const NormEvent& e : a.events) {
-    if (!skip_a || !unrecordable_in_preload(a, e)) ia[e.thread].push_back(e.index);
+    if (skip_a(e)) {
+      ++c.left_out_a;
+      for (uint64_t k = e.buffer; k < e.buffer + e.buffer_count && k < a.buffers.size(); ++k) {
+        c.left_out_bytes_a += a.buffers[k].compared;
+      }
+    } else {
+      ia[e.thread].push_back(e.index);
+    }
   }
   for (const NormEvent& e : b.events) {
-    if (!skip_b || !unrecordable_in_preload(b, e)) ib[e.thread].push_back(e.index);
+    if (skip_b(e)) {
+      ++c.left_out_b;
+    } else {
+      ib[e.thread].push_back(e.index);
+    }
   }
   std::vector<Entry> out;
   out.reserve(std::max(a.events.size(), b.events.size()) + 16);
@@ -287,7 +341,7 @@ Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
   c.notes = header_notes(a, b);
   c.threads_a = static_cast<uint32_t>(a.thread_tids.size());
   c.threads_b = static_cast<uint32_t>(b.thread_tids.size());
-  c.entries = merge(align_threads(a, b, options, c.stats), a.events.size(), b.events.size());
+  c.entries = merge(align_threads(a, b, options, c), a.events.size(), b.events.size());
   bool divergent = std::any_of(c.entries.begin(), c.entries.end(),
                                [](const Entry& e) { return e.op != Op::kMatch; });
   if (!divergent) return c;

@@ -44,7 +44,8 @@ struct Divergence {
 
 // A difference of the recordings themselves, reported before any divergence.
 struct HeaderNote {
-  std::string what;  // "driver", "gpu", "driver_branch", "command", "mode", "host", "kernel"
+  // "driver", "gpu", "driver_branch", "command", "mode", "environment", "host", "kernel"
+  std::string what;
   std::string a, b;
   bool serious;  // different drivers or GPUs: the comparison itself is in question
   std::string message;
@@ -88,6 +89,10 @@ struct Comparison {
   std::vector<Entry> entries;           // merged order
   std::vector<Divergence> divergences;  // in merged order
   uint32_t threads_a = 0, threads_b = 0;
+  // Events left out because the other trace's recording could not hold them (the notes say
+  // which): exits only ptrace mode records, environment events outside the other's env globs.
+  uint32_t left_out_a = 0, left_out_b = 0;
+  uint64_t left_out_bytes_a = 0;  // the bytes of A's left-out events (not compared)
   AlignStats stats;
 
   [[nodiscard]] bool equivalent() const { return divergences.empty(); }

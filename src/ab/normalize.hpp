@@ -121,6 +121,8 @@ struct NormEvent {
   uint32_t buffer_count = 0;
   const rm::Tables* tables = nullptr;
   uint32_t api = 0;  // the CUDA API call in progress: index into NormalizedTrace::api_names
+  // Environment events: 1 + the index of the path in NormalizedTrace::env_paths; 0 for the rest.
+  uint32_t env_path = 0;
 };
 
 struct GpuIdentity {
@@ -152,6 +154,8 @@ struct NormalizedTrace {
   MaskCounts masks;
   // Names of CUDA API calls (NormalizeOptions::api_namer); [0] is "", for events it did not name.
   std::vector<std::string> api_names{std::string()};
+  // The paths of the environment events (NormEvent::env_path), each once.
+  std::vector<std::string> env_paths;
 
   [[nodiscard]] std::string name(uint64_t sym) const;
   // "params+0x10", "c0/2", "/dev/nvidiactl#1", "0x0".

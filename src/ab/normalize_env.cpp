@@ -60,6 +60,10 @@ NormBuffer& push_buffer(Normalizer::State& s, Role role, const std::vector<uint8
 }  // namespace
 
 void add_environment(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
+  auto [path_id, fresh] =
+      s.env_path_ids.try_emplace(ev.path, static_cast<uint32_t>(s.out.env_paths.size()));
+  if (fresh) s.out.env_paths.push_back(ev.path);
+  ne.env_path = path_id->second + 1;
   // The call's members (call_layout: mode, rdev, size, flags, then the path as text, with the
   // link target of a symlink or readlink after " -> ").
   std::vector<uint8_t> call;

@@ -67,7 +67,8 @@ struct Normalizer::State {
   const rm::Tables& t;
   bool rules;          // apply ab/rules.cpp kMaskRules
   ApiNamer api_namer;  // NormalizeOptions::api_namer for this trace (may be empty)
-  std::unordered_map<std::string, uint32_t> api_ids;  // name → index in out.api_names
+  std::unordered_map<std::string, uint32_t> api_ids;       // name → index in out.api_names
+  std::unordered_map<std::string, uint32_t> env_path_ids;  // path → index in out.env_paths
   std::vector<uint8_t> field_cache;  // per field of the branch: MemberClass + 1, 0 not yet known
   // Memoised lookups in the tables, keyed by the addresses of the names asked for (the names
   // are the tables' own or literals, which do not move): layouts, members, inner structures.

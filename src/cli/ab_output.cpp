@@ -304,12 +304,18 @@ std::string render_ab_text(const Comparison& c, const AbReportOptions& o) {
   }
   const ab::MaskCounts& m = c.a->masks;
   if (c.equivalent()) {
+    out += fmt::format("\nequivalent: the {} events of A and the {} of B match after normalisation",
+                       c.a->events.size() - c.left_out_a, c.b->events.size() - c.left_out_b);
+    if (c.left_out_a + c.left_out_b > 0) {
+      out += fmt::format(" ({} of A's and {} of B's left out: the notes say why)", c.left_out_a,
+                         c.left_out_b);
+    }
     out += fmt::format(
-        "\nequivalent: the {} events of A and the {} of B match after normalisation\n"
-        "(in A: {} handles, {} pointers, {} fds renamed; {} bytes compared; left out: {} bytes of\n"
+        "\n(in A: {} handles, {} pointers, {} fds renamed; {} bytes compared; left out: {} bytes "
+        "of\n"
         "padding, {} past the calls' sizes, {} masked by rule)\n",
-        c.a->events.size(), c.b->events.size(), m.handles, m.pointers, m.fds, m.compared, m.padding,
-        m.beyond_size + m.unsized, m.by_rule);
+        m.handles, m.pointers, m.fds, m.compared - std::min(m.compared, c.left_out_bytes_a),
+        m.padding, m.beyond_size + m.unsized, m.by_rule);
     return out;
   }
   ab::Verdict v = ab::make_verdict(c);
@@ -414,6 +420,7 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   w.kv("entries", c.entries.size()).kv("matched_ends", c.stats.matched_ends);
   w.kv("anchors", c.stats.anchors).kv("dp_cells", c.stats.dp_cells);
   w.kv("greedy_events", c.stats.greedy_events);
+  w.kv("left_out_a", c.left_out_a).kv("left_out_b", c.left_out_b);
   w.end_object();
   w.key("html");
   if (o.html_path.empty()) {

@@ -194,6 +194,20 @@ TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
   // preload mode does not record, aside).
   RunResult ab = run({cudatool_bin(), "ab", traces["ptrace"], traces["preload"]}, 120);
   EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
+
+  // Replayed from the ptrace recording — its environment (this machine's PCI functions, the
+  // missing module) answered from the trace — libcuda makes the same calls and cuInit fails the
+  // same way; the replayed run compares equivalent with the recording (its environment events,
+  // which a replayed run does not write, left out). Nothing is created on the host.
+  std::string replayed = temp_dir() + "/env-real-" + b.version + "-replayed.jsonl";
+  ReplayRun r = replay(traces["ptrace"], {"-o", replayed},
+                       {fixtures_dir() + "/cuda_probe", b.lib_path, "init"}, 180);
+  EXPECT_EQ(r.run.status, 0) << "a faithful replay\n" << r.run.err;
+  ASSERT_EQ(json_lines(r.run.out).size(), 1u) << r.run.out;
+  EXPECT_EQ(json_lines(r.run.out)[0], json({{"call", "cuInit"}, {"ret", 100}}));
+  EXPECT_TRUE(host_nvidia_nodes().empty());
+  ab = run({cudatool_bin(), "ab", traces["ptrace"], replayed}, 120);
+  EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
 }
 
 std::vector<DriverBuild> all_builds() {

@@ -53,7 +53,8 @@ TEST(ReplayEnv, TheProgramReadsTheRecordedEnvironment) {
   ASSERT_GT(recorded.size(), 10u) << rec.out;
   std::filesystem::remove_all(tree.root);
 
-  ReplayRun r = replay(trace, {}, {client(), tree.root, "full"}, 120);
+  std::string replayed_trace = temp_dir() + "/rp-env-replayed.jsonl";
+  ReplayRun r = replay(trace, {"-o", replayed_trace}, {client(), tree.root, "full"}, 120);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_NE(r.report["environment"].get<std::string>().find("recorded"), std::string::npos)
       << r.report["environment"];
@@ -76,6 +77,20 @@ TEST(ReplayEnv, TheProgramReadsTheRecordedEnvironment) {
   for (const auto& [call, got] : replayed) {
     EXPECT_TRUE(recorded.count(call)) << call << ": made only under replay: " << got.substr(0, 200);
   }
+  // The replayed run as a trace against the recording: a replayed run writes no environment
+  // events (its header has no env globs), so ab leaves the recording's out, says so, and finds
+  // the rest (execs, forks, the exit) equivalent.
+  size_t env_events = 0;
+  for (const json& e : load_trace(trace).events) env_events += is_env_sys(e["sys"]);
+  ASSERT_GT(env_events, 10u);
+  RunResult ab = run({cudatool_bin(), "ab", trace, replayed_trace, "--json"});
+  EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
+  json j = json::parse(ab.out);
+  EXPECT_EQ(j["alignment"]["left_out_a"], env_events);
+  EXPECT_EQ(j["alignment"]["left_out_b"], 0);
+  bool noted = false;
+  for (const json& n : j["notes"]) noted |= n["what"] == "environment";
+  EXPECT_TRUE(noted) << j["notes"].dump();
   // The replay answered from its private tree: the deleted one was not re-created.
   EXPECT_FALSE(std::filesystem::exists(tree.root + "/proc")) << tree.root;
   EXPECT_FALSE(std::filesystem::exists(tree.root + "/dev/nvidiactl")) << tree.root;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 
 #include "ab/compare.hpp"
@@ -358,6 +359,62 @@ TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
   auto b3 = normalize_events(with_mode("ptrace"), run(kB, false));
   Comparison c3 = compare(*a, *b3);
   EXPECT_EQ(c3.divergences.size(), 2u);
+}
+
+// Environment events are compared where the other trace's recording covered their paths (its
+// header's env globs): against a replayed run or an import (no env globs) they are left out, and
+// so are those outside the other's globs; the notes say how many.
+TEST(AbNormalize, EnvironmentEventsTheOtherDidNotRecordAreNotCompared) {
+  auto run = [](const RunValues& r, std::vector<std::string> env_paths) {
+    std::vector<trace::Event> ev = program(r);
+    for (trace::Event& e : ev) e.pid = r.tid;
+    for (const std::string& p : env_paths) {
+      trace::Event x;
+      x.pid = x.tid = r.tid;
+      x.sys = trace::Sys::kStat;
+      x.op = "stat";
+      x.path = p;
+      x.ret = -1;
+      x.err = ENOENT;
+      ev.insert(ev.begin() + 1, x);
+    }
+    for (size_t i = 0; i < ev.size(); ++i) ev[i].seq = i;
+    return ev;
+  };
+  auto with = [](std::string mode, std::string env) {
+    trace::Header h = header();
+    h.mode = std::move(mode);
+    h.env = std::move(env);
+    return h;
+  };
+  const std::vector<std::string> paths = {"/proc/driver/nvidia/params",
+                                          "/sys/module/nvidia/initstate"};
+  auto a =
+      normalize_events(with("ptrace", "/proc/driver/nvidia*,/sys/module/nvidia*"), run(kA, paths));
+  // A replayed run: no env globs, no environment events.
+  auto replayed = normalize_events(with("replay", ""), run(kB, {}));
+  Comparison c = compare(*a, *replayed);
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  EXPECT_EQ(c.left_out_a, 2u);
+  EXPECT_EQ(c.left_out_b, 0u);
+  auto env_note = std::find_if(c.notes.begin(), c.notes.end(),
+                               [](const HeaderNote& n) { return n.what == "environment"; });
+  ASSERT_NE(env_note, c.notes.end());
+  EXPECT_NE(env_note->message.find("A's 2 environment events are not compared"), std::string::npos)
+      << env_note->message;
+  // Globs that cover one of the two paths: the other is compared, and missing.
+  auto narrow = normalize_events(with("ptrace", "/sys/module/nvidia*"), run(kB, {}));
+  Comparison c2 = compare(*a, *narrow);
+  EXPECT_EQ(c2.left_out_a, 1u);
+  ASSERT_EQ(c2.divergences.size(), 1u);
+  EXPECT_EQ(c2.divergences[0].kind, Kind::kMissing);
+  EXPECT_EQ(a->events[c2.divergences[0].a].sys, trace::Sys::kStat);
+  // The same globs on both sides: every environment event is compared.
+  auto same = normalize_events(with("ptrace", "/proc/driver/nvidia*,/sys/module/nvidia*"),
+                               run(kB, {paths[0]}));
+  Comparison c3 = compare(*a, *same);
+  EXPECT_EQ(c3.left_out_a + c3.left_out_b, 0u);
+  EXPECT_EQ(c3.divergences.size(), 1u);
 }
 
 }  // namespace
