@@ -87,7 +87,14 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
   append_name(scratch_, t_, ev, d);
   json_escape_to(out, scratch_);
   out += ",\"cat\":\"";
-  out += device_name(d.device);
+  if (trace::is_environment(ev.sys)) {
+    out += "environment";
+  } else if (ev.sys == trace::Sys::kExecve || ev.sys == trace::Sys::kFork ||
+             ev.sys == trace::Sys::kExit) {
+    out += "process";
+  } else {
+    out += device_name(d.device);
+  }
   out += "\",\"ts\":";
   append_us(out, ev.t_ns);
   out += ",\"dur\":";

@@ -314,6 +314,21 @@ TEST_P(EnvTools, DecodeFilterStatsAndAb) {
         << "an environment path counted as a device: " << row.dump();
   }
 
+  // export: the environment events are slices of their own category, and no slice is "unknown".
+  std::string pf = temp_dir() + "/" + mode() + "-env.perfetto.json";
+  RunResult x = run({cudatool_bin(), "export", a, "--format", "perfetto", "-o", pf});
+  ASSERT_EQ(x.status, 0) << x.err;
+  json pj = json::parse(read_file(pf));
+  size_t env_slices = 0, process_slices = 0;
+  for (const json& e : pj["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_NE(e["cat"], "unknown") << e.dump();
+    env_slices += e["cat"] == "environment";
+    process_slices += e["cat"] == "process";
+  }
+  EXPECT_EQ(env_slices, rec.size());
+  EXPECT_GE(process_slices, 2u) << "the execve and the exit";
+
   // ab: two recordings of the same program are equivalent.
   RunResult ab = run({cudatool_bin(), "ab", a, b});
   EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
