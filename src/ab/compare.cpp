@@ -36,10 +36,15 @@ class OutOfReach {
  public:
   OutOfReach(const NormalizedTrace& t, const NormalizedTrace& other)
       : t_(t), exits_(command_exit_only(other) && !command_exit_only(t)) {
+    // The other's globs say which paths it recorded. Without globs it recorded none — unless it
+    // holds environment events all the same (a trace written by hand or by another tool): then
+    // every path counts as covered.
+    const std::string& globs = other.header.env;
+    bool none = globs.empty() && other.env_paths.empty();
     env_.reserve(t.env_paths.size());
     for (const std::string& p : t.env_paths) {
-      env_.push_back(other.header.env.empty() ||
-                     nvtr_glob_list_match(other.header.env.c_str(), p.c_str()) == 0);
+      env_.push_back(none ||
+                     (!globs.empty() && nvtr_glob_list_match(globs.c_str(), p.c_str()) == 0));
     }
   }
   [[nodiscard]] bool exit(const NormEvent& e) const { return exits_ && other_exit(t_, e); }
