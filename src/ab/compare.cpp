@@ -82,7 +82,9 @@ void note(std::vector<HeaderNote>& out, std::string what, std::string a, std::st
 }
 
 // What the two recordings are, before what they say: drivers and GPUs first.
-std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b) {
+// `reach_a`, `reach_b`: what of A (of B) the other's recording could not hold.
+std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b,
+                                     const OutOfReach& reach_a, const OutOfReach& reach_b) {
   std::vector<HeaderNote> out;
   const trace::Header& ha = a.header;
   const trace::Header& hb = b.header;
@@ -126,7 +128,7 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
     std::string text = "recorded differently: A " + ha.mode + ", B " + hb.mode;
     for (const auto* t : {&a, &b}) {
       const NormalizedTrace& other = t == &a ? b : a;
-      OutOfReach reach(*t, other);
+      const OutOfReach& reach = t == &a ? reach_a : reach_b;
       size_t n = static_cast<size_t>(std::count_if(
           t->events.begin(), t->events.end(), [&](const NormEvent& e) { return reach.exit(e); }));
       if (n == 0) continue;
@@ -139,7 +141,7 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
   }
   for (const auto* t : {&a, &b}) {
     const NormalizedTrace& other = t == &a ? b : a;
-    OutOfReach reach(*t, other);
+    const OutOfReach& reach = t == &a ? reach_a : reach_b;
     size_t n = static_cast<size_t>(
         std::count_if(t->events.begin(), t->events.end(),
                       [&](const NormEvent& e) { return reach.environment(e); }));
@@ -167,11 +169,11 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
 
 // Per-thread alignments, as steps with trace-wide event indices.
 std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace& b,
+                                 const OutOfReach& skip_a, const OutOfReach& skip_b,
                                  const CompareOptions& o, Comparison& c) {
   AlignStats& st = c.stats;
   size_t threads = std::max(a.thread_tids.size(), b.thread_tids.size());
   std::vector<std::vector<uint32_t>> ia(threads), ib(threads);
-  OutOfReach skip_a(a, b), skip_b(b, a);
   for (const NormEvent& e : a.events) {
     if (skip_a(e)) {
       ++c.left_out_a;
@@ -343,10 +345,12 @@ Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
   Comparison c;
   c.a = &a;
   c.b = &b;
-  c.notes = header_notes(a, b);
+  OutOfReach reach_a(a, b), reach_b(b, a);
+  c.notes = header_notes(a, b, reach_a, reach_b);
   c.threads_a = static_cast<uint32_t>(a.thread_tids.size());
   c.threads_b = static_cast<uint32_t>(b.thread_tids.size());
-  c.entries = merge(align_threads(a, b, options, c), a.events.size(), b.events.size());
+  c.entries =
+      merge(align_threads(a, b, reach_a, reach_b, options, c), a.events.size(), b.events.size());
   bool divergent = std::any_of(c.entries.begin(), c.entries.end(),
                                [](const Entry& e) { return e.op != Op::kMatch; });
   if (!divergent) return c;
