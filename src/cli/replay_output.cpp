@@ -1,6 +1,7 @@
 #include "cli/replay_output.hpp"
 
 #include <fmt/format.h>
+#include <map>
 
 #include "base/json_writer.hpp"
 
@@ -27,6 +28,86 @@ std::string end_line(const replay::ReplayReport& r) {
 }
 
 constexpr size_t kMaxListed = 40;
+constexpr size_t kMaxSeqs = 6;
+
+// Unrecorded frees, unmaps and closes answered with success (captures record no close) and
+// opens, dups and mmaps of replay devices carried out: they do not make the verdict, so the text
+// counts them by call instead of listing each (--json does).
+bool routine(const Deviation& d) {
+  return d.kind == "unrecorded" &&
+         (d.outcome == Outcome::kFreelike || d.outcome == Outcome::kPassed);
+}
+
+// The deviations that matter, each with the later ones like it (same kind, call and answer:
+// a polling control answered the same way nine times is one line); then the routine ones counted.
+std::string deviation_lines(const std::vector<Deviation>& all) {
+  struct Group {
+    const Deviation* first;
+    std::vector<uint64_t> more;  // replay seqs of the later alike
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> group_of;
+  std::map<std::pair<Outcome, std::string>, uint64_t> counted;  // routine: (outcome, call) → n
+  for (const Deviation& d : all) {
+    if (routine(d)) {
+      ++counted[{d.outcome, d.call.empty() ? d.what : d.call}];
+      continue;
+    }
+    bool groupable = d.kind == "unrecorded" && !d.call.empty();
+    std::string key = fmt::format("{}\x1f{}\x1f{}", static_cast<int>(d.outcome), d.call, d.answer);
+    if (groupable) {
+      auto it = group_of.find(key);
+      if (it != group_of.end()) {
+        groups[it->second].more.push_back(d.replay_seq.value_or(0));
+        continue;
+      }
+      group_of.emplace(key, groups.size());
+    }
+    groups.push_back({&d, {}});
+  }
+  std::string out;
+  size_t n = 0;
+  for (const Group& g : groups) {
+    if (++n > kMaxListed) {
+      out += fmt::format("  … {} more (--json lists them all)\n", groups.size() - kMaxListed);
+      break;
+    }
+    const Deviation& d = *g.first;
+    if (d.kind == "skipped" || d.kind == "not_reached") {
+      out +=
+          fmt::format("  {} recorded seq {}{}: {}\n",
+                      d.kind == "skipped" ? "skipped" : "not reached", d.recorded_seq.value_or(0),
+                      d.count > 1 ? fmt::format(" and {} more", d.count - 1) : "", d.what);
+      continue;
+    }
+    out += fmt::format("  #{} {}: {} → {}", d.replay_seq.value_or(0),
+                       d.kind == "out_of_order" ? "out of order" : "unrecorded", d.what, d.answer);
+    if (!g.more.empty()) {
+      std::string seqs;
+      for (size_t i = 0; i < g.more.size() && i < kMaxSeqs; ++i) {
+        seqs += fmt::format("{}#{}", i == 0 ? "" : ", ", g.more[i]);
+      }
+      if (g.more.size() > kMaxSeqs) seqs += ", …";
+      out += fmt::format(" (and {} more like it: {})", g.more.size(), seqs);
+    }
+    out += "\n";
+  }
+  for (Outcome o : {Outcome::kFreelike, Outcome::kPassed}) {
+    std::string calls;
+    for (const auto& [k, c] : counted) {
+      if (k.first != o) continue;
+      // "4 closes", "2 munmaps", "1 dup"; RM calls keep their names ("2 NV_ESC_RM_FREE").
+      bool word = k.second.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos;
+      calls += fmt::format("{}{} {}{}", calls.empty() ? "" : ", ", c, k.second,
+                           word && c != 1 ? "s" : "");
+    }
+    if (calls.empty()) continue;
+    out += fmt::format("  {}: {}\n", calls,
+                       o == Outcome::kFreelike ? "succeeded (unrecorded frees, unmaps and closes)"
+                                               : "carried out by the replay");
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -63,24 +144,7 @@ std::string render_replay_text(const replay::ReplayReport& r) {
   if (!r.deviations.empty()) {
     out +=
         fmt::format("{} deviation{}:\n", r.deviations.size(), r.deviations.size() == 1 ? "" : "s");
-    size_t n = 0;
-    for (const Deviation& d : r.deviations) {
-      if (++n > kMaxListed) {
-        out +=
-            fmt::format("  … {} more (--json lists them all)\n", r.deviations.size() - kMaxListed);
-        break;
-      }
-      if (d.kind == "skipped" || d.kind == "not_reached") {
-        out +=
-            fmt::format("  {} recorded seq {}{}: {}\n",
-                        d.kind == "skipped" ? "skipped" : "not reached", d.recorded_seq.value_or(0),
-                        d.count > 1 ? fmt::format(" and {} more", d.count - 1) : "", d.what);
-      } else {
-        out +=
-            fmt::format("  #{} {}: {} → {}\n", d.replay_seq.value_or(0),
-                        d.kind == "out_of_order" ? "out of order" : "unrecorded", d.what, d.answer);
-      }
-    }
+    out += deviation_lines(r.deviations);
   }
   if (r.stall) {
     for (const auto& t : r.stall->threads) {
@@ -139,7 +203,8 @@ std::string render_replay_json(const replay::ReplayReport& r) {
     d.replay_seq ? w.value(*d.replay_seq) : w.null();
     w.key("recorded_seq");
     d.recorded_seq ? w.value(*d.recorded_seq) : w.null();
-    w.kv("count", d.count).kv("what", d.what).kv_or_null("answer", d.answer);
+    w.kv("count", d.count).kv("what", d.what).kv_or_null("call", d.call);
+    w.kv_or_null("answer", d.answer);
     w.end_object();
   }
   w.end_array();

@@ -402,13 +402,25 @@ Result<Recording> recording_from_memory(std::string bytes, std::string name) {
   return finish_recording(std::move(*r), std::move(name));
 }
 
+CallText describe(const Recording& rec, const trace::Event& ev) {
+  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  CallText t;
+  t.line = rm::format_line(d);
+  if (t.line.size() > 160) t.line = t.line.substr(0, 157) + "...";
+  t.name = d.call.empty() ? std::string(trace::sys_name(ev.sys)) : std::string(d.call);
+  if (d.cmd) {
+    const rm::CtrlEntry* e = rec.tables->find_control(*d.cmd);
+    t.name += e != nullptr ? " " + std::string(e->name) : fmt::format(" cmd=0x{:x}", *d.cmd);
+  } else if (d.h_class) {
+    const rm::ClassEntry* e = rec.tables->find_class(*d.h_class);
+    t.name += e != nullptr ? " " + std::string(e->name) : fmt::format(" class=0x{:x}", *d.h_class);
+  }
+  return t;
+}
+
 std::string describe_event(const Recording& rec, uint32_t trace_index) {
   if (trace_index >= rec.events.size()) return "?";
-  const trace::Event& ev = rec.events[trace_index];
-  rm::Decoded d = rm::decode_event(*rec.tables, ev);
-  std::string line = rm::format_line(d);
-  if (line.size() > 160) line = line.substr(0, 157) + "...";
-  return line;
+  return describe(rec, rec.events[trace_index]).line;
 }
 
 Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions& options) {

@@ -84,7 +84,15 @@ struct AnswerTable {
 
 Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions& options);
 
-// The one-line description of a recorded event (decoded), as the report shows calls.
+// A call as the report shows it: the decoded one-line description, and the call's name, which
+// groups like calls ("close", "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS",
+// "NV_ESC_RM_ALLOC NV01_MEMORY_SYSTEM").
+struct CallText {
+  std::string line;
+  std::string name;
+};
+CallText describe(const Recording& rec, const trace::Event& ev);
+// describe(rec, rec.events[trace_index]).line; "?" for an index out of range.
 std::string describe_event(const Recording& rec, uint32_t trace_index);
 
 }  // namespace cudatool::replay

@@ -300,7 +300,9 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     bool has_event = r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size();
     if (has_event) d.recorded_seq = table.calls[static_cast<size_t>(r.answered)].seq;
     trace::Event ev = event_of(r, table);
-    d.what = describe_live(rec, ev);
+    CallText t = describe(rec, ev);
+    d.what = std::move(t.line);
+    d.call = std::move(t.name);
     switch (oc) {
       case Outcome::kOutOfOrder:
         d.answer = fmt::format("as recorded (seq {})", d.recorded_seq.value_or(0));
@@ -342,7 +344,11 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     d.kind = trailing ? "not_reached" : "skipped";
     d.recorded_seq = table.calls[k].seq;
     d.count = j - k;
-    d.what = describe_event(rec, table.calls[k].trace_index);
+    if (table.calls[k].trace_index < rec.events.size()) {
+      CallText t = describe(rec, rec.events[table.calls[k].trace_index]);
+      d.what = std::move(t.line);
+      d.call = std::move(t.name);
+    }
     rep.deviations.push_back(std::move(d));
     k = j;
   }

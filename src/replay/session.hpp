@@ -47,6 +47,7 @@ struct Deviation {
   std::optional<uint64_t> recorded_seq;  // the recorded call (answering, or skipped: the first)
   uint64_t count = 1;                    // skipped / not reached: recorded calls in the run
   std::string what;                      // the call, decoded
+  std::string call;                      // its name: "close", "NV_ESC_RM_CONTROL NV2080_…"
   std::string answer;                    // what it was answered with
 };
 

@@ -145,13 +145,6 @@ trace::Event event_of(const LogRecord& r, const AnswerTable& table) {
   return ev;
 }
 
-std::string describe_live(const Recording& rec, const trace::Event& ev) {
-  rm::Decoded d = rm::decode_event(*rec.tables, ev);
-  std::string line = rm::format_line(d);
-  if (line.size() > 160) line = line.substr(0, 157) + "...";
-  return line;
-}
-
 // The role names of member buffers: as the answering recorded call names the buffer behind the
 // pointer at that place, else the member of the parameter layout at that offset.
 static void name_members(const Recording& rec, const AnswerTable& table, const LogRecord& r,

@@ -12,7 +12,5 @@ namespace cudatool::replay {
 
 // The event a log record stands for (device calls, forks, execs); Sys::kUnknown for the rest.
 trace::Event event_of(const LogRecord& r, const AnswerTable& table);
-// The decoded one-line description of a replayed call.
-std::string describe_live(const Recording& rec, const trace::Event& ev);
 
 }  // namespace cudatool::replay

@@ -285,11 +285,28 @@ TEST(ReplayFixture, RepeatedPollsGetTheirNearestTwinsAnswer) {
   ASSERT_EQ(got.size(), 5u) << r.run.out;
   EXPECT_EQ(got[0].substr(0, 2), "-1");  // the first, as recorded: ENOTTY on a fake node
   for (size_t i = 1; i < 5; ++i) EXPECT_EQ(got[i], "0 51510000") << "call " << i;
+  std::set<std::string> calls;  // the call's name: one for the three repeats
   for (const json& d : deviations(r.report, "unrecorded")) {
     if (d["outcome"] == "unrecorded_twin") {
       EXPECT_EQ(d["recorded_seq"], seqs[1]) << d.dump();
+      calls.insert(d["call"].get<std::string>());
     }
   }
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(*calls.begin(), "NV_ESC_RM_CONTROL cmd=0x20800700");  // nv_client's poll: no name
+  // The text report shows the three repeats as one line: the first and the two more like it.
+  RunResult t = run({cudatool_bin(), "replay", rec.trace, "--inject", second + ",ret=0", "--",
+                     client(), rec.dir, "poll", "5"});
+  EXPECT_EQ(t.status, 1) << t.err;
+  std::vector<std::string> lines;
+  std::istringstream in(t.err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" unrecorded: ") != std::string::npos) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 1u) << t.err;
+  std::string want =
+      "like its nearest recorded twin (seq " + std::to_string(seqs[1]) + ") (and 2 more like it: #";
+  EXPECT_NE(lines[0].find(want), std::string::npos) << lines[0];
 }
 
 // mknod, chmod, chown, unlink and symlink of the recording's device paths are answered (0) and
