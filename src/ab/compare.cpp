@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "record/glob_match.h"
 
@@ -17,7 +19,11 @@ namespace {
 //     replayed run: those record the traced command's exit only, ptrace mode every thread's and
 //     process's (docs/trace-format.md);
 //   - environment events on paths the other's `env` globs do not cover (a replayed run, an import
-//     or a recording with --env none has none).
+//     or a recording with --env none has none);
+//   - calls of a kind an imported capture does not hold, when the other is one: the capture
+//     format records open, mmap and ioctl (docs/trace-format.md), so the closes, dups, munmaps,
+//     execs, forks and exits of a recorded or replayed run have nothing to meet there. The kinds
+//     an import holds are the ones it has.
 bool command_exit_only(const NormalizedTrace& t) {
   return t.header.mode == "preload" || t.header.mode == "replay";
 }
@@ -36,6 +42,10 @@ class OutOfReach {
  public:
   OutOfReach(const NormalizedTrace& t, const NormalizedTrace& other)
       : t_(t), exits_(command_exit_only(other) && !command_exit_only(t)) {
+    if (other.header.mode == "import" && t.header.mode != "import") {
+      kinds_.emplace();
+      for (const NormEvent& e : other.events) (*kinds_)[static_cast<size_t>(e.sys)] = true;
+    }
     // The other's globs say which paths it recorded. Without globs it recorded none — unless it
     // holds environment events all the same (a trace written by hand or by another tool): then
     // every path counts as covered.
@@ -51,11 +61,33 @@ class OutOfReach {
   [[nodiscard]] bool environment(const NormEvent& e) const {
     return e.env_path != 0 && e.env_path <= env_.size() && env_[e.env_path - 1];
   }
-  [[nodiscard]] bool operator()(const NormEvent& e) const { return exit(e) || environment(e); }
+  // A device call of a kind the other, an imported capture, holds none of.
+  [[nodiscard]] bool kind(const NormEvent& e) const {
+    return kinds_ && e.env_path == 0 && !trace::is_environment(e.sys) &&
+           !(*kinds_)[static_cast<size_t>(e.sys)];
+  }
+  [[nodiscard]] bool operator()(const NormEvent& e) const {
+    return exit(e) || environment(e) || kind(e);
+  }
+  // The names of the kinds left out by kind(), in the order of trace::Sys: "close, dup, munmap".
+  [[nodiscard]] std::string kind_names() const {
+    std::vector<bool> seen(static_cast<size_t>(trace::Sys::kUnknown) + 1);
+    for (const NormEvent& e : t_.events) {
+      if (kind(e)) seen[static_cast<size_t>(e.sys)] = true;
+    }
+    std::string s;
+    for (size_t k = 0; k < seen.size(); ++k) {
+      if (!seen[k]) continue;
+      if (!s.empty()) s += ", ";
+      s += trace::sys_name(static_cast<trace::Sys>(k));
+    }
+    return s;
+  }
 
  private:
   const NormalizedTrace& t_;
   bool exits_;
+  std::optional<std::array<bool, static_cast<size_t>(trace::Sys::kUnknown) + 1>> kinds_;
   std::vector<bool> env_;
 };
 
@@ -138,6 +170,17 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
           t == &a ? "A" : "B", n, n == 1 ? "" : "s", other.header.mode, n == 1 ? "is" : "are");
     }
     note(out, "mode", ha.mode, hb.mode, false, text);
+  }
+  for (const auto* t : {&a, &b}) {
+    const OutOfReach& reach = t == &a ? reach_a : reach_b;
+    size_t n = static_cast<size_t>(std::count_if(
+        t->events.begin(), t->events.end(), [&](const NormEvent& e) { return reach.kind(e); }));
+    if (n == 0) continue;
+    std::string self = t == &a ? "A" : "B", them = t == &a ? "B" : "A";
+    note(out, "kinds", ha.mode, hb.mode, false,
+         fmt::format("{}'s {} {} call{} {} not compared: {} is an imported capture, whose format "
+                     "records open, mmap and ioctl (it holds none of these)",
+                     self, n, reach.kind_names(), n == 1 ? "" : "s", n == 1 ? "is" : "are", them));
   }
   for (const auto* t : {&a, &b}) {
     const NormalizedTrace& other = t == &a ? b : a;

@@ -361,6 +361,71 @@ TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
   EXPECT_EQ(c3.divergences.size(), 2u);
 }
 
+// An imported capture holds opens, mmaps and ioctls (docs/trace-format.md): against one, the
+// closes, dups, munmaps, execs and exits of a recording are left out of the alignment (the
+// "kinds" note counts them), not reported as extra calls; a kind the import does hold is still
+// compared, and between two recordings every kind counts.
+TEST(AbNormalize, CallsOfKindsAnImportDoesNotHoldAreNotCompared) {
+  auto with_mode = [](std::string mode) {
+    trace::Header h = header();
+    h.mode = std::move(mode);
+    return h;
+  };
+  auto recorded = [](const RunValues& r) {
+    std::vector<trace::Event> ev = program(r);
+    auto add = [&](trace::Sys sys) {
+      trace::Event x;
+      x.seq = ev.size();
+      x.tid = r.tid;
+      x.sys = sys;
+      x.fd = r.fd;
+      if (sys == trace::Sys::kExecve) x.path = "/usr/bin/app";
+      ev.insert(sys == trace::Sys::kExecve ? ev.begin() : ev.end(), x);
+    };
+    add(trace::Sys::kExecve);
+    add(trace::Sys::kMunmap);
+    add(trace::Sys::kClose);
+    add(trace::Sys::kExit);
+    return ev;
+  };
+  auto imp = normalize_events(with_mode("import"), program(kA));
+  auto rec = normalize_events(with_mode("ptrace"), recorded(kB));
+  Comparison c = compare(*imp, *rec);
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  EXPECT_EQ(c.left_out_a, 0u);
+  EXPECT_EQ(c.left_out_b, 4u);
+  auto note = std::find_if(c.notes.begin(), c.notes.end(),
+                           [](const HeaderNote& n) { return n.what == "kinds"; });
+  ASSERT_NE(note, c.notes.end());
+  EXPECT_NE(note->message.find("B's 4 close, munmap, execve, exit calls are not compared: A is an "
+                               "imported capture"),
+            std::string::npos)
+      << note->message;
+  Comparison back = compare(*rec, *imp);  // the other way round
+  EXPECT_TRUE(back.equivalent()) << back.divergences.size();
+  EXPECT_EQ(back.left_out_a, 4u);
+
+  // A kind the import holds is compared: the recording's extra mmap is an extra call.
+  std::vector<trace::Event> more = recorded(kB);
+  auto at = std::find_if(more.begin(), more.end(),
+                         [](const trace::Event& e) { return e.sys == trace::Sys::kMmap; });
+  ASSERT_NE(at, more.end());
+  trace::Event m = *at;  // the mmap of program(), made twice
+  m.ret += 0x10000;
+  more.insert(at + 1, m);
+  for (size_t i = 0; i < more.size(); ++i) more[i].seq = i;
+  auto rec2 = normalize_events(with_mode("ptrace"), more);
+  Comparison c2 = compare(*imp, *rec2);
+  ASSERT_EQ(c2.divergences.size(), 1u);
+  EXPECT_EQ(c2.divergences[0].kind, Kind::kExtra);
+
+  // Two recordings: the closes and the rest count.
+  auto rec_a = normalize_events(with_mode("ptrace"), program(kA));
+  Comparison c3 = compare(*rec_a, *rec);
+  EXPECT_EQ(c3.left_out_b, 0u);
+  EXPECT_EQ(c3.divergences.size(), 4u);
+}
+
 // Environment events are compared where the other trace's recording covered their paths (its
 // header's env globs): against a replayed run or an import (no env globs) they are left out, and
 // so are those outside the other's globs; the notes say how many.
