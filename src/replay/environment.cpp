@@ -323,6 +323,41 @@ std::vector<uint8_t> default_config_space(uint32_t pci_id, uint64_t bar0, uint64
   return c;
 }
 
+namespace {
+
+// The recorded machine's memory block size: libcuda reads it from kMemblockPath and passes it
+// on as NV_ESC_SYS_PARAMS.memblock_size, so the recording's first such call holds it. The replay
+// answers the file with it (unless the environment events recorded the file itself), so that the
+// replayed call asks what the recorded one asked, not what this host would say.
+Status add_memblock_size(const Recording& rec, Environment& env) {
+  if (rec.tables == nullptr) return {};
+  for (const std::string& f : env.files) {
+    if (f == kMemblockPath) return {};
+  }
+  for (const trace::Event& ev : rec.events) {
+    if (ev.sys != trace::Sys::kIoctl) continue;
+    rm::Decoded d = rm::decode_event(*rec.tables, ev);
+    if (d.call != "NV_ESC_SYS_PARAMS") continue;
+    for (const rm::Field& f : d.args) {
+      if (f.name != "memblock_size" || f.value == 0) continue;
+      std::string path = env.root + kMemblockPath;
+      if (Status s = make_dirs(path.substr(0, path.rfind('/'))); !s.ok()) return s;
+      std::string text = fmt::format("{:x}\n", f.value);  // as the kernel prints it
+      if (Status s = write_file(path, text.data(), text.size()); !s.ok()) return s;
+      env.files.emplace_back(kMemblockPath);
+      env.globs += std::string(",") + kMemblockPath;
+      env.synthesized.push_back(fmt::format(
+          "seq {} NV_ESC_SYS_PARAMS: {} answered with its memblock_size 0x{:x} (the recorded "
+          "machine's memory block size)",
+          ev.seq, kMemblockPath, f.value));
+    }
+    break;
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Environment> build_environment(const Recording& rec, const std::string& root) {
   Environment env;
   env.root = root;
@@ -341,6 +376,7 @@ Result<Environment> build_environment(const Recording& rec, const std::string& r
   if (!env.recorded) {
     if (Status s = build_defaults(rec, env); !s.ok()) return s.error();
   }
+  if (Status s = add_memblock_size(rec, env); !s.ok()) return s.error();
   return env;
 }
 

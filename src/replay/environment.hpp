@@ -22,7 +22,13 @@ struct Environment {
   std::string gpu_bdf;             // "0000:18:00.0"
   uint32_t gpu_pci_id = 0;         // vendor << 16 | device
   std::vector<std::string> files;  // paths (as the program names them) the tree holds
+  // What the tree holds that neither the environment events nor the defaults gave: "seq 1
+  // NV_ESC_SYS_PARAMS: /sys/devices/system/memory/block_size_bytes answered with …".
+  std::vector<std::string> synthesized;
 };
+
+// The host file libcuda reads the memory block size from (and passes on in NV_ESC_SYS_PARAMS).
+inline constexpr const char* kMemblockPath = "/sys/devices/system/memory/block_size_bytes";
 
 // The default globs of the environment paths (those of docs/tracing.md's recorder).
 inline constexpr const char* kDefaultEnvGlobs =

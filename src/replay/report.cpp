@@ -256,7 +256,8 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   rep.driver_version = rec.header.driver_version.value_or("");
   rep.recorded_calls = table.calls.size();
   for (size_t k = 0; k < table.calls.size(); ++k) rep.answered += answered[k] != 0;
-  rep.synthesized = table.synthesized;
+  rep.synthesized = env.synthesized;
+  rep.synthesized.insert(rep.synthesized.end(), table.synthesized.begin(), table.synthesized.end());
   rep.gaps = table.gaps;
   rep.injected = table.injected;
   rep.environment = env.recorded

@@ -3,16 +3,21 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "base/bytes.hpp"
 #include "replay/answers.hpp"
 #include "replay/bisect.hpp"
+#include "replay/environment.hpp"
 #include "replay/inject.hpp"
 #include "replay/replay_abi.h"
 #include "replay/replay_log.hpp"
 #include "rm/tables.hpp"
+#include "rm_synth.hpp"
 #include "trace/trace_json.hpp"
 
 namespace cudatool::replay {
@@ -424,6 +429,46 @@ TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
     ASSERT_FALSE(r) << spec;
     EXPECT_NE(r.error().message().find(why), std::string::npos) << r.error().message();
   }
+}
+
+// The recorded machine's memory block size reaches the replayed program: libcuda reads
+// /sys/devices/system/memory/block_size_bytes and passes it on as NV_ESC_SYS_PARAMS.memblock_size,
+// so the environment answers the file with the recorded call's value (as the kernel prints it)
+// and the report says so; a recording without that call leaves the host's file alone.
+TEST(ReplayEnvironment, AnswersTheMemoryBlockSizeTheRecordedCallPassedOn) {
+  namespace synth = rm::synth;
+  const rm::EscapeEntry* esc = nullptr;
+  for (const rm::EscapeEntry& e : synth::tables().escapes()) {
+    if (e.name == "NV_ESC_SYS_PARAMS") esc = &e;
+  }
+  ASSERT_NE(esc, nullptr);
+  std::vector<uint8_t> arg = synth::make(esc->type, {{"memblock_size", 0x40000000}});
+  std::vector<trace::Event> ev = opened_nvidiactl();
+  ev.push_back(ioctl(1, "/dev/nvidiactl", synth::rm_request(esc->nr, arg.size()), arg, arg));
+  auto rec = recording_from_memory(trace_text(ev), "sys.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message();
+  std::string base = ::testing::TempDir() + "replay-env-" + std::to_string(getpid());
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  auto env = build_environment(*rec, base + "/root");
+  ASSERT_TRUE(env) << env.error().message();
+  std::ifstream f(base + "/root" + kMemblockPath);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_EQ(text.str(), "40000000\n");
+  EXPECT_NE(env->globs.find(kMemblockPath), std::string::npos) << env->globs;
+  ASSERT_EQ(env->synthesized.size(), 1u);
+  EXPECT_NE(env->synthesized[0].find("seq 1 NV_ESC_SYS_PARAMS"), std::string::npos);
+  EXPECT_NE(env->synthesized[0].find("memblock_size 0x40000000"), std::string::npos);
+
+  auto plain = recording_from_memory(trace_text(opened_nvidiactl()), "plain.jsonl");
+  ASSERT_TRUE(plain) << plain.error().message();
+  auto none = build_environment(*plain, base + "/root2");
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_FALSE(std::filesystem::exists(base + "/root2" + kMemblockPath));
+  EXPECT_EQ(none->globs.find(kMemblockPath), std::string::npos) << none->globs;
+  EXPECT_TRUE(none->synthesized.empty());
+  std::filesystem::remove_all(base);
 }
 
 TEST(ReplayLog, ReadsRecordsAndStopsAtDamage) {
