@@ -132,7 +132,10 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
          std::string("the driver version of ") + (t == &a ? "A" : "B") +
              " is not recorded; it is read with the tables of " +
              std::string(t->tables->info().id) + " (" + std::string(t->tables->info().version) +
-             ")");
+             ")" +
+             (t->libcuda_version.empty()
+                  ? std::string()
+                  : ", for the libcuda its module records name: " + t->libcuda_version));
   }
   std::string ga = ha.gpu, gb = hb.gpu;
   std::string pa = pci_text(a.gpu.pci_id), pb = pci_text(b.gpu.pci_id);

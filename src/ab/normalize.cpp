@@ -13,6 +13,7 @@
 #include "ab/normalize_state.hpp"
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
+#include "trace/loaded_libcuda.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::ab {
@@ -303,7 +304,9 @@ namespace {
 
 void choose_tables(NormalizedTrace& nt) {
   std::string_view v = nt.header.driver_version ? std::string_view(*nt.header.driver_version)
-                                                : std::string_view(nt.header.driver_version_line);
+                       : !nt.header.driver_version_line.empty()
+                           ? std::string_view(nt.header.driver_version_line)
+                           : std::string_view(nt.libcuda_version);
   rm::BranchChoice c = rm::choose_branch(v);
   nt.tables = c.tables;
   nt.exact_branch = c.exact_major;
@@ -338,10 +341,12 @@ void order_threads(NormalizedTrace& nt) {
 
 std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, std::string path,
                                                   uint64_t size_hint,
-                                                  const NormalizeOptions& options) {
+                                                  const NormalizeOptions& options,
+                                                  std::optional<trace::LoadedLibcuda> lib) {
   auto nt = std::make_unique<NormalizedTrace>();
   nt->path = std::move(path);
   nt->header = reader.header();
+  if (lib) nt->libcuda_version = std::move(lib->version);
   // Room for what a trace of this size usually holds (about 800 bytes of JSON per event), so
   // that the arrays are not copied while they grow. Address space only, until used.
   uint64_t n = std::min<uint64_t>(size_hint, uint64_t{1} << 32);
@@ -377,15 +382,16 @@ Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
   if (!r) return r.error();
   struct stat st;
   uint64_t size = ::stat(path.c_str(), &st) == 0 && st.st_size > 0 ? st.st_size : 0;
-  return normalize_reader(**r, path, size, options);
+  return normalize_reader(**r, path, size, options, trace::loaded_libcuda_if_unversioned(path));
 }
 
 Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
                                                           const NormalizeOptions& options) {
   uint64_t size = bytes.size();
+  std::optional<trace::LoadedLibcuda> lib = trace::loaded_libcuda_if_unversioned(bytes, name);
   auto r = trace::TraceReader::from_memory(std::move(bytes), name);
   if (!r) return r.error();
-  return normalize_reader(**r, std::move(name), size, options);
+  return normalize_reader(**r, std::move(name), size, options, std::move(lib));
 }
 
 std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,

@@ -140,6 +140,9 @@ struct NormalizedTrace {
   bool truncated = false;
   const rm::Tables* tables = nullptr;
   bool exact_branch = false;  // the tables are of the driver's own major version
+  // For a trace whose header names no driver version: the version of the libcuda its module
+  // records say the program loaded (trace/loaded_libcuda.hpp), which chose the tables; "" else.
+  std::string libcuda_version;
   GpuIdentity gpu;
   std::vector<NormEvent> events;
   std::vector<NormBuffer> buffers;

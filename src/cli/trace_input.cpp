@@ -5,6 +5,7 @@
 
 #include "base/json_writer.hpp"
 #include "cli/common.hpp"
+#include "trace/loaded_libcuda.hpp"
 
 namespace cudatool::cli {
 
@@ -50,9 +51,18 @@ std::unique_ptr<TraceInput> open_trace_input(const std::string& path, const std:
     return in;
   }
   rm::BranchChoice c = rm::choose_branch(dv.value_or(""));
+  std::optional<trace::LoadedLibcuda> lib;
+  if (!dv) lib = trace::loaded_libcuda_if_unversioned(path);
+  if (lib) c = rm::choose_branch(lib->version);
   in->tables = c.tables;
   const rm::BranchInfo& b = c.tables->info();
-  if (!dv || c.driver_major == 0) {
+  if (lib && c.driver_major != 0) {
+    in->chosen_by = "libcuda";
+    in->branch_text = fmt::format(
+        "{} (tables of {}) for libcuda {}{}: the trace names no kernel driver version, its module "
+        "records name the libcuda the program loaded ({})",
+        b.id, b.version, lib->version, c.exact_major ? "" : ", the nearest major", lib->path);
+  } else if (!dv || c.driver_major == 0) {
     in->chosen_by = "newest";
     in->branch_text = fmt::format(
         "{} (tables of {}), the newest: the trace names no driver version (use --branch)", b.id,

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "trace/capture_import.hpp"
+#include "trace/loaded_libcuda.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_json.hpp"
 
@@ -560,6 +562,74 @@ TEST(TraceReader, BadStackRecordsAndReferencesAreReported) {
   has(5, "both a stack and stack_ref 5");
   has(6, "stack_ref 0");
   has(7, "stack record 6 is not in the trace");
+}
+
+// A trace whose header names no driver version (recorded without /proc/driver/nvidia) takes the
+// version of the libcuda its module records name: from the mapped name, or from the name of the
+// file a versionless name (libcuda.so.1) resolves to here; a versioned header, a trace without
+// module records, or a libcuda whose names carry no version give nothing.
+TEST(LoadedLibcuda, TheModuleRecordsNameTheLibcudaAndItsVersion) {
+  auto trace_with = [](const std::string& lib, bool versioned, bool stacks) {
+    Header h;
+    h.mode = "ptrace";
+    h.stacks = stacks;
+    if (versioned) h.driver_version = "555.58.02";
+    std::string out;
+    append_header_line(out, h);
+    Event open;
+    open.pid = open.tid = 10;
+    open.sys = Sys::kOpen;
+    open.path = "/dev/nvidiactl";
+    open.ret = 3;
+    append_event_line(out, open);
+    Module m;
+    m.pid = 10;
+    m.path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+    m.lo = 0x1000;
+    m.hi = 0x2000;
+    append_module_line(out, m);
+    m.path = lib;
+    m.lo = 0x3000;
+    m.hi = 0x4000;
+    append_module_line(out, m);
+    Event ioctl = open;
+    ioctl.seq = 1;
+    ioctl.sys = Sys::kIoctl;
+    ioctl.fd = 3;
+    append_event_line(out, ioctl);
+    return out;
+  };
+  auto got = loaded_libcuda_if_unversioned(
+      trace_with("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", false, true), "t");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->version, "580.159.04");
+  EXPECT_EQ(got->path, "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04");
+  // The same from a file.
+  std::string file = temp_path("libcuda-named.jsonl");
+  { std::ofstream(file) << trace_with("/opt/x/libcuda.so.550.163.01", false, true); }
+  auto from_file = loaded_libcuda_if_unversioned(file);
+  ASSERT_TRUE(from_file);
+  EXPECT_EQ(from_file->version, "550.163.01");
+  std::remove(file.c_str());
+  // libcuda.so.1 → libcuda.so.535.261.03 on this machine.
+  std::string dir = temp_path("libdir");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir + "/libcuda.so.535.261.03") << "x"; }
+  std::filesystem::create_symlink("libcuda.so.535.261.03", dir + "/libcuda.so.1");
+  auto linked = loaded_libcuda_if_unversioned(trace_with(dir + "/libcuda.so.1", false, true), "t");
+  ASSERT_TRUE(linked);
+  EXPECT_EQ(linked->version, "535.261.03");
+  EXPECT_EQ(linked->path, dir + "/libcuda.so.1");
+  std::filesystem::remove_all(dir);
+  // Nothing: a versioned header, no module records, a name without a version that resolves to
+  // nothing here.
+  EXPECT_FALSE(loaded_libcuda_if_unversioned(
+      trace_with("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", true, true), "t"));
+  EXPECT_FALSE(loaded_libcuda_if_unversioned(
+      trace_with("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", false, false), "t"));
+  EXPECT_FALSE(loaded_libcuda_if_unversioned(trace_with(dir + "/libcuda.so.1", false, true), "t"));
+  EXPECT_FALSE(loaded_libcuda_if_unversioned("not a trace\n", "t"));
 }
 
 TEST(TraceReader, RefusesWhatIsNotATrace) {
