@@ -120,7 +120,10 @@ void register_ab(CLI::App& app, int* exit_code) {
       "context, decoded (escape, control command, class, status by name), with the members that\n"
       "differ. Traces from different drivers or GPUs are flagged before anything else. A run\n"
       "that stops early (a failure, a teardown, an exit) is one finding: the calls of the other\n"
-      "run that it never made are counted, not listed (--all lists them).\n"
+      "run that it never made are counted, not listed (--all lists them). Events the other\n"
+      "recording could not have held are left out, and a note says how many and why: exits of\n"
+      "threads against preload mode or a replayed run, environment reads outside the other's\n"
+      "--env globs, closes, dups, munmaps, execs and exits against an imported capture.\n"
       "\n"
       "Exit status: 0 equivalent, 1 divergent, 2 bad input (unreadable file, not a trace, damaged\n"
       "lines: the comparison of what could be read is still printed).");
