@@ -111,6 +111,31 @@ trace::Header header() {
   return h;
 }
 
+trace::Header header_of_mode(std::string mode) {
+  trace::Header h = header();
+  h.mode = std::move(mode);
+  return h;
+}
+
+// The note of a comparison about `what` ("mode", "environment", "kinds"), or null.
+const HeaderNote* note_about(const Comparison& c, std::string_view what) {
+  auto it = std::find_if(c.notes.begin(), c.notes.end(),
+                         [&](const HeaderNote& n) { return n.what == what; });
+  return it == c.notes.end() ? nullptr : &*it;
+}
+
+// An equivalent comparison that left out `a` of A's events and `b` of B's, with a note about
+// `what` that says `says`.
+void expect_left_out(const Comparison& c, uint64_t a, uint64_t b, std::string_view what,
+                     std::string_view says) {
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  EXPECT_EQ(c.left_out_a, a);
+  EXPECT_EQ(c.left_out_b, b);
+  const HeaderNote* note = note_about(c, what);
+  ASSERT_NE(note, nullptr) << what;
+  EXPECT_NE(note->message.find(says), std::string::npos) << note->message;
+}
+
 Comparison run_pair(const RunValues& ra, const RunValues& rb, std::unique_ptr<NormalizedTrace>& a,
                     std::unique_ptr<NormalizedTrace>& b) {
   a = normalize_events(header(), program(ra));
@@ -327,18 +352,12 @@ TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
     ev.push_back(exit_of(r.tid, r.tid));  // the command
     return ev;
   };
-  auto with_mode = [](std::string mode) {
-    trace::Header h = header();
-    h.mode = std::move(mode);
-    return h;
-  };
-  auto a = normalize_events(with_mode("ptrace"), run(kA, true));
-  auto b = normalize_events(with_mode("preload"), run(kB, false));
+  auto a = normalize_events(header_of_mode("ptrace"), run(kA, true));
+  auto b = normalize_events(header_of_mode("preload"), run(kB, false));
   Comparison c = compare(*a, *b);
   EXPECT_TRUE(c.equivalent()) << c.divergences.size();
-  auto mode_note = std::find_if(c.notes.begin(), c.notes.end(),
-                                [](const HeaderNote& n) { return n.what == "mode"; });
-  ASSERT_NE(mode_note, c.notes.end());
+  const HeaderNote* mode_note = note_about(c, "mode");
+  ASSERT_NE(mode_note, nullptr);
   EXPECT_NE(mode_note->message.find("A's 2 exits of threads and child processes"),
             std::string::npos)
       << mode_note->message;
@@ -349,14 +368,14 @@ TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
   // The command's own exit is compared: preload B without it has a missing call.
   std::vector<trace::Event> no_exit = run(kB, false);
   no_exit.pop_back();
-  auto b2 = normalize_events(with_mode("preload"), no_exit);
+  auto b2 = normalize_events(header_of_mode("preload"), no_exit);
   Comparison c2 = compare(*a, *b2);
   ASSERT_EQ(c2.divergences.size(), 1u);
   EXPECT_EQ(c2.divergences[0].kind, Kind::kMissing);
   EXPECT_EQ(a->events[c2.divergences[0].a].tid, kA.tid);
 
   // Two ptrace recordings: every exit counts.
-  auto b3 = normalize_events(with_mode("ptrace"), run(kB, false));
+  auto b3 = normalize_events(header_of_mode("ptrace"), run(kB, false));
   Comparison c3 = compare(*a, *b3);
   EXPECT_EQ(c3.divergences.size(), 2u);
 }
@@ -366,11 +385,6 @@ TEST(AbNormalize, ExitsPreloadModeCannotRecordAreNotCompared) {
 // "kinds" note counts them), not reported as extra calls; a kind the import does hold is still
 // compared, and between two recordings every kind counts.
 TEST(AbNormalize, CallsOfKindsAnImportDoesNotHoldAreNotCompared) {
-  auto with_mode = [](std::string mode) {
-    trace::Header h = header();
-    h.mode = std::move(mode);
-    return h;
-  };
   auto recorded = [](const RunValues& r) {
     std::vector<trace::Event> ev = program(r);
     auto add = [&](trace::Sys sys) {
@@ -388,19 +402,11 @@ TEST(AbNormalize, CallsOfKindsAnImportDoesNotHoldAreNotCompared) {
     add(trace::Sys::kExit);
     return ev;
   };
-  auto imp = normalize_events(with_mode("import"), program(kA));
-  auto rec = normalize_events(with_mode("ptrace"), recorded(kB));
-  Comparison c = compare(*imp, *rec);
-  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
-  EXPECT_EQ(c.left_out_a, 0u);
-  EXPECT_EQ(c.left_out_b, 4u);
-  auto note = std::find_if(c.notes.begin(), c.notes.end(),
-                           [](const HeaderNote& n) { return n.what == "kinds"; });
-  ASSERT_NE(note, c.notes.end());
-  EXPECT_NE(note->message.find("B's 4 close, munmap, execve, exit calls are not compared: A is an "
-                               "imported capture"),
-            std::string::npos)
-      << note->message;
+  auto imp = normalize_events(header_of_mode("import"), program(kA));
+  auto rec = normalize_events(header_of_mode("ptrace"), recorded(kB));
+  expect_left_out(compare(*imp, *rec), 0, 4, "kinds",
+                  "B's 4 close, munmap, execve, exit calls are not compared: A is an imported "
+                  "capture");
   Comparison back = compare(*rec, *imp);  // the other way round
   EXPECT_TRUE(back.equivalent()) << back.divergences.size();
   EXPECT_EQ(back.left_out_a, 4u);
@@ -414,13 +420,13 @@ TEST(AbNormalize, CallsOfKindsAnImportDoesNotHoldAreNotCompared) {
   m.ret += 0x10000;
   more.insert(at + 1, m);
   for (size_t i = 0; i < more.size(); ++i) more[i].seq = i;
-  auto rec2 = normalize_events(with_mode("ptrace"), more);
+  auto rec2 = normalize_events(header_of_mode("ptrace"), more);
   Comparison c2 = compare(*imp, *rec2);
   ASSERT_EQ(c2.divergences.size(), 1u);
   EXPECT_EQ(c2.divergences[0].kind, Kind::kExtra);
 
   // Two recordings: the closes and the rest count.
-  auto rec_a = normalize_events(with_mode("ptrace"), program(kA));
+  auto rec_a = normalize_events(header_of_mode("ptrace"), program(kA));
   Comparison c3 = compare(*rec_a, *rec);
   EXPECT_EQ(c3.left_out_b, 0u);
   EXPECT_EQ(c3.divergences.size(), 4u);
@@ -459,14 +465,7 @@ TEST(AbNormalize, EnvironmentEventsTheOtherDidNotRecordAreNotCompared) {
   // A replayed run: no env globs, no environment events.
   auto replayed = normalize_events(with("replay", ""), run(kB, {}));
   Comparison c = compare(*a, *replayed);
-  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
-  EXPECT_EQ(c.left_out_a, 2u);
-  EXPECT_EQ(c.left_out_b, 0u);
-  auto env_note = std::find_if(c.notes.begin(), c.notes.end(),
-                               [](const HeaderNote& n) { return n.what == "environment"; });
-  ASSERT_NE(env_note, c.notes.end());
-  EXPECT_NE(env_note->message.find("A's 2 environment events are not compared"), std::string::npos)
-      << env_note->message;
+  expect_left_out(c, 2, 0, "environment", "A's 2 environment events are not compared");
   // Globs that cover one of the two paths: the other is compared, and missing.
   auto narrow = normalize_events(with("ptrace", "/sys/module/nvidia*"), run(kB, {}));
   Comparison c2 = compare(*a, *narrow);
