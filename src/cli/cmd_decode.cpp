@@ -177,13 +177,14 @@ int run_decode(const DecodeOptions& o) {
   trace::Event ev;
   rm::Decoded d;
   JsonWriter event_writer(out.str(), false);
-  uint64_t events = 0, shown = 0;
+  uint64_t events = 0, shown = 0, stacked = 0;
   // Call stacks (docs/decode.md, "Call stacks"): the API call of each event, its frames.
   bool with_api = r.header().stacks || filter->uses_api();
   auto res = make_resolver(o.stacks);
   std::vector<trace::ResolvedFrame> frames;
   while (r.next(ev)) {
     ++events;
+    stacked += !ev.stack.empty();
     res->follow(r.modules(), ev);
     rm::decode_event(*in->tables, ev, d);
     std::string_view api;
@@ -210,11 +211,19 @@ int run_decode(const DecodeOptions& o) {
   }
   diag.flush(r.diagnostics());
   uint64_t bad = r.diagnostics().count();
+  // An api= filter on a trace without stacks cannot match: say why nothing was shown.
+  std::string no_api;
+  if (filter->uses_api() && stacked == 0) {
+    no_api =
+        "the trace has no call stacks, so no event is attributed to an API call (cudatool trace "
+        "records them unless --no-stacks; imported captures and replayed runs have none)";
+  }
   if (o.json) {
     JsonWriter w(out.str(), false);
     w.begin_object().key("summary").begin_object();
     w.kv("events", events).kv("shown", shown).kv("bad_lines", bad);
     w.kv("trailer", r.trailer().has_value()).kv("truncated", r.truncated());
+    w.kv_or_null("note", no_api);
     w.key("diagnostics").begin_array();
     for (const Error& e : r.diagnostics().items()) w.value(e.message());
     w.end_array();
@@ -223,7 +232,9 @@ int run_decode(const DecodeOptions& o) {
     w.finish();
   } else {
     fmt::format_to(std::back_inserter(out.str()), "# {} events{}{}{}\n", events,
-                   o.filter.empty() ? "" : fmt::format(", {} shown (--filter {})", shown, o.filter),
+                   o.filter.empty() ? ""
+                                    : fmt::format(", {} shown (--filter {}{})", shown, o.filter,
+                                                  no_api.empty() ? "" : ": " + no_api),
                    bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
                    r.trailer() ? "" : ", no trailer (the recording did not finish)");
   }

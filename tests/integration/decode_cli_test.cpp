@@ -227,6 +227,18 @@ TEST(DecodeCli, FilterSelectsWhatAnIndependentCountSays) {
     EXPECT_EQ(out.size(), n + 2) << expr;
     EXPECT_EQ(json::parse(out.back())["summary"]["shown"], n) << expr;
   }
+  // api= on a capture (no call stacks) selects nothing, and the summary says why.
+  RunResult api = run({cudatool_bin(), "decode", trace, "--json", "--filter", "api=cuInit"});
+  ASSERT_EQ(api.status, 0) << api.err;
+  json summary = json::parse(lines_of(api.out).back())["summary"];
+  EXPECT_EQ(summary["shown"], 0);
+  EXPECT_NE(summary["note"].get<std::string>().find("the trace has no call stacks"),
+            std::string::npos)
+      << summary;
+  RunResult api_text = run({cudatool_bin(), "decode", trace, "--filter", "api=cuInit"});
+  EXPECT_NE(api_text.out.find("0 shown (--filter api=cuInit: the trace has no call stacks"),
+            std::string::npos)
+      << api_text.out;
   for (const char* bad : {"stauts=NV_OK", "status=NV_OKK", "(tid=1", "tid=", "x && || y"}) {
     RunResult r = run({cudatool_bin(), "decode", trace, "--filter", bad});
     EXPECT_EQ(r.status, 2) << bad;

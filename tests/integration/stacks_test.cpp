@@ -275,6 +275,7 @@ TEST_P(Stacks, FilterApiSelectsExactlyTheCallsMadeUnderIt) {
   EXPECT_FALSE(g.events.empty());
   EXPECT_TRUE(none.events.empty());
   EXPECT_EQ(none.status, 0);
+  EXPECT_TRUE(none.summary["note"].is_null()) << "the trace has stacks: " << none.summary;
 }
 
 TEST_P(Stacks, StatsCountDeviceCallsPerApiCall) {
