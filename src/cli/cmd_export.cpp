@@ -10,6 +10,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "rm/decode.hpp"
 #include "rm/event_filter.hpp"
@@ -24,6 +25,7 @@ struct ExportOptions {
   std::string output;
   std::string filter;
   std::string branch;
+  StackOptions stacks;
   bool json = false;
 };
 
@@ -57,12 +59,19 @@ int run_export(const ExportOptions& o) {
     pw.begin(out.str());
     trace::Event ev;
     rm::Decoded d;
+    // The CUDA API call of each event, as decode resolves it (docs/decode.md, "Call stacks"):
+    // an arg of the slice, and what `api=` selects.
+    bool with_api = r.header().stacks || filter->uses_api();
+    auto res = make_resolver(o.stacks);
     while (r.next(ev)) {
       ++events;
+      res->follow(r.modules(), ev);
       rm::decode_event(*in->tables, ev, d);
-      if (!filter->matches(ev, d)) continue;
+      std::string_view api;
+      if (with_api && !ev.stack.empty()) api = res->api_of(ev).value_or(std::string_view());
+      if (!filter->matches(ev, d, api)) continue;
       ++exported;
-      pw.add(out.str(), ev, d);
+      pw.add(out.str(), ev, d, api);
       out.maybe_flush();
       if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
     }
@@ -115,6 +124,7 @@ void register_export(CLI::App& app, int* exit_code) {
                   "(the language of decode --filter, docs/decode.md)");
   cmd->add_option("--branch", o->branch, branch_option_help());
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.export/1)");
+  add_stack_options(*cmd, o->stacks, false);
   cmd->footer(
       "Examples:\n"
       "  cudatool export a.jsonl --format perfetto -o a.perfetto.json\n"
@@ -126,7 +136,9 @@ void register_export(CLI::App& app, int* exit_code) {
       "(\"NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2\", \"NV_ESC_RM_ALLOC\n"
       "HOPPER_CHANNEL_GPFIFO_A\", \"UVM_FREE\", \"open /dev/nvidiactl\"), with seq, path, request, "
       "status, handles and the\n"
-      "decoded line as args. Imported captures record no durations: their slices have dur 0.\n"
+      "decoded line as args, and for a trace with call stacks the CUDA API call in progress\n"
+      "(\"api\": \"cuDevicePrimaryCtxRetain\"; --filter 'api=cuInit' selects by it). Imported\n"
+      "captures record no durations: their slices have dur 0.\n"
       "\n"
       "Exit status: 0 ok; 2 the trace cannot be read, the output cannot be written, a bad\n"
       "option, or lines of the trace that are not valid events (reported on stderr; the rest\n"

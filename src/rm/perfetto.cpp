@@ -78,7 +78,8 @@ void PerfettoWriter::metadata(std::string& out, const trace::Event& ev) {
   }
 }
 
-void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded& d) {
+void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded& d,
+                         std::string_view api) {
   metadata(out, ev);
   if (!first_) out += ',';
   first_ = false;
@@ -118,6 +119,7 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
   if (d.h_parent) w.kv_hex("hParent", *d.h_parent);
   if (d.h_object) w.kv_hex("hObject", *d.h_object);
   if (!ev.has_duration) w.kv("duration", "not recorded");
+  if (!api.empty()) w.kv("api", api);
   scratch_.clear();
   append_line(scratch_, d);
   w.kv("decoded", scratch_);

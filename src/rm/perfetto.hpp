@@ -25,7 +25,8 @@ class PerfettoWriter {
   PerfettoWriter(const Tables& tables, const trace::Header& header, std::string_view source);
   // The opening of the object, then one slice per add(); finish() closes it.
   void begin(std::string& out);
-  void add(std::string& out, const trace::Event& ev, const Decoded& d);
+  // `api`: the CUDA API call in progress (from the event's stack), an arg when not empty.
+  void add(std::string& out, const trace::Event& ev, const Decoded& d, std::string_view api = {});
   void finish(std::string& out, uint64_t events, uint64_t bad_lines);
 
   // The slice name of a call: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2",

@@ -268,6 +268,20 @@ TEST_P(Stacks, FilterApiSelectsExactlyTheCallsMadeUnderIt) {
     std::set<uint64_t> got;
     for (const auto& [seq, ev] : d.events) got.insert(seq);
     EXPECT_EQ(got, want) << api;
+    // export selects the same events, and each slice names its API call.
+    std::string out = r.trace + "." + api + ".perfetto.json";
+    RunResult x = run({cudatool_bin(), "export", r.trace, "-o", out, "--api-lib", "libstackfix*",
+                       "--filter", "api=" + api});
+    ASSERT_EQ(x.status, 0) << x.err;
+    json slices = json::parse(read_file(out), nullptr, false);
+    ASSERT_TRUE(slices.is_object()) << out;
+    std::set<uint64_t> exported;
+    for (const json& e : slices["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      exported.insert(e["args"]["seq"].get<uint64_t>());
+      EXPECT_EQ(e["args"]["api"], api) << e.dump();
+    }
+    EXPECT_EQ(exported, want) << api;
   }
   // A glob, and a call no event was made under.
   DecodedStacks g = decode_stacks(r.trace, {"--filter", "api=fixMem*"});
