@@ -180,6 +180,9 @@ struct NormalizeOptions {
   // Or made from the trace's reader (normalize_file, normalize_memory; it takes precedence): a
   // namer that follows the module records the reader has read so far (trace::make_api_namer).
   std::function<ApiNamer(const trace::TraceReader&)> reader_api_namer;
+  // normalize_events: the version of the libcuda the trace's module records name, for a header
+  // without a driver version (normalize_file and normalize_memory find it themselves).
+  std::string libcuda_version;
 };
 
 class Normalizer {

@@ -114,7 +114,12 @@ std::string deviation_lines(const std::vector<Deviation>& all) {
 std::string render_replay_text(const replay::ReplayReport& r) {
   std::string out;
   out += fmt::format("replay: {} — driver {}, {} recorded device calls\n", r.trace,
-                     r.driver_version.empty() ? "?" : r.driver_version, r.recorded_calls);
+                     !r.driver_version.empty()    ? r.driver_version
+                     : !r.libcuda_version.empty() ? r.libcuda_version +
+                                                        " (of the libcuda its "
+                                                        "module records name)"
+                                                  : "?",
+                     r.recorded_calls);
   out += fmt::format("  command: {}\n", command_line(r.argv));
   out +=
       fmt::format("  environment: {}; {} environment calls answered\n", r.environment, r.env_calls);
@@ -172,7 +177,8 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   w.begin_object();
   w.kv("schema", "cudatool.replay/1")
       .kv("trace", r.trace)
-      .kv_or_null("driver_version", r.driver_version);
+      .kv_or_null("driver_version", r.driver_version)
+      .kv_or_null("libcuda_version", r.libcuda_version);
   w.key("argv").begin_array();
   for (const auto& a : r.argv) w.value(a);
   w.end_array();

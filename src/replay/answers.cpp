@@ -12,6 +12,7 @@
 #include "replay/replay_abi.h"
 #include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/loaded_libcuda.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::replay {
@@ -33,7 +34,9 @@ Result<Recording> finish_recording(std::unique_ptr<trace::TraceReader> r, std::s
   rec.trailer = r->trailer();
   rec.diagnostics = r->diagnostics();
   rec.truncated = r->truncated();
-  rec.norm = ab::normalize_events(rec.header, rec.events);
+  ab::NormalizeOptions options;
+  if (auto lib = trace::libcuda_among(r->modules())) options.libcuda_version = lib->version;
+  rec.norm = ab::normalize_events(rec.header, rec.events, options);
   rec.tables = rec.norm->tables;
   bool any = std::any_of(rec.events.begin(), rec.events.end(), [](const trace::Event& e) {
     return e.sys == trace::Sys::kIoctl || e.sys == trace::Sys::kOpen ||
@@ -613,13 +616,16 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   rp_table h{};
   h.magic = RP_TABLE_MAGIC;
   h.version = RP_VERSION;
-  h.driver_major =
-      rec.header.driver_version ? nvtr_driver_major(rec.header.driver_version->c_str()) : 0;
+  // The trace's driver version; for one that names none, the version of the libcuda its module
+  // records name (trace/loaded_libcuda.hpp): the library check and the ABI sizes follow it.
+  std::string driver = rec.header.driver_version.value_or(
+      rec.norm != nullptr ? rec.norm->libcuda_version : std::string());
+  h.driver_major = driver.empty() ? 0 : nvtr_driver_major(driver.c_str());
   h.gpu = detail::gpu_layout(c.t);
   h.root = c.b.str(options.root);
   h.env_globs = c.b.str(options.env_globs);
   h.devices = c.b.str(rec.header.devices.empty() ? "/dev/nvidia*" : rec.header.devices);
-  h.driver = c.b.str(rec.header.driver_version.value_or(""));
+  h.driver = c.b.str(driver);
   h.channel_class_count = static_cast<uint32_t>(classes.size());
   std::vector<uint8_t>& f = c.out.bytes;
   f.resize(sizeof h);

@@ -254,6 +254,7 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
                   const rp_state& state, const uint8_t* answered, const Environment& env,
                   ReplayReport& rep) {
   rep.driver_version = rec.header.driver_version.value_or("");
+  if (rec.norm != nullptr) rep.libcuda_version = rec.norm->libcuda_version;
   rep.recorded_calls = table.calls.size();
   for (size_t k = 0; k < table.calls.size(); ++k) rep.answered += answered[k] != 0;
   rep.synthesized = env.synthesized;

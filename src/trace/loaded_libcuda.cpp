@@ -31,17 +31,24 @@ bool unversioned(const Header& h) {
 
 }  // namespace
 
+std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules) {
+  for (const Module& m : modules) {
+    if (!names_libcuda(m.path)) continue;
+    if (std::optional<std::string> v = version_of(m.path)) return LoadedLibcuda{m.path, *v};
+  }
+  return std::nullopt;
+}
+
 std::optional<LoadedLibcuda> loaded_libcuda(TraceReader& reader) {
   Event ev;
   size_t seen = 0;
   for (int n = 0; n < kMaxEvents; ++n) {
     bool more = reader.next(ev);
     const std::vector<Module>& mods = reader.modules();
-    for (; seen < mods.size(); ++seen) {
-      if (!names_libcuda(mods[seen].path)) continue;
-      if (std::optional<std::string> v = version_of(mods[seen].path)) {
-        return LoadedLibcuda{mods[seen].path, *v};
-      }
+    if (mods.size() > seen) {
+      std::vector<Module> fresh(mods.begin() + static_cast<std::ptrdiff_t>(seen), mods.end());
+      seen = mods.size();
+      if (std::optional<LoadedLibcuda> lib = libcuda_among(fresh)) return lib;
     }
     if (!more || ev.sys == Sys::kIoctl) break;
   }

@@ -23,6 +23,8 @@ struct LoadedLibcuda {
 // the path resolves to on this machine. Nothing when the trace has no module records, no libcuda
 // among them, or no version in either name.
 std::optional<LoadedLibcuda> loaded_libcuda(TraceReader& reader);
+// The first module of `modules` named libcuda.so* whose version its names give.
+std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules);
 
 // The same for a trace whose header names no driver version (neither `driver_version` nor
 // `driver_version_line`) and which holds module records; nothing otherwise, or when the file

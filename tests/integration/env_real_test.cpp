@@ -92,6 +92,12 @@ class EnvReal : public ::testing::TestWithParam<DriverBuild> {
   }
 };
 
+std::vector<DriverBuild> all_builds() {
+  std::vector<DriverBuild> v = driver_builds();
+  for (DriverBuild& b : shared_builds()) v.push_back(std::move(b));
+  return v;
+}
+
 TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
   const DriverBuild& b = GetParam();
   CUDATOOL_REQUIRE_BUILD(b);
@@ -216,12 +222,22 @@ TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
   EXPECT_TRUE(host_nvidia_nodes().empty());
   ab = run({cudatool_bin(), "ab", traces["ptrace"], replayed}, 120);
   EXPECT_EQ(ab.status, 0) << ab.out << ab.err;
-}
 
-std::vector<DriverBuild> all_builds() {
-  std::vector<DriverBuild> v = driver_builds();
-  for (DriverBuild& b : shared_builds()) v.push_back(std::move(b));
-  return v;
+  // The trace names no driver version, but its module records name this build's libcuda: the
+  // replay takes that version, so another build's libcuda is refused, both versions named.
+  for (const DriverBuild& other : all_builds()) {
+    if (other.version == b.version || !std::filesystem::exists(other.lib_path)) continue;
+    ReplayRun x =
+        replay(traces["ptrace"], {}, {fixtures_dir() + "/cuda_probe", other.lib_path, "init"}, 180);
+    ASSERT_TRUE(x.report.is_object()) << x.run.err;
+    EXPECT_EQ(x.run.status, 2) << x.run.err;
+    EXPECT_EQ(x.report["end"], "refused") << x.report.dump(1);
+    std::string why = x.report["refusal"].is_string() ? x.report["refusal"] : "";
+    EXPECT_NE(why.find("(driver " + other.version), std::string::npos) << why;
+    EXPECT_NE(why.find("recorded with driver " + b.version), std::string::npos) << why;
+    EXPECT_TRUE(host_nvidia_nodes().empty());
+    break;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RealBuilds, EnvReal, ::testing::ValuesIn(all_builds()), driver_test_name);
