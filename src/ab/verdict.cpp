@@ -40,14 +40,6 @@ std::string call_label(const NormEvent& e) {
   return buf;
 }
 
-// "3 frees", "UVM_DEINITIALIZE", "2 closes", "2 NV_ESC_RM_UNMAP_MEMORY".
-std::string counted(const std::string& call, uint32_t n) {
-  std::string noun = call == "NV_ESC_RM_FREE" ? "free" : call;
-  bool word = noun == "free" || noun == "close" || noun == "munmap" || noun == "open";
-  if (n == 1) return word ? "1 " + noun : noun;
-  return std::to_string(n) + " " + noun + (word ? "s" : "");
-}
-
 std::string call_list(const Aftermath& m, bool ascii) {
   std::string s;
   for (size_t i = 0; i < m.calls.size() && i < kMaxListed; ++i) {
@@ -123,6 +115,14 @@ std::string summary_line(const Comparison& c, const Divergence& d, bool ascii) {
 }
 
 }  // namespace
+
+std::string counted(std::string_view call, uint64_t n) {
+  std::string noun = call == "NV_ESC_RM_FREE" ? "free" : std::string(call);
+  bool word = noun == "free" || noun == "close" || noun == "munmap" || noun == "open" ||
+              noun == "dup" || noun == "mmap";
+  if (n == 1) return word ? "1 " + noun : noun;
+  return std::to_string(n) + " " + noun + (word ? "s" : "");
+}
 
 Verdict make_verdict(const Comparison& c) {
   Verdict v;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -72,5 +73,9 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
 // "5 divergences (1 different_status, 4 different_parameters); B ended early: 704 of A's calls
 // not made".
 std::string count_line(const Verdict& v);
+
+// A count of calls of one name, as the verdict lists them: "3 frees" (NV_ESC_RM_FREE), "2 closes",
+// "1 dup", "UVM_DEINITIALIZE" (one), "2 NV_ESC_RM_UNMAP_MEMORY".
+std::string counted(std::string_view call, uint64_t n);
 
 }  // namespace cudatool::ab

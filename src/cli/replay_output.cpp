@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
 
 namespace cudatool::cli {
@@ -96,10 +97,8 @@ std::string deviation_lines(const std::vector<Deviation>& all) {
     std::string calls;
     for (const auto& [k, c] : counted) {
       if (k.first != o) continue;
-      // "4 closes", "2 munmaps", "1 dup"; RM calls keep their names ("2 NV_ESC_RM_FREE").
-      bool word = k.second.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos;
-      calls += fmt::format("{}{} {}{}", calls.empty() ? "" : ", ", c, k.second,
-                           word && c != 1 ? "s" : "");
+      // As ab's verdict counts calls: "4 closes", "8 dups", "3 frees".
+      calls += (calls.empty() ? "" : ", ") + ab::counted(k.second, c);
     }
     if (calls.empty()) continue;
     out += fmt::format("  {}: {}\n", calls,
