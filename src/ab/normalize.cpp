@@ -399,9 +399,7 @@ std::unique_ptr<NormalizedTrace> normalize_events(const trace::Header& header,
                                                   const NormalizeOptions& options) {
   auto nt = std::make_unique<NormalizedTrace>();
   nt->header = header;
-  if (!header.driver_version && header.driver_version_line.empty()) {
-    nt->libcuda_version = options.libcuda_version;
-  }
+  if (trace::names_no_driver_version(header)) nt->libcuda_version = options.libcuda_version;
   choose_tables(*nt);
   Normalizer n(*nt, *nt->tables, options);
   for (const trace::Event& ev : events) n.add(ev);

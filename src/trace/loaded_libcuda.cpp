@@ -26,10 +26,14 @@ std::optional<std::string> version_of(const std::string& path) {
 }
 
 bool unversioned(const Header& h) {
-  return !h.driver_version && h.driver_version_line.empty() && h.stacks;
+  return names_no_driver_version(h) && h.stacks;
 }
 
 }  // namespace
+
+bool names_no_driver_version(const Header& h) {
+  return !h.driver_version && h.driver_version_line.empty();
+}
 
 std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules) {
   for (const Module& m : modules) {

@@ -23,6 +23,8 @@ struct LoadedLibcuda {
 // the path resolves to on this machine. Nothing when the trace has no module records, no libcuda
 // among them, or no version in either name.
 std::optional<LoadedLibcuda> loaded_libcuda(TraceReader& reader);
+// Neither `driver_version` nor `driver_version_line`: the tables are then the libcuda's.
+bool names_no_driver_version(const Header& h);
 // The first module of `modules` named libcuda.so* whose version its names give.
 std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules);
 
