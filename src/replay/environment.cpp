@@ -334,8 +334,14 @@ Status add_memblock_size(const Recording& rec, Environment& env) {
   for (const std::string& f : env.files) {
     if (f == kMemblockPath) return {};
   }
+  const rm::EscapeEntry* esc = nullptr;
+  for (const rm::EscapeEntry& e : rec.tables->escapes()) {
+    if (e.name == "NV_ESC_SYS_PARAMS") esc = &e;
+  }
+  if (esc == nullptr) return {};
   for (const trace::Event& ev : rec.events) {
-    if (ev.sys != trace::Sys::kIoctl) continue;
+    // Only an 'F' request of that number is decoded (a trace without one is not decoded whole).
+    if (ev.sys != trace::Sys::kIoctl || (ev.request & 0xffff) != (('F' << 8) | esc->nr)) continue;
     rm::Decoded d = rm::decode_event(*rec.tables, ev);
     if (d.call != "NV_ESC_SYS_PARAMS") continue;
     for (const rm::Field& f : d.args) {
