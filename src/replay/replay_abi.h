@@ -342,6 +342,9 @@ enum rp_outcome {
 /* rp_log_buf.pad: not read, its size (pad2 bytes) being over NVTR_MAX_BUFFER, as the recorders
  * leave such a buffer */
 #define RP_LOG_BUF_OVER_CAP 2u
+/* rp_log_buf.pad: RM alloc parameters passed with paramsSize 0, read with the size RM gives the
+ * class (a trace's "sized_by": "class") */
+#define RP_LOG_BUF_CLASS_SIZED 4u
 struct rp_log_buf {
   uint16_t role; /* enum rp_buf, or 0xffff for a member buffer (ptr_off gives the pointer) */
   uint16_t pad;  /* RP_LOG_BUF_* */

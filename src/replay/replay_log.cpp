@@ -79,6 +79,7 @@ Result<ReplayLog> parse_log(ByteView bytes) {
       uint32_t bound = b.u32();
       if ((flags & RP_LOG_BUF_BOUNDED) != 0) lb.bound = bound;
       if ((flags & RP_LOG_BUF_OVER_CAP) != 0) lb.over = bound;
+      lb.class_sized = (flags & RP_LOG_BUF_CLASS_SIZED) != 0;
       uint64_t room = (2 * static_cast<uint64_t>(lb.size) + 7) & ~uint64_t{7};
       if (!b.ok() || pre > lb.size || post > lb.size || room > b.remaining()) {
         log.diagnostics.report(

@@ -19,8 +19,9 @@ struct LogBuffer {
   uint32_t ptr_off = 0;
   uint64_t addr = 0;
   uint32_t size = 0;
-  uint32_t bound = 0;  // read with this bound (no size known): the trace's size, bounded
-  uint32_t over = 0;   // not read, this size being over NVTR_MAX_BUFFER
+  uint32_t bound = 0;        // read with this bound (no size known): the trace's size, bounded
+  uint32_t over = 0;         // not read, this size being over NVTR_MAX_BUFFER
+  bool class_sized = false;  // alloc parameters with paramsSize 0, sized by the class
   std::vector<uint8_t> pre, post;
 };
 

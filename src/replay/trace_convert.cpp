@@ -24,6 +24,7 @@ trace::Buffer buffer_of(const LogBuffer& b, std::string role) {
   out.size = b.size;
   out.before = b.pre;
   out.after = b.post;
+  if (b.class_sized) out.sized_by = "class";
   // The recorders' texts (record/tracee_memory.hpp), so that a replayed trace reads as recorded.
   auto error = [&](size_t got) -> std::string {
     if (b.size == 0 || got >= b.size) return {};

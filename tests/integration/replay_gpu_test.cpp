@@ -71,8 +71,24 @@ TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
   ASSERT_TRUE(recorded.is_object());
   EXPECT_EQ(recorded["host"], false);  // nothing executes a channel on fake nodes
   EXPECT_EQ(recorded["copied"], false);
-  ReplayRun r = replay(rec.trace, rec.injections, lib_cmd(rec.dir, "ce"));
+  std::string replayed = temp_dir() + "/rg-ce-replayed.jsonl";
+  std::vector<std::string> extra = rec.injections;
+  extra.insert(extra.end(), {"-o", replayed});
+  ReplayRun r = replay(rec.trace, extra, lib_cmd(rec.dir, "ce"));
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  // The library's allocs pass paramsSize 0: the replayed trace says, as the recording does, that
+  // their parameters were read with the size RM gives the class (ab leaves those out against an
+  // imported capture).
+  auto class_sized = [](const std::string& path) {
+    size_t n = 0;
+    for (const json& e : load_trace(path).events) {
+      for (const json& b : e.value("nested", json::array()))
+        n += b.value("sized_by", "") == "class";
+    }
+    return n;
+  };
+  EXPECT_GT(class_sized(rec.trace), 0u);
+  EXPECT_EQ(class_sized(replayed), class_sized(rec.trace));
   json work = work_line(json_lines(r.run.out));
   ASSERT_TRUE(work.is_object()) << r.run.out;
   EXPECT_EQ(work["host"], true) << r.report.dump(1);

@@ -20,7 +20,8 @@ struct live_buf {
   uint64_t addr;
   uint64_t size;
   int present;
-  uint64_t over; /* the size when it is over NVTR_MAX_BUFFER (then size is 0) */
+  uint64_t over;   /* the size when it is over NVTR_MAX_BUFFER (then size is 0) */
+  int class_sized; /* RM alloc parameters with paramsSize 0, sized by the class */
 };
 
 static uint32_t u32_at(const uint8_t* p, uint64_t len, int32_t off) {
@@ -59,6 +60,7 @@ static void add_plans(struct live_buf* b, const struct nvtr_buf_plan* p, int n, 
     b[k].size = over ? 0 : p[i].size;
     b[k].over = over ? p[i].size : 0;
     b[k].present = 1;
+    b[k].class_sized = p[i].class_sized;
   }
 }
 
@@ -212,12 +214,13 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     for (int k = 0; k < RP_BUF_COUNT; ++k) {
       if (b[k].present) lb[k] = rs_log_buf(&w, (uint16_t)k, 0, b[k].addr, (uint32_t)b[k].size);
       if (b[k].over != 0 && lb[k] != NULL) { /* too large to read: the trace says so */
-        lb[k]->pad = RP_LOG_BUF_OVER_CAP;
+        lb[k]->pad |= RP_LOG_BUF_OVER_CAP;
         lb[k]->pad2 = b[k].over > UINT32_MAX ? UINT32_MAX : (uint32_t)b[k].over;
       }
+      if (b[k].class_sized && lb[k] != NULL) lb[k]->pad |= RP_LOG_BUF_CLASS_SIZED;
     }
     if (ap.bounded && lb[RP_BUF_ARG] != NULL) { /* read with a bound: the trace says so */
-      lb[RP_BUF_ARG]->pad = RP_LOG_BUF_BOUNDED;
+      lb[RP_BUF_ARG]->pad |= RP_LOG_BUF_BOUNDED;
       lb[RP_BUF_ARG]->pad2 = (uint32_t)ap.size;
     }
     for (int k = 0; k < nmb; ++k) {
