@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "record/glob_match.h"
+#include "trace/capture_import.hpp"
 
 namespace cudatool::ab {
 namespace {
@@ -184,6 +185,32 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
          fmt::format("{}'s {} {} call{} {} not compared: {} is an imported capture, whose format "
                      "records open, mmap and ioctl (it holds none of these)",
                      self, n, reach.kind_names(), n == 1 ? "" : "s", n == 1 ? "is" : "are", them));
+  }
+  for (const auto* t : {&a, &b}) {
+    const MaskCounts& m = t->masks;
+    std::vector<std::string> parts;
+    if (m.capture_params != 0) {
+      parts.push_back(fmt::format("the parameters of {} allocation{} with paramsSize 0",
+                                  m.capture_params, m.capture_params == 1 ? "" : "s"));
+    }
+    if (m.capture_pointers != 0) {
+      parts.push_back(fmt::format("{} buffer{} behind pointer members", m.capture_pointers,
+                                  m.capture_pointers == 1 ? "" : "s"));
+    }
+    if (m.capture_uvm != 0) {
+      parts.push_back(fmt::format("the bytes past {} of {} UVM argument{}", trace::kCaptureUvmBytes,
+                                  m.capture_uvm, m.capture_uvm == 1 ? "" : "s"));
+    }
+    if (parts.empty()) continue;
+    std::string list = parts[0];
+    for (size_t k = 1; k < parts.size(); ++k) {
+      list += k + 1 == parts.size() ? " and " : ", ";
+      list += parts[k];
+    }
+    note(out, "capture", ha.mode, hb.mode, false,
+         fmt::format("not compared in {}: {} ({} is an imported capture, whose format holds "
+                     "none of them)",
+                     t == &a ? "A" : "B", list, t == &a ? "B" : "A"));
   }
   for (const auto* t : {&a, &b}) {
     const NormalizedTrace& other = t == &a ? b : a;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -101,7 +102,7 @@ std::string NormalizedTrace::describe(const Subst& s) const {
 
 Normalizer::State::State(NormalizedTrace& o, const rm::Tables& tables,
                          const NormalizeOptions& options)
-    : out(o), t(tables), rules(options.rules) {
+    : out(o), t(tables), rules(options.rules), capture_view(options.capture_view) {
   size_t n = 0;
   for (const rm::StructEntry& s : t.structs()) {
     n = std::max<size_t>(n, size_t{s.first_field} + s.field_count);
@@ -374,15 +375,45 @@ std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, st
   return nt;
 }
 
+// A trace file whose reader has read its header.
+std::unique_ptr<NormalizedTrace> normalize_opened(trace::TraceReader& r, const std::string& path,
+                                                  const NormalizeOptions& options) {
+  struct stat st;
+  uint64_t size = ::stat(path.c_str(), &st) == 0 && st.st_size > 0 ? st.st_size : 0;
+  return normalize_reader(r, path, size, options, trace::loaded_libcuda_if_unversioned(path));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
                                                         const NormalizeOptions& options) {
   auto r = trace::TraceReader::open(path);
   if (!r) return r.error();
-  struct stat st;
-  uint64_t size = ::stat(path.c_str(), &st) == 0 && st.st_size > 0 ? st.st_size : 0;
-  return normalize_reader(**r, path, size, options, trace::loaded_libcuda_if_unversioned(path));
+  return normalize_opened(**r, path, options);
+}
+
+NormalizedPair normalize_pair(const std::string& path_a, const std::string& path_b,
+                              const NormalizeOptions& options) {
+  NormalizedPair out;
+  auto ra = trace::TraceReader::open(path_a);
+  auto rb = trace::TraceReader::open(path_b);
+  if (!ra || !rb) {
+    if (!ra) out.a = ra.error();
+    if (!rb) out.b = rb.error();
+    // The other is read all the same, so that its errors are reported too.
+    if (ra) out.a = normalize_file(path_a, options);
+    if (rb) out.b = normalize_file(path_b, options);
+    return out;
+  }
+  // What an imported capture holds decides what of the other is compared.
+  auto import = [](const trace::TraceReader& r) { return r.header().mode == "import"; };
+  NormalizeOptions oa = options, ob = options;
+  oa.capture_view = options.capture_view || (import(**rb) && !import(**ra));
+  ob.capture_view = options.capture_view || (import(**ra) && !import(**rb));
+  std::thread other([&] { out.b = normalize_opened(**rb, path_b, ob); });
+  out.a = normalize_opened(**ra, path_a, oa);
+  other.join();
+  return out;
 }
 
 Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,

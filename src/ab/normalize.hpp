@@ -93,6 +93,10 @@ struct MaskCounts {
   uint64_t unsized = 0;      // bounded reads of calls whose size is not known
   uint64_t by_rule = 0;      // members masked by a rule of ab/rules.cpp
   uint64_t handles = 0, pointers = 0, fds = 0;  // members replaced by symbols
+  // NormalizeOptions::capture_view: what was left out because an imported capture cannot hold
+  // it — allocation parameters RM sized by the class (calls), buffers behind pointer members
+  // (buffers), UVM arguments cut at the capture's bound (calls; their bytes in `beyond_size`).
+  uint64_t capture_params = 0, capture_pointers = 0, capture_uvm = 0;
 };
 
 struct NormEvent {
@@ -180,6 +184,12 @@ struct NormalizeOptions {
   // Or made from the trace's reader (normalize_file, normalize_memory; it takes precedence): a
   // namer that follows the module records the reader has read so far (trace::make_api_namer).
   std::function<ApiNamer(const trace::TraceReader&)> reader_api_namer;
+  // Normalise a call as an imported capture holds it, to compare a recording with one (ab,
+  // docs/ab.md): leave out what the capture format does not record — the parameters of an RM
+  // alloc with paramsSize 0 (RM sizes them by the class), the buffers behind pointer members, the
+  // bytes of a UVM argument past the capture's bound of 256 (and a status beyond them) — and
+  // count them in MaskCounts::capture_*. normalize_pair sets it where the other trace is an import.
+  bool capture_view = false;
   // normalize_events: the version of the libcuda the trace's module records name, for a header
   // without a driver version (normalize_file and normalize_memory find it themselves).
   std::string libcuda_version;
@@ -220,6 +230,13 @@ ByteFate byte_fate(const NormalizedTrace& t, uint32_t event, Role role, bool aft
 // Damaged lines are reported in `diagnostics` and skipped.
 Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
                                                         const NormalizeOptions& options = {});
+// Both traces of a comparison, read and normalised at the same time, one thread each; a
+// recording compared with an imported capture is normalised with NormalizeOptions::capture_view.
+struct NormalizedPair {
+  Result<std::unique_ptr<NormalizedTrace>> a = Error{}, b = Error{};
+};
+NormalizedPair normalize_pair(const std::string& path_a, const std::string& path_b,
+                              const NormalizeOptions& options = {});
 // The same over trace bytes in memory (fuzzing), `name` standing for the file.
 Result<std::unique_ptr<NormalizedTrace>> normalize_memory(std::string bytes, std::string name,
                                                           const NormalizeOptions& options = {});

@@ -7,6 +7,7 @@
 #include "ab/normalize_state.hpp"
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
+#include "trace/capture_import.hpp"
 
 namespace cudatool::ab::detail {
 namespace {
@@ -116,6 +117,10 @@ Plan plan_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
       p.arg_sized = !(arg && arg->bounded);
       p.arg_size = recorded;
     }
+    if (s.capture_view && p.arg_sized && p.arg_size > trace::kCaptureUvmBytes) {
+      p.arg_size = trace::kCaptureUvmBytes;  // what a capture holds of it
+      ++s.out.masks.capture_uvm;
+    }
     p.id_layout = p.arg_layout;
     p.id_bytes = arg ? &side_bytes(*arg) : nullptr;
     return p;
@@ -183,8 +188,27 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   ne.request = ev.request;
   Plan p = plan_ioctl(s, ev, ne);
   if (ev.arg && ev.arg->addr != 0) s.live.push_back({Role::kArg, ev.arg->addr, ev.arg->size});
+  // Which nested buffers are compared. Not: a NULL pointer with size 0 (a control without
+  // parameters: nothing to compare, and an imported capture writes no buffer for it); in
+  // capture_view, what a capture does not hold (an address into it then reads as in the capture).
+  auto compared = [&](const trace::Buffer& b, bool count) {
+    if (b.addr == 0 && b.before.empty() && b.after.empty() && b.before_error.empty() &&
+        b.after_error.empty()) {
+      return false;
+    }
+    if (!s.capture_view) return true;
+    if (b.sized_by == "class") {
+      out.masks.capture_params += count;
+      return false;
+    }
+    if (b.role.find('.') != std::string::npos) {
+      out.masks.capture_pointers += count;
+      return false;
+    }
+    return true;
+  };
   for (const trace::Buffer& b : ev.nested) {
-    if (b.addr != 0) s.live.push_back({role_of(b.role), b.addr, b.size});
+    if (b.addr != 0 && compared(b, false)) s.live.push_back({role_of(b.role), b.addr, b.size});
   }
 
   // Identity: command, class, status, client, and the object created or freed.
@@ -201,8 +225,11 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   if (p.xfer_layout != nullptr) status_buf = nested(ev, "xfer");
   if (status_buf != nullptr && !status_buf->after.empty()) {
     if (p.uvm != nullptr && p.uvm->rm_status_offset >= 0) {
-      ne.status = ByteView(status_buf->after.data(), status_buf->after.size())
-                      .read<uint32_t>(static_cast<uint64_t>(p.uvm->rm_status_offset));
+      // Within the bytes compared (capture_view cuts UVM arguments short).
+      if (static_cast<uint64_t>(p.uvm->rm_status_offset) + 4 <= p.arg_size) {
+        ne.status = ByteView(status_buf->after.data(), status_buf->after.size())
+                        .read<uint32_t>(static_cast<uint64_t>(p.uvm->rm_status_offset));
+      }
     } else if (const rm::FieldEntry* f = s.field_of_kind(p.id_layout, rm::ValueKind::kStatus)) {
       auto v = read_field(f, status_buf->after, p.id_base);
       if (v) ne.status = static_cast<uint32_t>(*v);
@@ -257,6 +284,7 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   // Nested buffers first: an object's creation parameters are part of its name (symbols.cpp).
   size_t first_nested = out.buffers.size();
   for (const trace::Buffer& b : ev.nested) {
+    if (!compared(b, true)) continue;
     Role role = role_of(b.role);
     const rm::StructEntry* layout = nullptr;
     if (role == Role::kParams) layout = p.params_layout;

@@ -66,6 +66,7 @@ struct Normalizer::State {
   NormalizedTrace& out;
   const rm::Tables& t;
   bool rules;          // apply ab/rules.cpp kMaskRules
+  bool capture_view;   // NormalizeOptions::capture_view
   ApiNamer api_namer;  // NormalizeOptions::api_namer for this trace (may be empty)
   std::unordered_map<std::string, uint32_t> api_ids;       // name → index in out.api_names
   std::unordered_map<std::string, uint32_t> env_path_ids;  // path → index in out.env_paths

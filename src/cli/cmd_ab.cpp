@@ -2,8 +2,6 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include <thread>
-
 #include "ab/compare.hpp"
 #include "cli/ab_html.hpp"
 #include "cli/ab_output.hpp"
@@ -39,14 +37,9 @@ ab::NormalizeOptions normalize_options(const StackOptions& s) {
 
 int run_ab(const AbCliOptions& o) {
   // The two traces are read and normalised at the same time, one thread each.
-  Result<std::unique_ptr<ab::NormalizedTrace>> ra = Error{};
-  Result<std::unique_ptr<ab::NormalizedTrace>> rb = Error{};
-  {
-    ab::NormalizeOptions n = normalize_options(o.stacks);
-    std::thread other([&] { rb = ab::normalize_file(o.b, n); });
-    ra = ab::normalize_file(o.a, n);
-    other.join();
-  }
+  ab::NormalizedPair pair = ab::normalize_pair(o.a, o.b, normalize_options(o.stacks));
+  Result<std::unique_ptr<ab::NormalizedTrace>>& ra = pair.a;
+  Result<std::unique_ptr<ab::NormalizedTrace>>& rb = pair.b;
   if (!ra || !rb) {
     if (!ra) print_error(ra.error());
     if (!rb) print_error(rb.error());
@@ -123,7 +116,9 @@ void register_ab(CLI::App& app, int* exit_code) {
       "run that it never made are counted, not listed (--all lists them). Events the other\n"
       "recording could not have held are left out, and a note says how many and why: exits of\n"
       "threads against preload mode or a replayed run, environment reads outside the other's\n"
-      "--env globs, closes, dups, munmaps, execs and exits against an imported capture.\n"
+      "--env globs, closes, dups, munmaps, execs and exits against an imported capture. Nor is\n"
+      "what a capture does not hold of a call compared against one: allocation parameters passed\n"
+      "with paramsSize 0, buffers behind pointer members, UVM argument bytes past 256.\n"
       "\n"
       "Exit status: 0 equivalent, 1 divergent, 2 bad input (unreadable file, not a trace, damaged\n"
       "lines: the comparison of what could be read is still printed).");

@@ -37,6 +37,10 @@ struct ImportResult {
   std::string compression;  // of the capture: "none", "xz", "zstd"
 };
 
+// The capture format read this many bytes of a /dev/nvidia-uvm argument (fewer at the end of a
+// page): an import marks the read `bounded`, and ab compares no more of the other side's.
+inline constexpr uint64_t kCaptureUvmBytes = 256;
+
 // One capture line into `ev` (storage reused). Errors name the field and the offset.
 Status parse_capture_line(std::string_view line, uint64_t offset, Event& ev);
 

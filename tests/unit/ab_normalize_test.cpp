@@ -3,7 +3,9 @@
 // not, and is named. Layouts (offsets of members) come from the r580 tables, not from ab/.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
+
 #include <cerrno>
 #include <map>
 
@@ -12,6 +14,8 @@
 #include "base/bytes.hpp"
 #include "rm/tables.hpp"
 #include "rm_synth.hpp"
+#include "trace/capture_import.hpp"
+#include "trace/trace_file.hpp"
 
 namespace cudatool::ab {
 namespace {
@@ -430,6 +434,136 @@ TEST(AbNormalize, CallsOfKindsAnImportDoesNotHoldAreNotCompared) {
   Comparison c3 = compare(*rec_a, *rec);
   EXPECT_EQ(c3.left_out_b, 0u);
   EXPECT_EQ(c3.divergences.size(), 4u);
+}
+
+// A recording holds what an imported capture cannot (docs/ab.md, "What an imported capture does
+// not hold"): the parameters of an RM alloc passed with paramsSize 0 (read with the size RM gives
+// the class), buffers behind pointer members, and the whole of a UVM argument the capture cut at
+// 256 bytes (with the status beyond). Against an import, ab leaves those out of the recording
+// (normalize_pair sets capture_view; the "capture" note counts them) and compares the rest.
+TEST(AbNormalize, WhatAnImportedCaptureDoesNotHoldIsNotComparedAgainstOne) {
+  const rm::UvmEntry* uvm = nullptr;
+  for (const rm::UvmEntry& u : tables().uvm_ioctls()) {
+    if (u.params_size > 512 && u.rm_status_offset > 256) uvm = &u;
+  }
+  ASSERT_NE(uvm, nullptr);
+  const auto size = static_cast<uint64_t>(uvm->params_size);
+  // `recorded`: as cudatool records it; else as the capture format holds it. `mark` goes into
+  // the first 256 bytes of the UVM argument, `tail` past them.
+  auto run = [&](const RunValues& r, bool recorded, uint8_t mark, uint8_t tail) {
+    std::vector<trace::Event> ev = program(r);
+    // The device's alloc passes its parameters with paramsSize 0.
+    trace::Event& dev = ev[2];
+    uint64_t pp = r.stack + 0x100;
+    for (std::vector<uint8_t>* side : {&dev.arg->before, &dev.arg->after}) {
+      *side = make("NVOS21_PARAMETERS", {{"hRoot", r.client},
+                                         {"hObjectParent", r.client},
+                                         {"hObjectNew", r.device},
+                                         {"hClass", r.cls},
+                                         {"pAllocParms", pp}});
+    }
+    if (recorded) {
+      trace::Buffer p;
+      p.role = "params";
+      p.addr = pp;
+      p.size = 16;
+      p.sized_by = "class";
+      p.before.assign(16, 0);
+      p.after.assign(16, static_cast<uint8_t>(r.tid));  // differs between the runs
+      dev.nested.push_back(p);
+      trace::Buffer list;  // behind a pointer member of the control's parameters
+      list.role = "params.pList";
+      list.addr = r.stack + 0x200;
+      list.size = 8;
+      list.before.assign(8, 0);
+      list.after.assign(8, static_cast<uint8_t>(r.tid));
+      ev[3].nested.push_back(list);
+    }
+    trace::Event open = ev[0];
+    open.path = "/dev/nvidia-uvm";
+    open.ret = r.fd + 1;
+    trace::Event call = open;
+    call.sys = trace::Sys::kIoctl;
+    call.fd = r.fd + 1;
+    call.ret = 0;
+    call.request = uvm->nr;
+    trace::Buffer arg;
+    arg.role = "arg";
+    arg.addr = recorded ? r.stack + 0x400 : 0;
+    arg.size = recorded ? size : trace::kCaptureUvmBytes;
+    arg.bounded = !recorded;
+    arg.before.assign(size, 0);
+    arg.before[8] = mark;
+    arg.before[300] = tail;
+    arg.after = arg.before;
+    store_le<uint32_t>(arg.after.data() + uvm->rm_status_offset, tail == 0 ? 0 : 0x1f);
+    if (!recorded) {
+      arg.before.resize(trace::kCaptureUvmBytes);
+      arg.after.resize(trace::kCaptureUvmBytes);
+    }
+    call.arg = arg;
+    ev.push_back(open);
+    ev.push_back(call);
+    for (size_t i = 0; i < ev.size(); ++i) ev[i].seq = i;
+    return ev;
+  };
+  auto imp = normalize_events(header_of_mode("import"), run(kA, false, 1, 0));
+  NormalizeOptions view;
+  view.capture_view = true;
+  // The recording's bytes past 256 differ (and its status there is an error): not compared.
+  auto rec = normalize_events(header_of_mode("ptrace"), run(kB, true, 1, 7), view);
+  Comparison c = compare(*imp, *rec);
+  EXPECT_TRUE(c.equivalent()) << c.divergences.size();
+  const HeaderNote* note = note_about(c, "capture");
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->message,
+            "not compared in B: the parameters of 1 allocation with paramsSize 0, 1 buffer "
+            "behind pointer members and the bytes past 256 of 1 UVM argument (A is an imported "
+            "capture, whose format holds none of them)");
+  EXPECT_TRUE(compare(*rec, *imp).equivalent());  // the other way round
+
+  // What the capture holds is still compared: a byte in the first 256 of the UVM argument.
+  auto changed = normalize_events(header_of_mode("ptrace"), run(kB, true, 2, 7), view);
+  Comparison c2 = compare(*imp, *changed);
+  ASSERT_EQ(c2.divergences.size(), 1u);
+  EXPECT_EQ(c2.divergences[0].kind, Kind::kParameters);
+
+  // Without the view the recording's extra buffers and bytes are divergences.
+  auto plain = normalize_events(header_of_mode("ptrace"), run(kB, true, 1, 7));
+  Comparison c3 = compare(*imp, *plain);
+  EXPECT_FALSE(c3.equivalent());
+  EXPECT_EQ(note_about(c3, "capture"), nullptr);
+
+  // normalize_pair chooses the view from the headers: on for the recording against an import,
+  // off between two recordings (whose class-sized parameters then count).
+  std::string dir = ::testing::TempDir() + "/cudatool-ab-capture-" + std::to_string(getpid());
+  auto write = [&](const std::string& name, const trace::Header& h,
+                   const std::vector<trace::Event>& ev) {
+    std::string path = dir + "-" + name;
+    auto w = trace::TraceWriter::create(path);
+    EXPECT_TRUE(w) << w.error().message();
+    EXPECT_TRUE((*w)->write_header(h).ok());
+    for (const trace::Event& e : ev) EXPECT_TRUE((*w)->write_event(e).ok());
+    EXPECT_TRUE((*w)->close().ok());
+    return path;
+  };
+  std::string pa = write("a", header_of_mode("import"), run(kA, false, 1, 0));
+  std::string pb = write("b", header_of_mode("ptrace"), run(kB, true, 1, 7));
+  std::string pc = write("c", header_of_mode("ptrace"), run(kA, true, 1, 7));
+  NormalizedPair ab = normalize_pair(pa, pb);
+  ASSERT_TRUE(ab.a && ab.b);
+  EXPECT_TRUE(compare(**ab.a, **ab.b).equivalent());
+  EXPECT_EQ((*ab.b)->masks.capture_params, 1u);
+  EXPECT_EQ((*ab.a)->masks.capture_params, 0u);
+  NormalizedPair cb = normalize_pair(pc, pb);
+  ASSERT_TRUE(cb.a && cb.b);
+  Comparison two = compare(**cb.a, **cb.b);
+  EXPECT_FALSE(two.equivalent());  // the runs' alloc parameters and lists differ
+  EXPECT_EQ(note_about(two, "capture"), nullptr);
+  NormalizedPair bad = normalize_pair(pa, dir + "-absent");
+  EXPECT_TRUE(bad.a);
+  EXPECT_FALSE(bad.b);
+  for (const char* n : {"a", "b", "c"}) ::unlink((dir + "-" + n).c_str());
 }
 
 // Environment events are compared where the other trace's recording covered their paths (its
