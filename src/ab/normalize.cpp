@@ -392,6 +392,10 @@ Result<std::unique_ptr<NormalizedTrace>> normalize_file(const std::string& path,
   return normalize_opened(**r, path, options);
 }
 
+bool NormalizeOptions::capture_view_against(const trace::Header& self, const trace::Header& other) {
+  return other.mode == "import" && self.mode != "import";
+}
+
 NormalizedPair normalize_pair(const std::string& path_a, const std::string& path_b,
                               const NormalizeOptions& options) {
   NormalizedPair out;
@@ -406,10 +410,9 @@ NormalizedPair normalize_pair(const std::string& path_a, const std::string& path
     return out;
   }
   // What an imported capture holds decides what of the other is compared.
-  auto import = [](const trace::TraceReader& r) { return r.header().mode == "import"; };
   NormalizeOptions oa = options, ob = options;
-  oa.capture_view = options.capture_view || (import(**rb) && !import(**ra));
-  ob.capture_view = options.capture_view || (import(**ra) && !import(**rb));
+  oa.capture_view |= NormalizeOptions::capture_view_against((*ra)->header(), (*rb)->header());
+  ob.capture_view |= NormalizeOptions::capture_view_against((*rb)->header(), (*ra)->header());
   std::thread other([&] { out.b = normalize_opened(**rb, path_b, ob); });
   out.a = normalize_opened(**ra, path_a, oa);
   other.join();

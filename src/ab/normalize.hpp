@@ -190,6 +190,9 @@ struct NormalizeOptions {
   // bytes of a UVM argument past the capture's bound of 256 (and a status beyond them) — and
   // count them in MaskCounts::capture_*. normalize_pair sets it where the other trace is an import.
   bool capture_view = false;
+  // Whether a trace with header `self` is normalised with capture_view to be compared with one
+  // with header `other`: when the other is an imported capture and it is not.
+  static bool capture_view_against(const trace::Header& self, const trace::Header& other);
   // normalize_events: the version of the libcuda the trace's module records name, for a header
   // without a driver version (normalize_file and normalize_memory find it themselves).
   std::string libcuda_version;

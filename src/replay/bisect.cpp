@@ -72,6 +72,56 @@ std::vector<uint32_t> ddmin(uint32_t count,
   return c;
 }
 
+std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording& bad) {
+  // Of what both hold: against an imported capture, a recording is compared as the capture holds
+  // its calls (ab::normalize_pair does the same for `cudatool ab`).
+  auto view = [](const Recording& self, const Recording& other) {
+    std::unique_ptr<ab::NormalizedTrace> v;
+    if (ab::NormalizeOptions::capture_view_against(self.header, other.header)) {
+      ab::NormalizeOptions o;
+      o.capture_view = true;
+      o.libcuda_version = self.norm->libcuda_version;
+      v = ab::normalize_events(self.header, self.events, o);
+    }
+    return v;
+  };
+  std::unique_ptr<ab::NormalizedTrace> good_view = view(good, bad), bad_view = view(bad, good);
+  ab::Comparison cmp =
+      ab::compare(good_view ? *good_view : *good.norm, bad_view ? *bad_view : *bad.norm);
+  std::vector<AnswerDiff> out;
+  for (const ab::Divergence& d : cmp.divergences) {
+    if (d.kind != ab::Kind::kStatus && d.kind != ab::Kind::kReturn &&
+        d.kind != ab::Kind::kParameters) {
+      continue;
+    }
+    // The program's own end (its exit status) is the outcome bisect explains, not an answer.
+    if (bad.events[d.b].sys == trace::Sys::kExit || good.events[d.a].sys == trace::Sys::kExit) {
+      continue;
+    }
+    bool answer = d.kind != ab::Kind::kParameters;
+    std::string change;
+    for (const ab::FieldDiff& f : d.fields) {
+      // The fd a call is made on is the program's input (its naming differs when an earlier
+      // open or close did), not the kernel's answer.
+      if (f.side == "in" || f.field == "fd") continue;
+      answer = true;
+      if (!change.empty()) change += ", ";
+      change += fmt::format("{} {} -> {}", f.field, f.a, f.b);
+    }
+    if (!answer) continue;  // the program asked differently: a consequence, not an answer
+    AnswerDiff a;
+    a.good_index = d.a;
+    a.bad_index = d.b;
+    a.good_seq = good.events[d.a].seq;
+    a.bad_seq = bad.events[d.b].seq;
+    a.kind = std::string(ab::kind_name(d.kind));
+    a.what = describe_event(good, d.a);
+    a.change = change;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 Result<BisectReport> run_bisect(const BisectOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto good = load_recording(o.good);
@@ -104,38 +154,7 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     }
     rep.criterion = fmt::format("exit status {} (BAD's trailer)", rep.bad_exit_status);
   }
-  // BAD's answers that differ, paired with GOOD's calls by ab's alignment.
-  ab::Comparison cmp = ab::compare(*good->norm, *bad->norm);
-  for (const ab::Divergence& d : cmp.divergences) {
-    if (d.kind != ab::Kind::kStatus && d.kind != ab::Kind::kReturn &&
-        d.kind != ab::Kind::kParameters) {
-      continue;
-    }
-    // The program's own end (its exit status) is the outcome bisect explains, not an answer.
-    if (bad->events[d.b].sys == trace::Sys::kExit || good->events[d.a].sys == trace::Sys::kExit) {
-      continue;
-    }
-    bool answer = d.kind != ab::Kind::kParameters;
-    std::string change;
-    for (const ab::FieldDiff& f : d.fields) {
-      // The fd a call is made on is the program's input (its naming differs when an earlier
-      // open or close did), not the kernel's answer.
-      if (f.side == "in" || f.field == "fd") continue;
-      answer = true;
-      if (!change.empty()) change += ", ";
-      change += fmt::format("{} {} -> {}", f.field, f.a, f.b);
-    }
-    if (!answer) continue;  // the program asked differently: a consequence, not an answer
-    AnswerDiff a;
-    a.good_index = d.a;
-    a.bad_index = d.b;
-    a.good_seq = good->events[d.a].seq;
-    a.bad_seq = bad->events[d.b].seq;
-    a.kind = std::string(ab::kind_name(d.kind));
-    a.what = describe_event(*good, d.a);
-    a.change = change;
-    rep.diffs.push_back(std::move(a));
-  }
+  rep.diffs = differing_answers(*good, *bad);
   if (rep.diffs.empty()) {
     rep.message = "BAD answers no call differently from GOOD (after ab's normalisation)";
     return rep;

@@ -54,6 +54,11 @@ struct BisectReport {
   double wall_s = 0;
 };
 
+// BAD's answers that differ from GOOD's: ab's divergences of status, return or output between
+// calls its alignment pairs (not the program's exit), of what both recordings hold — against an
+// imported capture, the other is compared as the capture holds its calls.
+std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording& bad);
+
 // Errors: a recording cannot be read, the criterion cannot be formed (BAD has no trailer and no
 // --fails-if), a replay cannot be run.
 Result<BisectReport> run_bisect(const BisectOptions& options);

@@ -126,10 +126,11 @@ std::vector<trace::Event> opened_nvidiactl() {
 }
 
 std::string trace_text(const std::vector<trace::Event>& ev,
-                       std::optional<std::string> driver_version = "580.159.04") {
+                       std::optional<std::string> driver_version = "580.159.04",
+                       std::string mode = "preload") {
   trace::Header h;
   h.driver_version = std::move(driver_version);
-  h.mode = "preload";
+  h.mode = std::move(mode);
   h.devices = "/dev/nvidia*";
   std::string out;
   trace::append_header_line(out, h);
@@ -429,6 +430,67 @@ TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
     ASSERT_FALSE(r) << spec;
     EXPECT_NE(r.error().message().find(why), std::string::npos) << r.error().message();
   }
+}
+
+// Bisect's candidates are BAD's answers that differ from GOOD's in what both recordings hold:
+// GOOD an imported capture (no class-sized alloc parameters, no buffers behind pointers), BAD a
+// recording with both — only the control whose output BAD changed is a candidate, not the
+// alloc whose parameters the capture lacks. Two recordings: that alloc's differing parameters
+// count too.
+TEST(ReplayBisect, OnlyWhatBothRecordingsHoldIsACandidate) {
+  auto run = [](bool recorded, uint32_t changelist, uint8_t alloc_out) {
+    std::vector<trace::Event> ev = opened_nvidiactl();
+    // NV_ESC_RM_ALLOC (NVOS21) of NV01_DEVICE_0 with pAllocParms and paramsSize 0.
+    std::vector<uint8_t> a(32, 0);
+    store_le<uint32_t>(a.data() + 0, 0xc1d00001);
+    store_le<uint32_t>(a.data() + 4, 0xc1d00001);
+    store_le<uint32_t>(a.data() + 8, 0x5c000001);
+    store_le<uint32_t>(a.data() + 12, 0x80);
+    store_le<uint64_t>(a.data() + 16, 0x7ffd5000);
+    trace::Event alloc = ioctl(1, "/dev/nvidiactl", 0xc020462b, a, a);
+    if (recorded) {
+      trace::Buffer p;
+      p.role = "params";
+      p.addr = 0x7ffd5000;
+      p.size = 8;
+      p.sized_by = "class";
+      p.before.assign(8, 0);
+      p.after.assign(8, alloc_out);
+      alloc.nested.push_back(p);
+    }
+    ev.push_back(alloc);
+    // NV_ESC_RM_CONTROL NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: changelistNumber comes back.
+    std::vector<uint8_t> c(32, 0);
+    store_le<uint32_t>(c.data() + 0, 0xc1d00001);
+    store_le<uint32_t>(c.data() + 4, 0xc1d00001);
+    store_le<uint32_t>(c.data() + 8, 0x101);
+    store_le<uint64_t>(c.data() + 16, 0x7ffd1000);
+    store_le<uint32_t>(c.data() + 24, 40);
+    trace::Event ctl = ioctl(2, "/dev/nvidiactl", 0xc020462a, c, c);
+    trace::Buffer p;
+    p.role = "params";
+    p.addr = 0x7ffd1000;
+    p.size = 40;
+    p.before.assign(40, 0);
+    p.after = p.before;
+    store_le<uint32_t>(p.after.data() + 32, changelist);
+    ctl.nested.push_back(p);
+    ev.push_back(ctl);
+    return trace_text(ev, "580.159.04", recorded ? "ptrace" : "import");
+  };
+  auto good = recording_from_memory(run(false, 0x1234, 0), "good.jsonl");
+  auto bad = recording_from_memory(run(true, 0x9999, 7), "bad.jsonl");
+  ASSERT_TRUE(good && bad);
+  std::vector<AnswerDiff> d = differing_answers(*good, *bad);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].good_seq, 2u);
+  EXPECT_NE(d[0].change.find("0x9999"), std::string::npos) << d[0].change;
+  // Two recordings: the alloc's parameters differ as well.
+  auto good2 = recording_from_memory(run(true, 0x1234, 0), "good2.jsonl");
+  ASSERT_TRUE(good2);
+  std::vector<AnswerDiff> d2 = differing_answers(*good2, *bad);
+  ASSERT_EQ(d2.size(), 2u);
+  EXPECT_EQ(d2[0].good_seq, 1u);
 }
 
 // The recorded machine's memory block size reaches the replayed program: libcuda reads
