@@ -124,6 +124,31 @@ std::string counted(std::string_view call, uint64_t n) {
   return std::to_string(n) + " " + noun + (word ? "s" : "");
 }
 
+namespace {
+
+// A run that stopped after the first divergence: the alignment ends with calls of the other run
+// only (after the first divergence's entry `fk`). Those are folded into one finding.
+void later_end(const Comparison& c, uint32_t fk, Verdict& v) {
+  size_t n = c.entries.size();
+  if (n <= fk + 1) return;
+  Op gone = c.entries[n - 1].op;
+  if (gone != Op::kMissing && gone != Op::kExtra) return;
+  size_t k = n;
+  while (k > fk + 1 && c.entries[k - 1].op == gone) --k;
+  EarlyEnd ee;
+  ee.b_stopped = gone == Op::kMissing;
+  ee.later = true;
+  ee.from_entry = static_cast<uint32_t>(k);
+  ee.not_made = ee.remaining = static_cast<uint32_t>(n - k);
+  for (size_t j = k; j-- > 0 && ee.after == kNone;) {
+    ee.after = ee.b_stopped ? c.entries[j].a : c.entries[j].b;
+  }
+  v.early_end = ee;
+  v.shown[static_cast<size_t>(ee.b_stopped ? Kind::kMissing : Kind::kExtra)] -= ee.not_made;
+}
+
+}  // namespace
+
 Verdict make_verdict(const Comparison& c) {
   Verdict v;
   for (const Divergence& d : c.divergences) ++v.counts[static_cast<size_t>(d.kind)];
@@ -146,9 +171,13 @@ Verdict make_verdict(const Comparison& c) {
   }
   bool b_stopped = missing > b_from;
   bool a_stopped = extra > a_from;
-  if (!b_stopped && !a_stopped) return v;
+  if (!b_stopped && !a_stopped) {
+    later_end(c, fk, v);
+    return v;
+  }
   EarlyEnd ee;
   ee.b_stopped = b_stopped;
+  ee.from_entry = fk;
   Op gone = b_stopped ? Op::kMissing : Op::kExtra;
   uint32_t own = b_stopped ? f.a : f.b;  // the first divergence's event in the run that went on
   const Entry& fe = c.entries[fk];
@@ -168,7 +197,7 @@ Verdict make_verdict(const Comparison& c) {
 }
 
 bool not_made(const Verdict& v, const Divergence& d) {
-  if (!v.early_end || v.first == nullptr || d.entry < v.first->entry) return false;
+  if (!v.early_end || v.first == nullptr || d.entry < v.early_end->from_entry) return false;
   return d.kind == (v.early_end->b_stopped ? Kind::kMissing : Kind::kExtra);
 }
 
@@ -215,7 +244,7 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
       out.push_back("  A: " + during(v.a.api) + "; B: " + during(v.b.api));
     }
   }
-  if (v.early_end) {
+  if (v.early_end && !v.early_end->later) {
     const EarlyEnd& ee = *v.early_end;
     char s = ee.b_stopped ? 'B' : 'A', o = ee.b_stopped ? 'A' : 'B';
     const Aftermath& ms = ee.b_stopped ? v.b : v.a;
@@ -243,6 +272,13 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
   } else {
     out.push_back("after it, A made " + plural(v.a.events, "more call", "more calls") +
                   ending(v.a) + " and B " + std::to_string(v.b.events) + ending(v.b) + ".");
+    if (v.early_end) {  // later
+      const EarlyEnd& ee = *v.early_end;
+      char s = ee.b_stopped ? 'B' : 'A', o = ee.b_stopped ? 'A' : 'B';
+      out.push_back(std::string(1, s) + " ends after " + std::string(1, o) + " #" +
+                    std::to_string(ee.after) + ": " + std::string(1, o) + "'s remaining " +
+                    plural(ee.remaining, "call was", "calls were") + " not made");
+    }
   }
   return out;
 }

@@ -32,15 +32,19 @@ struct Aftermath {
 };
 
 // A run that stopped early: from the first divergence on, more of the other run's calls have no
-// partner in it than it made calls itself. Its not-made calls are one finding, not one
-// divergence each.
+// partner in it than it made calls itself — or, later than the first divergence, the alignment
+// ends with calls of the other run only (a program that stopped after context creation against
+// a whole run). Its not-made calls are one finding, not one divergence each.
 struct EarlyEnd {
   bool b_stopped = true;  // B stopped (A's calls were not made); false: A stopped
+  bool later = false;     // it stopped after the first divergence: the alignment's tail
   // Index, in the run that went on, of its last event before the calls that were not made: the
-  // first divergence's own event there, or the one before it; kNone when there is none.
+  // first divergence's own event there, or the one before it (later: the last event with a
+  // partner); kNone when there is none.
   uint32_t after = kNone;
-  uint32_t remaining = 0;  // that run's events after `after`
-  uint32_t not_made = 0;   // of them, those with no partner in the run that stopped
+  uint32_t remaining = 0;   // that run's events after `after`
+  uint32_t not_made = 0;    // of them, those with no partner in the run that stopped
+  uint32_t from_entry = 0;  // the entry (Comparison::entries) the not-made calls start at
 };
 
 struct Verdict {

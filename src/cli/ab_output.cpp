@@ -254,7 +254,7 @@ void verdict_json(JsonWriter& w, const Comparison& c, const ab::Verdict& v) {
   w.key("ended_early");
   if (v.early_end) {
     const ab::EarlyEnd& ee = *v.early_end;
-    w.begin_object().kv("stopped", ee.b_stopped ? "b" : "a");
+    w.begin_object().kv("stopped", ee.b_stopped ? "b" : "a").kv("later", ee.later);
     if (ee.after == ab::kNone) {
       w.key("after").null();
     } else {

@@ -211,6 +211,64 @@ TEST(AbVerdict, FailingCallIsPairedWithTheSameRequestAndTheEarlyEndIsOneFinding)
   EXPECT_EQ(text.find("during"), std::string::npos) << "no API namer, no API names: " << text;
 }
 
+// A run that stops later than the first divergence: B answers one early control differently,
+// goes on call for call, and stops before A's last calls (a replayed program that ends after
+// context creation). The first divergence stays the early control; B's end is one finding after
+// the usual line, and only the tail is folded.
+TEST(AbVerdict, ARunThatStopsLaterEndsWithOneFindingToo) {
+  const rm::CtrlEntry& info = control("NV0080_CTRL_CMD_GPU_GET_CLASSLIST");
+  const rm::CtrlEntry& num = control("NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES");
+  Conversation a = start(), b = start();
+  control_call(a, info, 1, 0);
+  control_call(b, info, 1, status_value("NV_ERR_NOT_SUPPORTED"));
+  for (int i = 0; i < 10; ++i) {
+    control_call(a, num, 10 + i, 0);
+    if (i < 6) control_call(b, num, 10 + i, 0);
+  }
+  free_device(a);
+  auto na = normalized(a, 0);
+  auto nb = normalized(b, 0);
+  Comparison c = compare(*na, *nb);
+  ASSERT_FALSE(c.divergences.empty());
+  EXPECT_EQ(c.divergences.front().kind, Kind::kStatus);
+  EXPECT_EQ(c.divergences.front().a, 3u);
+  Verdict v = make_verdict(c);
+  ASSERT_TRUE(v.early_end.has_value());
+  EXPECT_TRUE(v.early_end->later);
+  EXPECT_TRUE(v.early_end->b_stopped);
+  EXPECT_EQ(v.early_end->after, 9u);     // A's 6th control after the failing one, B's last call
+  EXPECT_EQ(v.early_end->not_made, 5u);  // 4 controls and the free
+  EXPECT_EQ(v.early_end->remaining, 5u);
+  EXPECT_EQ(v.counts[static_cast<size_t>(Kind::kMissing)], 5u);
+  EXPECT_EQ(v.shown[static_cast<size_t>(Kind::kMissing)], 0u);
+  std::vector<std::string> lines = verdict_lines(c, v);
+  std::string text = joined(lines);
+  EXPECT_TRUE(has_line(lines,
+                       "after it, A made 11 more calls (exit status 0) and B 6 (exit "
+                       "status 0)."))
+      << text;
+  EXPECT_TRUE(has_line(lines, "B ends after A #9: A's remaining 5 calls were not made")) << text;
+  EXPECT_EQ(count_line(v),
+            "1 divergence: 1 different_status; B ended early: 5 of A's calls not made");
+  size_t folded = 0;
+  for (const Divergence& d : c.divergences) folded += not_made(v, d);
+  EXPECT_EQ(folded, 5u);
+  EXPECT_FALSE(not_made(v, c.divergences.front()));
+
+  // A missing call before the tail stays a divergence of its own.
+  Conversation b2 = start();
+  control_call(b2, info, 1, status_value("NV_ERR_NOT_SUPPORTED"));
+  for (int i = 0; i < 6; ++i) {
+    if (i != 2) control_call(b2, num, 10 + i, 0);
+  }
+  auto nb2 = normalized(b2, 0);
+  Comparison c2 = compare(*na, *nb2);
+  Verdict v2 = make_verdict(c2);
+  ASSERT_TRUE(v2.early_end.has_value());
+  EXPECT_EQ(v2.early_end->not_made, 5u);
+  EXPECT_EQ(v2.shown[static_cast<size_t>(Kind::kMissing)], 1u);
+}
+
 TEST(AbVerdict, AnEqualCallLaterOnIsNotAPartnerEither) {
   // A makes B's failing request twice: the first one, at the same place, is its partner.
   Conversation a = start();
