@@ -1,7 +1,8 @@
 // Fuzzes `ab` end to end below the command line (src/ab/): two traces from one input (split at
 // the first "\n=====B=====\n"), each read, normalised (handles, pointers, fds, layouts), aligned,
 // compared, and every divergence described — field names, values, summaries, byte fates — and the
-// verdict made (first divergence, aftermath, early end) and written as text.
+// verdict made (first divergence, aftermath, early end) and written as text. B is normalised as
+// an imported capture holds its calls (capture_view) when bit 1 of the input size is set.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string a(all.substr(0, cut));
   std::string b(cut == std::string_view::npos ? all : all.substr(cut + kSep.size()));
   auto na = normalize_memory(std::move(a), "a");
-  auto nb = normalize_memory(std::move(b), "b");
+  NormalizeOptions ob;
+  ob.capture_view = (size & 2) != 0;
+  auto nb = normalize_memory(std::move(b), "b", ob);
   if (!na || !nb) return 0;
   CompareOptions o;
   o.align.max_dp_cells = 1 << 16;  // small budget: anchors and the greedy walk are fuzzed too
@@ -36,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(v.early_end->not_made <= v.early_end->remaining);
     FUZZ_CHECK(v.first != nullptr);
   }
+  for (size_t k = 0; k < v.counts.size(); ++k) FUZZ_CHECK(v.shown[k] <= v.counts[k]);
   for (const Divergence& d : c.divergences) n += not_made(v, d);
   const NormalizedTrace& t = **na;
   for (uint32_t e = 0; e < t.events.size() && e < 64; ++e) {

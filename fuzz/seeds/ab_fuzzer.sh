@@ -15,6 +15,14 @@ if [[ -n $bin && -n $data ]]; then
   { sed -n '1,30p' "$tmp/a.jsonl"; printf '%s' "$sep"; sed -n '1,30p' "$tmp/b.jsonl" | sed '20s/"post":"0/"post":"1/'; } > "$out/ab-changed"
   { sed -n '1,30p' "$tmp/a.jsonl"; printf '%s' "$sep"; sed -n '1,30p' "$tmp/b.jsonl" | sed "15d"; } > "$out/ab-dropped"
   { sed -n '150,200p' "$tmp/a.jsonl" | sed '1i'"$(head -n1 "$tmp/a.jsonl")"; printf '%s' "$sep"; head -c 3000 "$tmp/b.jsonl"; } > "$out/ab-cut"
+  # A recording against the import (ab's capture view of B: the fuzzer sets it when bit 1 of the
+  # input size is set; the padding makes it so): class-sized parameters, buffers behind pointers.
+  f="$out/ab-capture-view"
+  { sed -n '1,40p' "$tmp/a.jsonl"; printf '%s' "$sep"
+    sed -n '1,40p' "$tmp/a.jsonl" | sed '1s/"mode":"import"/"mode":"ptrace"/' |
+      sed '5,25s/"role":"params",/"role":"params","sized_by":"class",/' |
+      sed '26,40s/"role":"params",/"role":"params.pList",/'; } > "$f"
+  while (( ($(wc -c < "$f") & 2) == 0 )); do printf '\n' >> "$f"; done
   rm -rf "$tmp"
 fi
 exit 0

@@ -138,23 +138,17 @@ std::string trace_text(const std::vector<trace::Event>& ev,
   return out;
 }
 
-std::string small_trace(bool with_members,
-                        std::optional<std::string> driver_version = "580.159.04") {
-  std::vector<trace::Event> ev = opened_nvidiactl();
-  // NV_ESC_RM_ALLOC (NVOS21) of NV01_ROOT_CLIENT (0x41): hObjectNew comes back 0xc1d00001.
-  std::vector<uint8_t> pre(32, 0), post(32, 0);
-  store_le<uint32_t>(pre.data() + 12, 0x41);
-  post = pre;
-  store_le<uint32_t>(post.data() + 8, 0xc1d00001);
-  ev.push_back(ioctl(1, "/dev/nvidiactl", 0xc020462b, pre, post));
-  // NV_ESC_RM_CONTROL NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION (0x101) with 40 bytes of params.
+// NV_ESC_RM_CONTROL NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION (0x101) with 40 bytes of params at
+// 0x7ffd1000 (the three string pointers 0x7ffd2000, 0x7ffd3000, 0x7ffd4000); changelistNumber
+// comes back `changelist`.
+trace::Event build_version_call(uint64_t seq, uint32_t changelist) {
   std::vector<uint8_t> c(32, 0);
   store_le<uint32_t>(c.data() + 0, 0xc1d00001);
   store_le<uint32_t>(c.data() + 4, 0xc1d00001);
   store_le<uint32_t>(c.data() + 8, 0x101);
   store_le<uint64_t>(c.data() + 16, 0x7ffd1000);
   store_le<uint32_t>(c.data() + 24, 40);
-  trace::Event ctl = ioctl(2, "/dev/nvidiactl", 0xc020462a, c, c);
+  trace::Event ctl = ioctl(seq, "/dev/nvidiactl", 0xc020462a, c, c);
   trace::Buffer p;
   p.role = "params";
   p.addr = 0x7ffd1000;
@@ -165,9 +159,22 @@ std::string small_trace(bool with_members,
   store_le<uint64_t>(p.before.data() + 16, 0x7ffd3000);  // pVersionBuffer
   store_le<uint64_t>(p.before.data() + 24, 0x7ffd4000);  // pTitleBuffer
   p.after = p.before;
-  store_le<uint32_t>(p.after.data() + 32, 0x1234);  // changelistNumber
+  store_le<uint32_t>(p.after.data() + 32, changelist);  // changelistNumber
   store_le<uint32_t>(p.after.data() + 36, 0x5678);
   ctl.nested.push_back(p);
+  return ctl;
+}
+
+std::string small_trace(bool with_members,
+                        std::optional<std::string> driver_version = "580.159.04") {
+  std::vector<trace::Event> ev = opened_nvidiactl();
+  // NV_ESC_RM_ALLOC (NVOS21) of NV01_ROOT_CLIENT (0x41): hObjectNew comes back 0xc1d00001.
+  std::vector<uint8_t> pre(32, 0), post(32, 0);
+  store_le<uint32_t>(pre.data() + 12, 0x41);
+  post = pre;
+  store_le<uint32_t>(post.data() + 8, 0xc1d00001);
+  ev.push_back(ioctl(1, "/dev/nvidiactl", 0xc020462b, pre, post));
+  trace::Event ctl = build_version_call(2, 0x1234);
   if (with_members) {
     trace::Buffer m;
     m.role = "params.pDriverVersionBuffer";
@@ -459,23 +466,7 @@ TEST(ReplayBisect, OnlyWhatBothRecordingsHoldIsACandidate) {
       alloc.nested.push_back(p);
     }
     ev.push_back(alloc);
-    // NV_ESC_RM_CONTROL NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: changelistNumber comes back.
-    std::vector<uint8_t> c(32, 0);
-    store_le<uint32_t>(c.data() + 0, 0xc1d00001);
-    store_le<uint32_t>(c.data() + 4, 0xc1d00001);
-    store_le<uint32_t>(c.data() + 8, 0x101);
-    store_le<uint64_t>(c.data() + 16, 0x7ffd1000);
-    store_le<uint32_t>(c.data() + 24, 40);
-    trace::Event ctl = ioctl(2, "/dev/nvidiactl", 0xc020462a, c, c);
-    trace::Buffer p;
-    p.role = "params";
-    p.addr = 0x7ffd1000;
-    p.size = 40;
-    p.before.assign(40, 0);
-    p.after = p.before;
-    store_le<uint32_t>(p.after.data() + 32, changelist);
-    ctl.nested.push_back(p);
-    ev.push_back(ctl);
+    ev.push_back(build_version_call(2, changelist));
     return trace_text(ev, "580.159.04", recorded ? "ptrace" : "import");
   };
   auto good = recording_from_memory(run(false, 0x1234, 0), "good.jsonl");
