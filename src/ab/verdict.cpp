@@ -217,6 +217,24 @@ std::string divergence_place(const Comparison& c, const Divergence& d) {
   return s;
 }
 
+namespace {
+
+// "B ends after A #44: 704 of A's remaining 708 calls were not made".
+std::string end_line(const EarlyEnd& ee) {
+  char s = ee.b_stopped ? 'B' : 'A', o = ee.b_stopped ? 'A' : 'B';
+  std::string where = ee.after == kNone
+                          ? std::string("at the start")
+                          : "after " + std::string(1, o) + " #" + std::to_string(ee.after);
+  std::string which =
+      ee.not_made == ee.remaining
+          ? std::string(1, o) + "'s remaining " + plural(ee.remaining, "call was", "calls were")
+          : std::to_string(ee.not_made) + " of " + std::string(1, o) + "'s remaining " +
+                plural(ee.remaining, "call", "calls") + (ee.not_made == 1 ? " was" : " were");
+  return std::string(1, s) + " ends " + where + ": " + which + " not made";
+}
+
+}  // namespace
+
 std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bool ascii) {
   std::vector<std::string> out;
   if (v.first == nullptr) return out;
@@ -260,25 +278,11 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
                   plural(ms.total, "event", "events") + ending(ms) + ";");
     out.push_back(std::string(1, o) + " made " + plural(ee.remaining, "more call", "more calls") +
                   ending(mo) + ".");
-    std::string where = ee.after == kNone
-                            ? std::string("at the start")
-                            : "after " + std::string(1, o) + " #" + std::to_string(ee.after);
-    std::string which =
-        ee.not_made == ee.remaining
-            ? std::string(1, o) + "'s remaining " + plural(ee.remaining, "call was", "calls were")
-            : std::to_string(ee.not_made) + " of " + std::string(1, o) + "'s remaining " +
-                  plural(ee.remaining, "call", "calls") + (ee.not_made == 1 ? " was" : " were");
-    out.push_back(std::string(1, s) + " ends " + where + ": " + which + " not made");
+    out.push_back(end_line(ee));
   } else {
     out.push_back("after it, A made " + plural(v.a.events, "more call", "more calls") +
                   ending(v.a) + " and B " + std::to_string(v.b.events) + ending(v.b) + ".");
-    if (v.early_end) {  // later
-      const EarlyEnd& ee = *v.early_end;
-      char s = ee.b_stopped ? 'B' : 'A', o = ee.b_stopped ? 'A' : 'B';
-      out.push_back(std::string(1, s) + " ends after " + std::string(1, o) + " #" +
-                    std::to_string(ee.after) + ": " + std::string(1, o) + "'s remaining " +
-                    plural(ee.remaining, "call was", "calls were") + " not made");
-    }
+    if (v.early_end) out.push_back(end_line(*v.early_end));  // a later end
   }
   return out;
 }
