@@ -347,7 +347,10 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   } else {
     // The object the call is about: hObject (controls), else hMemory (map/unmap memory).
     for (std::string_view member : {std::string_view("hObject"), std::string_view("hMemory")}) {
-      auto h = read_field(s.field(p.id_layout, member), idb, p.id_base);
+      const rm::FieldEntry* f = s.field(p.id_layout, member);
+      // Of a UVM argument, only within the bytes compared (capture_view cuts it short).
+      if (f != nullptr && p.uvm != nullptr && uint64_t{f->offset} + f->size > p.arg_size) break;
+      auto h = read_field(f, idb, p.id_base);
       if (!h) continue;
       if (*h != 0) ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, member});
       break;
