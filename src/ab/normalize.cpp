@@ -405,8 +405,8 @@ NormalizedPair normalize_pair(const std::string& path_a, const std::string& path
     if (!ra) out.a = ra.error();
     if (!rb) out.b = rb.error();
     // The other is read all the same, so that its errors are reported too.
-    if (ra) out.a = normalize_file(path_a, options);
-    if (rb) out.b = normalize_file(path_b, options);
+    if (ra) out.a = normalize_opened(**ra, path_a, options);
+    if (rb) out.b = normalize_opened(**rb, path_b, options);
     return out;
   }
   // What an imported capture holds decides what of the other is compared.

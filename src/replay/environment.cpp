@@ -341,7 +341,10 @@ Status add_memblock_size(const Recording& rec, Environment& env) {
   if (esc == nullptr) return {};
   for (const trace::Event& ev : rec.events) {
     // Only an 'F' request of that number is decoded (a trace without one is not decoded whole).
-    if (ev.sys != trace::Sys::kIoctl || (ev.request & 0xffff) != (('F' << 8) | esc->nr)) continue;
+    if (ev.sys != trace::Sys::kIoctl || NVTR_IOC_TYPE(ev.request) != NVTR_NV_IOCTL_MAGIC ||
+        NVTR_IOC_NR(ev.request) != esc->nr) {
+      continue;
+    }
     rm::Decoded d = rm::decode_event(*rec.tables, ev);
     if (d.call != "NV_ESC_SYS_PARAMS") continue;
     for (const rm::Field& f : d.args) {

@@ -35,7 +35,7 @@ bool names_no_driver_version(const Header& h) {
   return !h.driver_version && h.driver_version_line.empty();
 }
 
-std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules) {
+std::optional<LoadedLibcuda> libcuda_among(std::span<const Module> modules) {
   for (const Module& m : modules) {
     if (!names_libcuda(m.path)) continue;
     if (std::optional<std::string> v = version_of(m.path)) return LoadedLibcuda{m.path, *v};
@@ -50,7 +50,7 @@ std::optional<LoadedLibcuda> loaded_libcuda(TraceReader& reader) {
     bool more = reader.next(ev);
     const std::vector<Module>& mods = reader.modules();
     if (mods.size() > seen) {
-      std::vector<Module> fresh(mods.begin() + static_cast<std::ptrdiff_t>(seen), mods.end());
+      std::span<const Module> fresh = std::span(mods).subspan(seen);
       seen = mods.size();
       if (std::optional<LoadedLibcuda> lib = libcuda_among(fresh)) return lib;
     }

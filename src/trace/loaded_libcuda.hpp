@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "trace/trace_file.hpp"
@@ -26,7 +27,7 @@ std::optional<LoadedLibcuda> loaded_libcuda(TraceReader& reader);
 // Neither `driver_version` nor `driver_version_line`: the tables are then the libcuda's.
 bool names_no_driver_version(const Header& h);
 // The first module of `modules` named libcuda.so* whose version its names give.
-std::optional<LoadedLibcuda> libcuda_among(const std::vector<Module>& modules);
+std::optional<LoadedLibcuda> libcuda_among(std::span<const Module> modules);
 
 // The same for a trace whose header names no driver version (neither `driver_version` nor
 // `driver_version_line`) and which holds module records; nothing otherwise, or when the file
