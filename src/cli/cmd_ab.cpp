@@ -36,6 +36,7 @@ ab::NormalizeOptions normalize_options(const StackOptions& s) {
 }
 
 int run_ab(const AbCliOptions& o) {
+  if (!o.html.empty() && !usable_output("--html", o.html, {o.a, o.b})) return kExitBadInput;
   // The two traces are read and normalised at the same time, one thread each.
   ab::NormalizedPair pair = ab::normalize_pair(o.a, o.b, normalize_options(o.stacks));
   Result<std::unique_ptr<ab::NormalizedTrace>>& ra = pair.a;
@@ -100,16 +101,15 @@ void register_ab(CLI::App& app, int* exit_code) {
       "  cudatool ab host.trace guest.trace --html report.html   # open it in a browser\n"
       "  cudatool ab a.jsonl b.jsonl --api-lib 'libmycuda*'   # 'during myCtxCreate' (stacks)\n"
       "\n"
-      "Before comparing, each trace is normalised: RM handles become names by order of creation\n"
-      "under their parent (c0, c0/1, c0/1/0 …), pointers the buffer or mapping they point into\n"
-      "(params+0x10, map0@/dev/nvidia0#1) or a name by first appearance (va3), fds the device and\n"
-      "order of opening (/dev/nvidiactl#0); times and sequence numbers are ignored and threads "
-      "are\n"
-      "matched by the order in which they were created. Members that vary between identical runs "
-      "are\n"
-      "masked by the rules listed in docs/ab.md. The events of each thread are aligned, so "
-      "inserted,\n"
-      "missing and reordered calls are found; the report starts with the first divergence and its\n"
+      "Before comparing, each trace is normalised: RM handles become names by parent, class and\n"
+      "order of creation (c1/80#0/2080#0: the first NV20_SUBDEVICE_0 of the first NV01_DEVICE_0\n"
+      "of client c1), pointers the buffer or mapping they point into (params+0x10,\n"
+      "map2@/dev/nvidiactl#4+0x40) or a name by first appearance per member (va:pChannelList#3),\n"
+      "fds the device and order of opening (/dev/nvidiactl#1); times and sequence numbers are\n"
+      "ignored and threads are matched by the order in which they were created. A member that\n"
+      "holds a handle RM assigns anew each run is renamed by the rules listed in docs/ab.md.\n"
+      "The events of each thread are aligned by what was asked, so inserted, missing and\n"
+      "reordered calls are found; the report starts with the first divergence and its\n"
       "context, decoded (escape, control command, class, status by name), with the members that\n"
       "differ. Traces from different drivers or GPUs are flagged before anything else. A run\n"
       "that stops early (a failure, a teardown, an exit) is one finding: the calls of the other\n"

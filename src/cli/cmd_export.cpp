@@ -34,6 +34,7 @@ int run_export(const ExportOptions& o) {
     print_error(fmt::format("--format '{}': the formats are: perfetto", o.format));
     return kExitBadInput;
   }
+  if (!usable_output("-o", o.output, {o.trace})) return kExitBadInput;
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
   auto filter = rm::EventFilter::parse(o.filter, *in->tables);
@@ -95,7 +96,11 @@ int run_export(const ExportOptions& o) {
     w.kv("events", events).kv("exported", exported).kv("bad_lines", bad);
     w.end_object();
     w.finish();
-    emit(s);
+    // With -o - the document is standard output: the summary goes beside it, to stderr.
+    if (o.output == "-")
+      (void)!::write(STDERR_FILENO, s.data(), s.size());
+    else
+      emit(s);
   } else if (o.output != "-") {
     emit(
         fmt::format("exported {} of {} events to {} (trace-event JSON: open it in "
@@ -123,7 +128,8 @@ void register_export(CLI::App& app, int* exit_code) {
                   "export only the events an expression selects "
                   "(the language of decode --filter, docs/decode.md)");
   cmd->add_option("--branch", o->branch, branch_option_help());
-  cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.export/1)");
+  cmd->add_flag("--json", o->json,
+                "print the summary as JSON (schema cudatool.export/1; on stderr with -o -)");
   add_stack_options(*cmd, o->stacks, false);
   cmd->footer(
       "Examples:\n"

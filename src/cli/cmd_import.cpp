@@ -20,6 +20,11 @@ struct ImportCliOptions {
 };
 
 int run_import(const ImportCliOptions& o) {
+  if (!usable_output("-o", o.output, {o.capture})) return kExitBadInput;
+  if (Status s = trace::refuse_trace_as_capture(o.capture); !s.ok()) {
+    print_error(s.error());
+    return kExitBadInput;
+  }
   auto w = trace::TraceWriter::create(o.output);
   if (!w) {
     print_error(w.error());

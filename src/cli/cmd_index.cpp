@@ -19,6 +19,7 @@ struct IndexOptions {
 };
 
 int run_index(const IndexOptions& o) {
+  if (!usable_output("-o", o.output, {o.lib})) return kExitBadInput;
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   auto stats = write_xref_database(*img, o.output);

@@ -25,6 +25,7 @@ int run_symbolize(const SymbolizeOptions& o) {
     print_error("symbolize: say where to write the symbol file: -o FILE and/or --debug-dir DIR");
     return kExitBadInput;
   }
+  if (!o.out.empty() && !usable_output("-o", o.out, {o.lib})) return kExitBadInput;
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);

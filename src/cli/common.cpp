@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,6 +119,43 @@ std::string TextTable::render(std::string_view indent) const {
 
 std::string hex(uint64_t v) {
   return fmt::format("{:#x}", v);
+}
+
+bool usable_output(std::string_view option, const std::string& output,
+                   std::initializer_list<std::string_view> inputs) {
+  if (output == "-") return true;
+  if (output.empty()) {
+    print_error(fmt::format("{}: an empty path", option));
+    return false;
+  }
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) {
+    // Not there yet: its directory must be.
+    std::string dir = output.substr(0, output.find_last_of('/') + 1);
+    if (dir.empty()) dir = ".";
+    struct stat d {};
+    if (::stat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode)) {
+      print_error(fmt::format("{} {}: cannot write: no directory {}", option, output, dir));
+      return false;
+    }
+    return true;
+  }
+  if (S_ISDIR(out.st_mode)) {
+    print_error(fmt::format("{} {}: is a directory; name a file", option, output));
+    return false;
+  }
+  for (std::string_view in : inputs) {
+    struct stat i {};
+    if (in.empty() || ::stat(std::string(in).c_str(), &i) != 0) continue;
+    if (i.st_dev == out.st_dev && i.st_ino == out.st_ino) {
+      print_error(
+          fmt::format("{} {}: is the input {} (writing it would destroy it); write "
+                      "elsewhere",
+                      option, output, in));
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string human_size(uint64_t b) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,14 @@ void print_error(std::string_view message);
 
 // Writes the whole string to stdout.
 void emit(std::string_view text);
+
+// Whether OUTPUT (the value of `option`, "-o" or "--html") can be written without destroying
+// what the command reads: not empty, not a directory, its directory existing, and not the same
+// file as any of `inputs` (by device and inode, so another spelling or a hard or symbolic link
+// of an input is caught; a file that does not exist yet is none of them). Prints the error and
+// returns false when not. "-" (standard output) is always fine.
+bool usable_output(std::string_view option, const std::string& output,
+                   std::initializer_list<std::string_view> inputs);
 
 // A text table: columns are left-aligned unless marked numeric (right-aligned).
 class TextTable {
