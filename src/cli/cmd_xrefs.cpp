@@ -4,11 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <regex>
 
 #include "analysis/xref_query.hpp"
 #include "analysis/xrefs.hpp"
 #include "base/json_writer.hpp"
+#include "base/regex.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
@@ -66,6 +66,43 @@ std::string_view target_kind_name(XrefTarget::Kind k) {
   return "?";
 }
 
+// Where references come from: code in a function, code outside every function (.plt stubs,
+// gaps the unwind data does not cover), data (a relocated pointer).
+struct Whence {
+  size_t functions = 0, outside = 0, data = 0;
+};
+
+Whence whence_of(const std::vector<const Ref*>& refs) {
+  Whence w;
+  for (const Ref* r : refs) {
+    if (r->kind == RefKind::kPointer)
+      ++w.data;
+    else if (r->from < 0)
+      ++w.outside;
+    else
+      ++w.functions;
+  }
+  return w;
+}
+
+// " from 3 functions", ", all from data (pointers)", ": 2 from 1 function, 1 from code outside
+// any function, 4 from data (pointers)".
+std::string whence_text(const Whence& w, size_t functions) {
+  std::vector<std::string> parts;
+  if (w.functions != 0)
+    parts.push_back(fmt::format("{} from {}", w.functions, plural(functions, "function")));
+  if (w.outside != 0) parts.push_back(fmt::format("{} from code outside any function", w.outside));
+  if (w.data != 0) parts.push_back(fmt::format("{} from data (pointers)", w.data));
+  if (parts.empty()) return "";
+  if (parts.size() == 1) {
+    if (w.functions != 0) return fmt::format(" from {}", plural(functions, "function"));
+    return w.outside != 0 ? ", all from code outside any function" : ", all from data (pointers)";
+  }
+  std::string out = ": ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : ", ") + parts[i];
+  return out;
+}
+
 // The targets' references (or, with --from, the functions' own references).
 int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
   const FunctionMap& map = c.x.map();
@@ -91,10 +128,9 @@ int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
         w.kv("in_function", map.display_name(map.functions()[static_cast<size_t>(t.function)]));
       else
         w.key("in_function").null();
-      size_t from_data = 0;
-      for (const Ref* r : refs) from_data += r->from < 0;
+      Whence wh = whence_of(refs);
       w.kv("count", refs.size()).kv("functions", distinct_functions(refs));
-      w.kv("from_data", from_data);
+      w.kv("from_data", wh.data).kv("outside_functions", wh.outside);
       w.key("references").begin_array();
       for (const Ref* r : refs) {
         if (c.o.from)
@@ -125,19 +161,17 @@ int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
       }
       c.out += tab.render("  ");
     } else {
-      size_t from_data = 0;
-      for (const Ref* r : refs) from_data += r->from < 0;
-      size_t from_code = refs.size() - from_data;
-      std::string whence =
-          from_data == 0   ? fmt::format(" from {}", plural(distinct_functions(refs), "function"))
-          : from_code == 0 ? std::string(", all from data (pointers)")
-                           : fmt::format(": {} from {}, {} from data (pointers)", from_code,
-                                         plural(distinct_functions(refs), "function"), from_data);
-      c.out += fmt::format("{}{}: {}{}\n", t.name, where, plural(refs.size(), "reference"), whence);
+      c.out += fmt::format("{}{}: {}{}\n", t.name, where, plural(refs.size(), "reference"),
+                           whence_text(whence_of(refs), distinct_functions(refs)));
       TextTable tab({"site", "kind", "from"});
       for (const Ref* r : refs) {
         std::string from = site_owner(c.x, c.names, *r);
-        if (r->target != t.address) from += fmt::format("  → +{:#x}", r->target - t.address);
+        bool slot = std::find(t.slots.begin(), t.slots.end(), r->target) != t.slots.end();
+        if (slot) {
+          from += "  (through the GOT slot)";
+        } else if (r->target != t.address) {
+          from += fmt::format("  → +{:#x}", r->target - t.address);
+        }
         tab.add({hex(r->site), kind_label(*r), from});
       }
       c.out += tab.render("  ");
@@ -153,16 +187,14 @@ int run_targets(Context& c, const std::vector<XrefTarget>& targets) {
 int run_strings(Context& c) {
   const std::string& q = c.o.string;
   const bool is_regex = q.size() >= 2 && q.front() == '/' && q.back() == '/';
-  std::optional<std::regex> re;
+  std::optional<PosixRegex> re;
   if (is_regex) {
-    try {
-      auto flags = std::regex::ECMAScript | std::regex::optimize;
-      if (c.o.ignore_case) flags |= std::regex::icase;
-      re.emplace(q.substr(1, q.size() - 2), flags);
-    } catch (const std::regex_error& e) {
-      print_error(fmt::format("--string {}: not a regular expression ({})", q, e.what()));
+    auto compiled = PosixRegex::compile(q.substr(1, q.size() - 2), c.o.ignore_case);
+    if (!compiled) {
+      print_error(fmt::format("--string: {}", compiled.error().message()));
       return kExitBadInput;
     }
+    re.emplace(std::move(*compiled));
   }
   auto lower = [](std::string_view s) {
     std::string l(s);
@@ -172,7 +204,7 @@ int run_strings(Context& c) {
   const std::string needle = c.o.ignore_case ? lower(q) : q;
   std::vector<const CString*> hits;
   for (const auto& s : c.x.strings()) {
-    bool m = re ? std::regex_search(s.text.begin(), s.text.end(), *re)
+    bool m = re ? re->search(s.text)
                 : (c.o.ignore_case ? lower(s.text).find(needle) : s.text.find(needle)) !=
                       std::string_view::npos;
     if (m) hits.push_back(&s);
@@ -361,7 +393,7 @@ void register_xrefs(CLI::App& app, int* exit_code) {
                   "fn_<hex>), import (ioctl, ioctl@plt) or address (0x…)");
   cmd->add_flag("--from", o->from, "list what the TARGET functions call and refer to instead");
   cmd->add_option("--string", o->string,
-                  "referenced C strings containing TEXT (or matching /REGEX/, ECMAScript), "
+                  "referenced C strings containing TEXT (or matching /REGEX/, POSIX extended), "
                   "with the functions that use them");
   cmd->add_flag("-i,--ignore-case", o->ignore_case, "--string ignores case");
   cmd->add_option("--path", o->path, "shortest call chains from FROM to TO")->expected(2);
@@ -377,7 +409,7 @@ void register_xrefs(CLI::App& app, int* exit_code) {
       "  cudatool xrefs LIB ioctl                      # every call site of ioctl@plt\n"
       "  cudatool xrefs LIB cuMemAlloc_v2.impl --from  # what the implementation calls\n"
       "  cudatool xrefs LIB --string 'out of memory'\n"
-      "  cudatool xrefs LIB --string '/^NV_ERR_[A-Z_]+$/'\n"
+      "  cudatool xrefs LIB --string '/^CUDA_ERROR_[A-Z_]+$/'\n"
       "  cudatool xrefs LIB --path cuCtxCreate_v2 ioctl --max 3");
   cmd->callback([o, exit_code] { *exit_code = run_xrefs(*o); });
 }

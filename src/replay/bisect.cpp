@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <regex>
 
 #include "ab/compare.hpp"
+#include "base/regex.hpp"
 
 namespace cudatool::replay {
 namespace {
@@ -132,13 +132,11 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
   rep.good = o.good;
   rep.bad = o.bad;
   rep.argv = o.argv;
-  std::optional<std::regex> re;
+  std::optional<PosixRegex> re;
   if (!o.fails_if.empty()) {
-    try {
-      re.emplace(o.fails_if, std::regex::extended);
-    } catch (const std::regex_error& e) {
-      return err(fmt::format("--fails-if '{}': {}", o.fails_if, e.what()));
-    }
+    auto compiled = PosixRegex::compile(o.fails_if);
+    if (!compiled) return err(fmt::format("--fails-if: {}", compiled.error().message()));
+    re.emplace(std::move(*compiled));
     rep.criterion = fmt::format("the program's output matches /{}/", o.fails_if);
   } else {
     if (!bad->trailer) {
@@ -177,7 +175,7 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     t.exit_status = r->exit_status;
     t.end = r->end;
     t.wall_s = r->wall_s;
-    t.failed = re ? std::regex_search(r->program_output, *re)
+    t.failed = re ? re->search_lines(r->program_output)
                   : r->end != "refused" && r->exit_status == rep.bad_exit_status;
     rep.tries.push_back(t);
     return t.failed;

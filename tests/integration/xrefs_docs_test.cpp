@@ -1,5 +1,6 @@
 // The example queries of docs/xrefs.md run on a real build's SQLite index, and give what
 // `cudatool xrefs` says about the same questions: the page's SQL is read from the page itself.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -71,21 +72,49 @@ TEST_F(XrefsDocs, IoctlCallersThatUseAnRmString) {
   EXPECT_EQ(from_sql, both);
 }
 
-// The head line counts references from code and from data apart (the implementation behind a
-// dispatch slot is reached only through the slot: a pointer in .data, no function), the JSON
-// says how many come from data, and an address no section holds is a TARGET that names nothing.
+// The head line counts references from functions, from code outside every function and from data
+// apart (the implementation behind a dispatch slot is reached only through the slot: a pointer in
+// .data, no function; __cxa_finalize's GOT slot is read by code in no FDE, the .init/.fini-time
+// helpers), the JSON says how many of each, and an address no section holds is a TARGET that
+// names nothing.
 TEST_F(XrefsDocs, HeadLineTellsCodeFromDataAndBadAddressesAreRefused) {
-  JsonRun impl = cudatool_json_run({"xrefs", lib_, "cuCtxCreate_v2.impl", "--json"});
-  ASSERT_EQ(impl.status, 0) << impl.err;
-  const auto& t = impl.json["targets"][0];
-  size_t data = 0;
-  for (const auto& r : t["references"]) data += r["function"].is_null();
-  EXPECT_EQ(t["from_data"], data);
-  EXPECT_EQ(t["functions"], 0);
-  RunResult text = run({cudatool_bin(), "xrefs", lib_, "cuCtxCreate_v2.impl"}, 120);
-  std::string want = data == t["count"].get<size_t>() ? ", all from data (pointers)" : "from data";
-  EXPECT_NE(text.out.find(want), std::string::npos) << text.out;
-  EXPECT_EQ(text.out.find("from 0 functions"), std::string::npos) << text.out;
+  for (const char* target : {"cuCtxCreate_v2.impl", "__cxa_finalize"}) {
+    SCOPED_TRACE(target);
+    JsonRun j = cudatool_json_run({"xrefs", lib_, target, "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    const auto& t = j.json["targets"][0];
+    size_t data = 0, outside = 0, in_functions = 0;
+    for (const auto& r : t["references"]) {
+      if (r["kind"] == "pointer")
+        ++data;
+      else if (r["function"].is_null())
+        ++outside;
+      else
+        ++in_functions;
+    }
+    EXPECT_EQ(t["from_data"], data);
+    EXPECT_EQ(t["outside_functions"], outside);
+    RunResult text = run({cudatool_bin(), "xrefs", lib_, target}, 120);
+    const size_t count = t["count"].get<size_t>();
+    if (data == count) {
+      EXPECT_NE(text.out.find(", all from data (pointers)"), std::string::npos) << text.out;
+    }
+    if (outside == count) {
+      EXPECT_NE(text.out.find(", all from code outside any function"), std::string::npos);
+    } else if (outside != 0) {
+      EXPECT_NE(text.out.find(fmt::format("{} from code outside any function", outside)),
+                std::string::npos)
+          << text.out;
+    }
+    EXPECT_EQ(text.out.find("from 0 functions"), std::string::npos) << text.out;
+    if (std::string(target) == "cuCtxCreate_v2.impl") {
+      EXPECT_EQ(t["functions"], 0);
+      EXPECT_EQ(data, count);
+    } else {
+      EXPECT_EQ(data, 0u) << "code reads a GOT slot: no pointer in data";
+      EXPECT_GT(outside + in_functions, 0u);
+    }
+  }
   RunResult bad = run({cudatool_bin(), "xrefs", lib_, "0x1"}, 120);
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.err.find("no section of the library holds that address"), std::string::npos)

@@ -7,6 +7,7 @@
 #include "base/bytes.hpp"
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
+#include "base/regex.hpp"
 #include "base/sha256.hpp"
 
 namespace cudatool {
@@ -172,6 +173,48 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(ByteView(
                 std::string_view("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+// The user's regular expressions (xrefs --string /RE/, replay --fails-if): POSIX extended with
+// glibc's \w \s \b, matched over a view (no NUL needed, NULs inside allowed). Patterns that make
+// a backtracking matcher take exponential time on a 300-byte text (std::regex did: xrefs
+// --string '/^(\w+\s?)*$/' ran past any limit) must answer; a hang fails this test by ctest's
+// timeout, and a 200,000-byte program output must not exhaust the stack.
+TEST(PosixRegex, MatchesAndRefusesAndDoesNotBacktrack) {
+  auto re = PosixRegex::compile("^CUDA_ERROR_[A-Z_]+$");
+  ASSERT_TRUE(re);
+  EXPECT_TRUE(re->search("CUDA_ERROR_OUT_OF_MEMORY"));
+  EXPECT_FALSE(re->search("CUDA_ERROR_out"));
+  std::string_view cut = "xxCUDA_ERROR_A";
+  EXPECT_FALSE(re->search(cut.substr(0, 5)));
+  EXPECT_TRUE(re->search(cut.substr(2)));
+  auto icase = PosixRegex::compile("out of memory", true);
+  ASSERT_TRUE(icase);
+  EXPECT_TRUE(icase->search("OUT OF MEMORY"));
+  auto gnu = PosixRegex::compile("\\bquorum\\s+l[o]st\\b");
+  ASSERT_TRUE(gnu);
+  EXPECT_TRUE(gnu->search(std::string("a\0b quorum  lost!", 17)));
+  auto bad = PosixRegex::compile("([");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("not a regular expression"), std::string::npos);
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += i % 7 == 6 ? ' ' : 'a';
+  text.back() = '!';
+  for (const char* p : {"^(\\w+\\s?)*$", "^(.*)*z$", "((.)*)*QQQ", "(a|aa)*b"}) {
+    auto r = PosixRegex::compile(p);
+    ASSERT_TRUE(r) << p;
+    EXPECT_FALSE(r->search(text)) << p;
+  }
+  // A program's output (replay --fails-if) is searched line by line, as grep -E reads it: 200,000
+  // bytes in 20,000 lines cost 20,000 short searches, not one quadratic one.
+  std::string output;
+  for (int i = 0; i < 20000; ++i) output += "xxxxxxxxx\n";
+  auto tail = PosixRegex::compile("(x|xx)+y");
+  ASSERT_TRUE(tail);
+  EXPECT_FALSE(tail->search_lines(output));
+  EXPECT_TRUE(tail->search_lines(output + "xxy"));
+  EXPECT_FALSE(tail->search_lines(output + "x\ny"));
+  EXPECT_TRUE(tail->search_lines("xy"));
 }
 
 }  // namespace
