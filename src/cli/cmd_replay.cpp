@@ -86,11 +86,20 @@ int run_replay_cmd(ReplayCliOptions& o) {
     print_error("replay: --deadline: seconds, 0 for none");
     return kExitBadInput;
   }
+  // Outputs that would overwrite a trace this command reads are refused before anything runs.
+  const std::string_view second = traces.size() > 1 ? std::string_view(traces[1]) : "";
+  if (!o.report.empty() && !usable_output("--report", o.report, {traces[0], second})) {
+    return kExitBadInput;
+  }
+  if (!o.output.empty() && !usable_output("-o", o.output, {traces[0], second})) {
+    return kExitBadInput;
+  }
   std::ofstream report_file;
   if (!open_report(o, report_file)) return kExitBadInput;
   if (o.bisect) {
-    if (!o.injects.empty() || !o.output.empty()) {
-      print_error("replay --bisect: --inject and -o belong to a single replay");
+    if (!o.injects.empty() || !o.output.empty() || !o.keep.empty() || o.program_status) {
+      print_error(
+          "replay --bisect: --inject, -o, --keep and --program-status belong to a single replay");
       return kExitBadInput;
     }
     replay::BisectOptions bo;
@@ -128,9 +137,13 @@ int run_replay_cmd(ReplayCliOptions& o) {
     print_error(rec.error());
     return kExitBadInput;
   }
+  // Damaged lines: named, skipped, and the exit status says bad input (2) once the replay,
+  // answered from the rest of the trace, has reported.
   for (const Error& e : rec->diagnostics.items()) {
-    print_error(fmt::format("{}: skipped: {}", traces[0], e.message()));
+    print_error(
+        fmt::format("{} (skipped: the replay answers from the rest of the trace)", e.message()));
   }
+  const bool damaged = rec->diagnostics.count() != 0;
   ro.argv = command;
   ro.output = o.output;
   ro.deadline_s = o.deadline;
@@ -147,7 +160,7 @@ int run_replay_cmd(ReplayCliOptions& o) {
   if (o.program_status && r->end != "refused") {
     return r->exit_status < 0 ? 128 - r->exit_status : r->exit_status;
   }
-  return r->verdict;
+  return damaged ? kExitBadInput : r->verdict;
 }
 
 }  // namespace
@@ -177,11 +190,14 @@ void register_replay(CLI::App& app, int* exit_code) {
       "GOOD.trace (then BAD.trace as TRACE): find the smallest set of BAD's answers that makes the "
       "command fail as BAD failed");
   cmd->add_option("--fails-if", o->fails_if,
-                  "--bisect: a try fails when the program's output (stdout and stderr) matches "
-                  "this extended regex (default: BAD's exit status)");
+                  "--bisect: a try fails when a line of the program's output (stdout and "
+                  "stderr) matches this regex, POSIX extended as grep -E (default: BAD's exit "
+                  "status)");
   cmd->add_option("--shim", o->shim,
                   "the replay shim (default: libcudatool_replay.so beside cudatool)");
-  cmd->add_option("--keep", o->keep, "keep the answer table, log and environment tree in DIR");
+  cmd->add_option("--keep", o->keep,
+                  "work in DIR (new, or an empty directory) and leave the answer table, log and "
+                  "environment tree there");
   cmd->add_flag("-q,--quiet", o->quiet, "print no report");
   // TRACE, then -- CMD [ARGS...] (CLI11 drops the "--"). --bisect takes GOOD.trace as its value,
   // so that `--bisect GOOD BAD -- CMD` leaves one trace positional.

@@ -369,6 +369,21 @@ Status apply_injections(Ctx& c, const std::vector<Injection>& injections) {
     } else {
       auto place = detail::resolve_member(c.t, ev, v, inj.member);
       if (!place) return fail(place.error().message());
+      // The bytes must lie in what the recording holds of that buffer (the shim writes nothing
+      // past it) and the value must fit the member: else the change would not be the one said.
+      const trace::Buffer* held =
+          place->role == "arg" ? (ev.arg ? &*ev.arg : nullptr) : nested_role(ev, place->role);
+      uint64_t held_size = held == nullptr ? 0 : std::max(held->before.size(), held->after.size());
+      if (uint64_t{place->offset} + place->width > held_size) {
+        return fail(fmt::format(
+            "{}: member '{}' is bytes {:#x}..{:#x} of {}, and the recording "
+            "holds {} bytes of it",
+            what, inj.member, place->offset, place->offset + place->width, place->role, held_size));
+      }
+      if (place->width < 8 && (*inj.value >> (8 * place->width)) != 0) {
+        return fail(fmt::format("{}: value {:#x} does not fit member '{}' ({} bytes)", what,
+                                *inj.value, inj.member, place->width));
+      }
       uint8_t bytes[8];
       store_le<uint64_t>(bytes, *inj.value);
       if (place->buf == RP_BUF_MEMBER) {

@@ -106,13 +106,40 @@ class TempDir {
     path_ = name.data();
     return Status::success();
   }
-  void keep() { keep_ = true; }
+  // --keep DIR: the run works in DIR itself (made by prepare_keep_dir) and leaves it there.
+  void use(std::string path) {
+    path_ = std::move(path);
+    keep_ = true;
+  }
   [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   bool keep_ = false;
 };
+
+// --keep DIR: a new directory, or an empty one, made absolute. Never anything that holds files:
+// the replay writes its answer table, log and environment tree there.
+Result<std::string> prepare_keep_dir(const std::string& keep) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(keep, ec);
+  if (ec) return err(fmt::format("--keep {}: {}", keep, ec.message()));
+  auto st = std::filesystem::symlink_status(p, ec);
+  if (std::filesystem::exists(st)) {
+    if (!std::filesystem::is_directory(st) || !std::filesystem::is_empty(p, ec) || ec) {
+      return err(
+          fmt::format("--keep {}: exists and is not an empty directory (the replay writes "
+                      "its answer table, log and environment tree there); name a new "
+                      "path or an empty directory",
+                      keep));
+    }
+    return p.string();
+  }
+  if (mkdir(p.c_str(), 0755) != 0) {
+    return err(fmt::format("--keep {}: cannot create: {}", keep, std::strerror(errno)));
+  }
+  return p.string();
+}
 
 constexpr uint64_t kLogCapacity = uint64_t{1} << 32;  // sparse
 constexpr uint64_t kLogHead = 64;
@@ -153,8 +180,13 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
         fmt::format("replay shim {} not found ({}); pass --shim", shim, std::strerror(errno)));
   }
   TempDir dir;
-  if (Status s = dir.create(); !s.ok()) return s.error();
-  if (!o.keep_dir.empty()) dir.keep();
+  if (o.keep_dir.empty()) {
+    if (Status s = dir.create(); !s.ok()) return s.error();
+  } else {
+    auto kept = prepare_keep_dir(o.keep_dir);
+    if (!kept) return kept.error();
+    dir.use(std::move(*kept));
+  }
   auto env = build_environment(rec, dir.path() + "/root");
   if (!env) return env.error();
   TableOptions to;
@@ -307,11 +339,6 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
       return s.error();
     }
     rep.output = o.output;
-  }
-  if (!o.keep_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(o.keep_dir, ec);
-    std::filesystem::rename(dir.path(), o.keep_dir, ec);
   }
   return rep;
 }

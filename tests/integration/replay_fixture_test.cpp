@@ -444,6 +444,17 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
     EXPECT_TRUE(r.run.status == 1 || r.run.status == 2) << t << ": " << r.run.err;
     EXPECT_EQ(r.run.signal, 0) << t;
   }
+  // A trace cut in the middle of a line: the damaged line is named once (with the file, not
+  // twice), the replay answers from the rest, and the exit status says bad input.
+  {
+    ReplayRun r = replay(cut, {}, {client(), rec.dir, "uvm"}, 60);
+    EXPECT_EQ(r.run.status, 2) << r.run.err;
+    EXPECT_NE(r.run.err.find("(skipped: the replay answers from the rest of the trace)"),
+              std::string::npos)
+        << r.run.err;
+    EXPECT_EQ(r.run.err.find(cut + ": " + cut), std::string::npos) << r.run.err;
+    EXPECT_TRUE(r.report.is_object()) << "the report is still printed: " << r.run.err;
+  }
   // No command, two traces without --bisect, a negative deadline: usage errors.
   EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace}).status, 2);
   EXPECT_EQ(run({cudatool_bin(), "replay", rec.trace, rec.trace, "--", "true"}).status, 2);
@@ -459,6 +470,41 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   EXPECT_NE(unwritable.err.find("--report /nonexistent-dir/r.txt: cannot write"), std::string::npos)
       << unwritable.err;
   EXPECT_EQ(unwritable.err.find("recorded calls"), std::string::npos) << "nothing was run";
+  // An output that is the trace read (another spelling of it, too) is refused before anything
+  // runs, and the trace is left as it was.
+  const std::string dir = rec.trace.substr(0, rec.trace.rfind('/'));
+  const std::string other_spelling = dir + "/./" + rec.trace.substr(rec.trace.rfind('/') + 1);
+  for (const char* opt : {"-o", "--report"}) {
+    RunResult self = run(
+        {cudatool_bin(), "replay", opt, other_spelling, rec.trace, "--", client(), rec.dir, "uvm"});
+    EXPECT_EQ(self.status, 2) << opt;
+    EXPECT_NE(self.err.find("is the input"), std::string::npos) << self.err;
+    EXPECT_EQ(read_file(rec.trace), text) << opt << " changed the trace";
+  }
+  // --keep: a directory that holds files (or a file) is never replaced; a new one is made and
+  // kept, holding what the replay wrote.
+  std::filesystem::create_directories(temp_dir() + "/rp-keep-full");
+  const std::string full = write_temp("rp-keep-full/notes.txt", "mine\n");
+  const std::string full_dir = full.substr(0, full.rfind('/'));
+  for (const std::string& k : {full_dir, full}) {
+    RunResult keep =
+        run({cudatool_bin(), "replay", "--keep", k, rec.trace, "--", client(), rec.dir, "uvm"});
+    EXPECT_EQ(keep.status, 2) << k;
+    EXPECT_NE(keep.err.find("exists and is not an empty directory"), std::string::npos) << keep.err;
+    EXPECT_EQ(read_file(full), "mine\n");
+  }
+  const std::string fresh = full_dir + "-new";
+  std::filesystem::remove_all(fresh);
+  ReplayRun kept = replay(rec.trace, {"--keep", fresh}, {client(), rec.dir, "uvm"});
+  EXPECT_TRUE(kept.report.is_object()) << kept.run.err;
+  EXPECT_TRUE(std::filesystem::exists(fresh + "/answers.bin")) << kept.run.err;
+  EXPECT_TRUE(std::filesystem::exists(fresh + "/root")) << kept.run.err;
+  std::filesystem::remove_all(fresh);
+  EXPECT_EQ(run({cudatool_bin(), "replay", "--bisect", rec.trace, "--keep", fresh, rec.trace, "--",
+                 "/bin/true"})
+                .status,
+            2);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
 }  // namespace

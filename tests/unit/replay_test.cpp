@@ -430,7 +430,11 @@ TEST(ReplayAnswers, AMemberOfAnElementBehindAPointerIsInjected) {
   // Past the recorded elements, or an index into a buffer of bytes: errors that say why.
   for (auto [spec, why] :
        {std::pair{"seq=1,member=params.grInfoList[4].data,value=1", "holds 4 NV2080_CTRL_GR_INFO"},
-        {"seq=1,member=params.grInfoList[1].nope,value=1", "no member 'nope'"}}) {
+        {"seq=1,member=params.grInfoList[1].nope,value=1", "no member 'nope'"},
+        // Bytes past what the recording holds (the shim would write none of them), and a value
+        // wider than the member (it would be cut): refused, not reported as made.
+        {"seq=1,member=params+0x100000,value=1", "the recording holds"},
+        {"seq=1,member=params.grInfoList[3].data,value=0x1ffffffff", "does not fit"}}) {
     TableOptions bad;
     bad.injections.push_back(*parse_injection(spec));
     auto r = build_answer_table(*rec, bad);
