@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "record/tracee_memory.hpp"
 #include "replay/session.hpp"
@@ -146,8 +147,32 @@ trace::Event event_of(const LogRecord& r, const AnswerTable& table) {
   return ev;
 }
 
+// The planner's plan of the event's "params" buffer (for an XFER, the wrapped call's), with the
+// rules of its command or class; nullopt when it has none.
+static std::optional<nvtr_buf_plan> params_plan(const nvtr_rm_branch* rm, const trace::Event& ev) {
+  if (rm == nullptr || !ev.arg) return std::nullopt;
+  const std::vector<uint8_t>& arg = ev.arg->before;
+  nvtr_buf_plan plans[2];
+  int n = nvtr_plan_nested(nvtr_dev_kind_of_path(ev.path.c_str()),
+                           static_cast<uint32_t>(ev.request), arg.data(), arg.size(), rm, plans);
+  if (n > 0 && std::string_view(plans[0].role) == "xfer") {
+    const trace::Buffer* x = nullptr;
+    for (const trace::Buffer& b : ev.nested) {
+      if (b.role == "xfer") x = &b;
+    }
+    n = x != nullptr
+            ? nvtr_plan_xfer_inner(arg.data(), x->before.data(), x->before.size(), rm, plans)
+            : 0;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (std::string_view(plans[i].role) == "params") return plans[i];
+  }
+  return std::nullopt;
+}
+
 // The role names of member buffers: as the answering recorded call names the buffer behind the
-// pointer at that place, else the member of the parameter layout at that offset.
+// pointer at that place, else as the recorders' planner names the member whose pointer is there
+// (an array element's index included), else the member of the parameter layout at that offset.
 static void name_members(const Recording& rec, const AnswerTable& table, const LogRecord& r,
                          trace::Event& ev) {
   const trace::Event* rec_ev = nullptr;
@@ -158,6 +183,8 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
   // The "params" buffer's structure (for an XFER, the wrapped call's parameters).
   std::string_view params = d.wrapped_struct.empty() ? d.params_struct : d.wrapped_struct;
   const rm::StructEntry* layout = params.empty() ? nullptr : rec.tables->find_struct(params);
+  const nvtr_rm_branch* rm = nvtr_rm_branch_for_major(
+      rec.header.driver_version ? nvtr_driver_major(rec.header.driver_version->c_str()) : 0);
   for (trace::Buffer& b : ev.nested) {
     size_t plus = b.role.find(".+0x");
     if (plus == std::string::npos) continue;
@@ -176,6 +203,23 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
           uint64_t v = 0;
           std::memcpy(&v, pbytes.data() + ptr_off, 8);
           if (v == x.addr) name = x.role;
+        }
+      }
+    }
+    if (name.empty() && parent == "params") {
+      const trace::Buffer* pb = nullptr;
+      for (const trace::Buffer& x : ev.nested) {
+        if (x.role == "params") pb = &x;
+      }
+      if (std::optional<nvtr_buf_plan> pp = params_plan(rm, ev); pp && pb != nullptr) {
+        nvtr_buf_plan q[NVTR_MAX_POINTEES];
+        int nq = nvtr_plan_pointees(rm, &*pp, pb->before.data(), pb->before.size(), q,
+                                    NVTR_MAX_POINTEES, nullptr);
+        char role[256];
+        for (int i = 0; i < nq; ++i) {
+          if (q[i].ptr_off != ptr_off) continue;
+          nvtr_role_format(&q[i], role, sizeof role);
+          name = role;
         }
       }
     }

@@ -169,6 +169,7 @@ struct nvtr_buf_plan {
   int index;       /* an array rule's element: written into the role's "[]"; -1 otherwise */
   uint32_t rule_kind, rule_key; /* the rules of this parameter buffer (NVTR_RULE_*), or none */
   uint64_t count, elem;         /* second level: the size is count x elem bytes */
+  uint32_t ptr_off;             /* second level: offset of the pointer in the parameters */
 };
 
 static inline struct nvtr_buf_plan nvtr_plan(const char* role, uint64_t addr, uint64_t size,
@@ -442,6 +443,7 @@ static inline int nvtr_plan_pointees(const struct nvtr_rm_branch* rm, const stru
       nvtr_pointee_size(r, bytes + base, &q);
       if (q.size == 0) continue;
       if (r->array != NVTR_NO_MEMBER) q.index = (int)e;
+      q.ptr_off = (uint32_t)(base + r->ptr);
       if (n >= max) {
         if (dropped != NULL) ++*dropped;
         continue;

@@ -14,6 +14,7 @@
 #include "ab/normalize.hpp"
 #include "harness.hpp"
 #include "replay_support.hpp"
+#include "rm/tables.hpp"
 #include "trace_check.hpp"
 
 namespace cudatool::test {
@@ -221,6 +222,41 @@ TEST_F(ReplayReal, TheReplayedTraceDivergesOnlyWhereTheCaptureIsShort) {
   bool noted = false;
   for (const json& n : v["notes"]) noted = noted || n["what"] == "kinds";
   EXPECT_TRUE(noted) << v["notes"].dump(1);
+  // The replayed trace holds the buffers a recording of this run would hold, found by the
+  // recorders' planner in the live parameters, though the capture answered none of them: the
+  // GR_GET_INFO list (grInfoListSize x NV2080_CTRL_GR_INFO, as the program passed it), the
+  // channel lists, the three build-version strings — each named as the recorders name it.
+  const rm::Tables& t = rm::tables_for_driver("580.159.04");
+  const rm::StructEntry* gr_info = t.find_struct("NV2080_CTRL_GR_INFO");
+  ASSERT_NE(gr_info, nullptr);
+  std::map<std::string, int> roles;
+  for (const json& e : load_trace(replayed).events) {
+    if (!e.contains("nested")) continue;
+    const json* params = nullptr;
+    for (const json& n : e["nested"]) {
+      std::string role = n["role"];
+      if (role == "params") params = &n;
+      if (role.rfind("params.", 0) != 0) continue;
+      ++roles[role];
+      EXPECT_EQ(role.find("+0x"), std::string::npos) << "an unnamed member: " << n.dump();
+      if (role == "params.grInfoList") {
+        ASSERT_NE(params, nullptr);
+        std::string pre = (*params)["pre"];
+        ASSERT_GE(pre.size(), 8u);
+        uint32_t count = static_cast<uint32_t>(
+            std::stoul(pre.substr(6, 2) + pre.substr(4, 2) + pre.substr(2, 2) + pre.substr(0, 2),
+                       nullptr, 16));
+        EXPECT_EQ(n["size"].get<uint64_t>(), count * static_cast<uint64_t>(gr_info->size))
+            << n.dump();
+      }
+    }
+  }
+  EXPECT_EQ(roles["params.grInfoList"], 1) << ::testing::PrintToString(roles);
+  for (const char* s :
+       {"params.pDriverVersionBuffer", "params.pVersionBuffer", "params.pTitleBuffer"}) {
+    EXPECT_EQ(roles[s], 1) << s;
+  }
+  EXPECT_GT(roles["params.pChannelList"], 0) << ::testing::PrintToString(roles);
 }
 
 // The rest of work.c: alloc, copy, module, launch, sync, copy back. libcuda makes the launch as

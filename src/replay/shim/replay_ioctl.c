@@ -15,6 +15,8 @@
 #define XFER_MAX_BYTES 4096u
 #define CHANNEL_PARAMS_MAX 4096u
 #define MAX_MEMBERS 8
+/* The largest parameter structure with pointer rules is 3,616 bytes (every branch). */
+#define RULE_PARAMS_MAX 4096u
 
 struct live_buf {
   uint64_t addr;
@@ -52,9 +54,11 @@ static int role_buf(const char* role, int in_xfer) {
   return RP_BUF_XFER;
 }
 
-static void add_plans(struct live_buf* b, const struct nvtr_buf_plan* p, int n, int in_xfer) {
+static void add_plans(struct live_buf* b, struct nvtr_buf_plan* plan, const struct nvtr_buf_plan* p,
+                      int n, int in_xfer) {
   for (int i = 0; i < n; ++i) {
     int k = role_buf(p[i].role, in_xfer);
+    plan[k] = p[i];
     b[k].addr = p[i].addr;
     int over = p[i].size > NVTR_MAX_BUFFER;
     b[k].size = over ? 0 : p[i].size;
@@ -121,6 +125,8 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
   int kind = nvtr_dev_kind_of_path(rs_path(idx));
   struct live_buf b[RP_BUF_COUNT];
   memset(b, 0, sizeof b);
+  struct nvtr_buf_plan plan[RP_BUF_COUNT]; /* the planner's view of each buffer (its rules) */
+  memset(plan, 0, sizeof plan);
   struct nvtr_buf_plan ap = nvtr_plan_arg(kind, r32, arg, uvm_branch());
   b[RP_BUF_ARG] = (struct live_buf){.addr = arg, .size = ap.size, .present = 1};
   uint8_t argb[ARG_MAX_BYTES];
@@ -141,7 +147,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     uint32_t esize = NVTR_IOC_SIZE(r32);
     struct nvtr_buf_plan np[2];
     int n = nvtr_plan_nested(kind, r32, argb, alen, rm_branch(), np);
-    add_plans(b, np, n, 0);
+    add_plans(b, plan, np, n, 0);
     if (b[RP_BUF_XFER].present) {
       uint64_t xs = b[RP_BUF_XFER].size < sizeof xb ? b[RP_BUF_XFER].size : sizeof xb;
       uint64_t xlen = rs_read(b[RP_BUF_XFER].addr, xb, xs);
@@ -152,7 +158,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
       id_addr = b[RP_BUF_XFER].addr;
       id_size = b[RP_BUF_XFER].size;
       n = nvtr_plan_xfer_inner(argb, xb, xlen, rm_branch(), np);
-      add_plans(b, np, n, 1);
+      add_plans(b, plan, np, n, 1);
     }
     esc = rs_escape(id.nr, esize);
     if (esc != NULL && idlen >= esize) {
@@ -184,7 +190,9 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
   /* Buffers behind pointer members (v2 traces, synthesized outputs): located through the live
    * pointer at the recorded place. */
   struct live_buf mb[MAX_MEMBERS];
-  uint32_t mb_patch[MAX_MEMBERS];
+  uint32_t mb_patch[MAX_MEMBERS]; /* the recorded member it answers, or UINT32_MAX */
+  uint8_t mb_parent[MAX_MEMBERS];
+  uint32_t mb_off[MAX_MEMBERS];
   int nmb = 0;
   uint64_t payload = 0;
   for (int k = 0; k < RP_BUF_COUNT; ++k) {
@@ -200,8 +208,34 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     }
     mb[nmb] = (struct live_buf){.addr = ptr, .size = p->bufsize, .present = 1};
     mb_patch[nmb] = e->patch_first + i;
+    mb_parent[nmb] = p->parent;
+    mb_off[nmb] = p->ptr_off;
     payload += log_payload(p->bufsize);
     ++nmb;
+  }
+  /* And the ones the recording does not hold (a capture, a buffer over the recorder's cap): the
+   * planner finds them in the live parameters, as the recorders do, so the replayed trace has the
+   * buffers a recording of this run would have (answered or not). */
+  for (int k = RP_BUF_PARAMS; k <= RP_BUF_XPARAMS && nmb < MAX_MEMBERS; ++k) {
+    if ((k != RP_BUF_PARAMS && k != RP_BUF_XPARAMS) || !b[k].present || b[k].size == 0 ||
+        plan[k].rule_kind == NVTR_NO_RULES) {
+      continue;
+    }
+    uint8_t pb[RULE_PARAMS_MAX];
+    uint64_t plen = rs_read(b[k].addr, pb, b[k].size < sizeof pb ? b[k].size : sizeof pb);
+    struct nvtr_buf_plan q[NVTR_MAX_POINTEES];
+    int nq = nvtr_plan_pointees(rm_branch(), &plan[k], pb, plen, q, NVTR_MAX_POINTEES, NULL);
+    for (int i = 0; i < nq && nmb < MAX_MEMBERS; ++i) {
+      int known = 0;
+      for (int j = 0; j < nmb; ++j) known |= mb_parent[j] == k && mb_off[j] == q[i].ptr_off;
+      if (known || q[i].size == 0 || q[i].size > NVTR_MAX_BUFFER) continue;
+      mb[nmb] = (struct live_buf){.addr = q[i].addr, .size = q[i].size, .present = 1};
+      mb_patch[nmb] = UINT32_MAX;
+      mb_parent[nmb] = (uint8_t)k;
+      mb_off[nmb] = q[i].ptr_off;
+      payload += log_payload(q[i].size);
+      ++nmb;
+    }
   }
 
   struct rs_rec w;
@@ -224,9 +258,8 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
       lb[RP_BUF_ARG]->pad2 = (uint32_t)ap.size;
     }
     for (int k = 0; k < nmb; ++k) {
-      const struct rp_patch* p = &patches[mb_patch[k]];
-      lb[RP_BUF_COUNT + k] = rs_log_buf(&w, (uint16_t)(RP_BUF_MEMBER | (p->parent << 8)),
-                                        p->ptr_off, mb[k].addr, (uint32_t)mb[k].size);
+      lb[RP_BUF_COUNT + k] = rs_log_buf(&w, (uint16_t)(RP_BUF_MEMBER | (mb_parent[k] << 8)),
+                                        mb_off[k], mb[k].addr, (uint32_t)mb[k].size);
     }
   }
 
