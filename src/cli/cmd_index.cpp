@@ -1,12 +1,14 @@
 // cudatool index LIB -o FILE.sqlite: the whole cross-reference index as one SQLite database.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "analysis/xref_sqlite.hpp"
 #include "analysis/xrefs.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_output.hpp"
 #include "cli/xrefs_output.hpp"
 
 namespace cudatool::cli {
@@ -58,7 +60,7 @@ int run_index(const IndexOptions& o) {
     out += fmt::format("references: {}\n", kinds);
   }
   emit(out);
-  return report_diagnostics(img->diagnostics());
+  return std::max(report_diagnostics(img->diagnostics()), warn_damaged_function_map(x.map()));
 }
 
 }  // namespace

@@ -375,7 +375,7 @@ int run_xrefs(const XrefsOptions& o) {
   }
   if (status == kExitBadInput) return status;
   emit(c.out);
-  int diag = report_diagnostics(img->diagnostics());
+  int diag = std::max(report_diagnostics(img->diagnostics()), warn_damaged_function_map(x.map()));
   return diag != kExitOk ? diag : status;
 }
 

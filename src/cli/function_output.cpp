@@ -7,6 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
+#include "cli/common.hpp"
+
 namespace cudatool::cli {
 
 void add_names_option(CLI::App* cmd, NameOptions& o) {
@@ -89,6 +93,17 @@ void write_map_sources_json(JsonWriter& w, const FunctionMap& map) {
   } else {
     w.key("eh_frame_hdr").null();
   }
+}
+
+int warn_damaged_function_map(const FunctionMap& map) {
+  const HdrCheck& h = map.hdr_check();
+  if (h.disagreement_count == 0) return kExitOk;
+  std::fprintf(stderr,
+               "cudatool: warning: the function map may be damaged: .eh_frame_hdr's search table "
+               "disagrees with .eh_frame in %llu places (`cudatool functions` lists them); "
+               "references are attributed to the %zu functions .eh_frame describes\n",
+               static_cast<unsigned long long>(h.disagreement_count), map.functions().size());
+  return kExitBadInput;
 }
 
 std::string map_summary_text(const FunctionMap& map) {

@@ -44,4 +44,9 @@ void write_map_sources_json(JsonWriter& w, const FunctionMap& map);
 // Lines for people: where the map comes from and whether the search table agrees.
 std::string map_summary_text(const FunctionMap& map);
 
+// For commands that build on the map (xrefs, index): when .eh_frame_hdr's search table disagrees
+// with .eh_frame (a damaged or doctored file: every function of it is where .eh_frame says), a
+// warning on stderr that says so and where to see it, and kExitBadInput; else kExitOk.
+int warn_damaged_function_map(const FunctionMap& map);
+
 }  // namespace cudatool::cli

@@ -110,5 +110,33 @@ TEST(XrefsBadInput, SectionsPastTheEndOfTheFile) {
   }
 }
 
+// A library whose unwind data was wiped (.eh_frame zeroed: no function left, while
+// .eh_frame_hdr's search table still lists them) is damage the answer must not hide: xrefs and
+// index print what they can and a warning that the function map disagrees, and exit 2 — before,
+// both exited 0 and called every call site "from data".
+TEST(XrefsBadInput, WipedUnwindDataIsSaid) {
+  const std::string path = fixtures_dir() + "/xrefs/stripped/libxrefs.so";
+  std::string bytes = read_file(path);
+  const ReadelfSection* eh = nullptr;
+  auto secs = readelf_sections(path);
+  eh = find_section(secs, ".eh_frame");
+  ASSERT_NE(eh, nullptr);
+  ASSERT_NE(find_section(secs, ".eh_frame_hdr"), nullptr);
+  std::memset(bytes.data() + eh->offset, 0, eh->size);
+  std::string p = write_temp("xrefs-wiped-eh.so", bytes);
+  RunResult good = run({cudatool_bin(), "xrefs", path, "ioctl"}, 120);
+  ASSERT_EQ(good.status, 0) << good.err;
+  EXPECT_EQ(good.err.find("function map may be damaged"), std::string::npos) << good.err;
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{cudatool_bin(), "xrefs", p, "--json", "ioctl"},
+        {cudatool_bin(), "index", p, "-o", p + ".sqlite"}}) {
+    RunResult r = run(argv, 120);
+    expect_clean_exit(r, argv[1]);
+    EXPECT_EQ(r.status, 2) << argv[1] << ": " << r.err;
+    EXPECT_NE(r.err.find("function map may be damaged"), std::string::npos) << r.err;
+  }
+  std::remove((p + ".sqlite").c_str());
+}
+
 }  // namespace
 }  // namespace cudatool::test
