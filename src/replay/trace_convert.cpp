@@ -7,7 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <optional>
+#include <utility>
+#include <vector>
 
 #include "record/tracee_memory.hpp"
 #include "replay/session.hpp"
@@ -147,27 +148,40 @@ trace::Event event_of(const LogRecord& r, const AnswerTable& table) {
   return ev;
 }
 
-// The planner's plan of the event's "params" buffer (for an XFER, the wrapped call's), with the
-// rules of its command or class; nullopt when it has none.
-static std::optional<nvtr_buf_plan> params_plan(const nvtr_rm_branch* rm, const trace::Event& ev) {
-  if (rm == nullptr || !ev.arg) return std::nullopt;
+// The recorders' names of the buffers behind the pointer members of the event's "params" buffer
+// (for an XFER, the wrapped call's), by the offset of each pointer: the planner (rm/nv_ioctl_abi.h)
+// run over the parameters' bytes before the call, as the recorders run it.
+static std::vector<std::pair<uint32_t, std::string>> planned_member_roles(const nvtr_rm_branch* rm,
+                                                                          const trace::Event& ev) {
+  std::vector<std::pair<uint32_t, std::string>> out;
+  const trace::Buffer* params = nullptr;
+  const trace::Buffer* xfer = nullptr;
+  for (const trace::Buffer& b : ev.nested) {
+    if (b.role == "params") params = &b;
+    if (b.role == "xfer") xfer = &b;
+  }
+  if (rm == nullptr || !ev.arg || params == nullptr) return out;
   const std::vector<uint8_t>& arg = ev.arg->before;
   nvtr_buf_plan plans[2];
   int n = nvtr_plan_nested(nvtr_dev_kind_of_path(ev.path.c_str()),
                            static_cast<uint32_t>(ev.request), arg.data(), arg.size(), rm, plans);
   if (n > 0 && std::string_view(plans[0].role) == "xfer") {
-    const trace::Buffer* x = nullptr;
-    for (const trace::Buffer& b : ev.nested) {
-      if (b.role == "xfer") x = &b;
-    }
-    n = x != nullptr
-            ? nvtr_plan_xfer_inner(arg.data(), x->before.data(), x->before.size(), rm, plans)
+    n = xfer != nullptr
+            ? nvtr_plan_xfer_inner(arg.data(), xfer->before.data(), xfer->before.size(), rm, plans)
             : 0;
   }
   for (int i = 0; i < n; ++i) {
-    if (std::string_view(plans[i].role) == "params") return plans[i];
+    if (std::string_view(plans[i].role) != "params") continue;
+    nvtr_buf_plan q[NVTR_MAX_POINTEES];
+    int nq = nvtr_plan_pointees(rm, &plans[i], params->before.data(), params->before.size(), q,
+                                NVTR_MAX_POINTEES, nullptr);
+    char role[256];
+    for (int k = 0; k < nq; ++k) {
+      nvtr_role_format(&q[k], role, sizeof role);
+      out.emplace_back(q[k].ptr_off, role);
+    }
   }
-  return std::nullopt;
+  return out;
 }
 
 // The role names of member buffers: as the answering recorded call names the buffer behind the
@@ -185,6 +199,7 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
   const rm::StructEntry* layout = params.empty() ? nullptr : rec.tables->find_struct(params);
   const nvtr_rm_branch* rm = nvtr_rm_branch_for_major(
       rec.header.driver_version ? nvtr_driver_major(rec.header.driver_version->c_str()) : 0);
+  const auto planned = planned_member_roles(rm, ev);
   for (trace::Buffer& b : ev.nested) {
     size_t plus = b.role.find(".+0x");
     if (plus == std::string::npos) continue;
@@ -207,20 +222,8 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
       }
     }
     if (name.empty() && parent == "params") {
-      const trace::Buffer* pb = nullptr;
-      for (const trace::Buffer& x : ev.nested) {
-        if (x.role == "params") pb = &x;
-      }
-      if (std::optional<nvtr_buf_plan> pp = params_plan(rm, ev); pp && pb != nullptr) {
-        nvtr_buf_plan q[NVTR_MAX_POINTEES];
-        int nq = nvtr_plan_pointees(rm, &*pp, pb->before.data(), pb->before.size(), q,
-                                    NVTR_MAX_POINTEES, nullptr);
-        char role[256];
-        for (int i = 0; i < nq; ++i) {
-          if (q[i].ptr_off != ptr_off) continue;
-          nvtr_role_format(&q[i], role, sizeof role);
-          name = role;
-        }
+      for (const auto& [off, role] : planned) {
+        if (off == ptr_off) name = role;
       }
     }
     if (name.empty() && layout != nullptr) {
