@@ -16,8 +16,8 @@
 #include <cstring>
 #include <ctime>
 
-#include "record/preload_ctl.h"
 #include "record/recorder.hpp"
+#include "record/shim_abi/preload_ctl.h"
 #include "record/signals.hpp"
 #include "rm/nv_ioctl_abi.h"
 #include "trace/trace_file.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "replay/replay_abi.h"
+#include "record/shim_abi/replay_abi.h"
 #include "rm/tables.hpp"
 #include "trace/event.hpp"
 

@@ -8,8 +8,8 @@
 #include <map>
 
 #include "base/bytes.hpp"
+#include "record/shim_abi/replay_abi.h"
 #include "replay/answer_layouts.hpp"
-#include "replay/replay_abi.h"
 #include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
 #include "trace/loaded_libcuda.hpp"

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "../../rm/nv_ioctl_abi.h"
-#include "../preload_ctl.h"
+#include "../shim_abi/preload_ctl.h"
 
 #define SHIM_HIDDEN __attribute__((visibility("hidden")))
 

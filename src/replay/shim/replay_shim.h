@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "../../record/preload/hooks.h"
+#include "../../record/shim_abi/replay_abi.h"
 #include "../../rm/nv_ioctl_abi.h"
-#include "../replay_abi.h"
 
 #define RS_HIDDEN __attribute__((visibility("hidden")))
 

@@ -15,9 +15,19 @@
  * All integers little-endian (x86-64 only, as the shim). Offsets are from the start of the file.
  * cudatool checks nothing it reads back blindly: the log is parsed through ByteView (a program
  * can scribble over a shared mapping).
+ *
+ * Version rule. One cudatool makes the three files for one run, and the shim it starts checks
+ * them when it starts (src/replay/shim/replay_init.c): the three magics, RP_VERSION in the table,
+ * and the sizes; on any mismatch it stays off. The state and the log carry no version of their
+ * own: they share the table's. Bump RP_VERSION when any structure below changes layout (a member
+ * added, moved, resized or removed, in the table, the state or the log), when a member, flag or
+ * enum value changes meaning or number, when an environment variable below changes, or when
+ * rp_ident_hash, rp_input_digest or rp_mix change (cudatool and the shim must compute them
+ * alike: the table's buckets are placed by them). Say in the comment of RP_VERSION what the bump
+ * was for. Change a magic only when a file changes what it is.
  */
-#ifndef CUDATOOL_REPLAY_ABI_H
-#define CUDATOOL_REPLAY_ABI_H
+#ifndef CUDATOOL_SHIM_ABI_REPLAY_ABI_H
+#define CUDATOOL_SHIM_ABI_REPLAY_ABI_H
 
 #include <stdint.h>
 #include <string.h>
@@ -389,4 +399,4 @@ struct rp_log_head {
   uint64_t lost;      /* records that did not fit (atomic) */
 };
 
-#endif /* CUDATOOL_REPLAY_ABI_H */
+#endif /* CUDATOOL_SHIM_ABI_REPLAY_ABI_H */

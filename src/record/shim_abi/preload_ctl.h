@@ -1,7 +1,7 @@
 /*
- * The control block shared by `cudatool trace --mode preload` and every copy of the preload shim
- * (src/record/preload/) in the traced processes: a small file mapped MAP_SHARED by all of them.
- * Plain C, read by both sides.
+ * The control block shared by `cudatool trace --mode preload` (src/record/preload_launcher.cpp)
+ * and every copy of the preload shim (src/record/preload/) in the traced processes: a small file
+ * mapped MAP_SHARED by all of them. Plain C, read by both sides.
  *
  * Events are appended to the trace file itself, which every shim maps MAP_SHARED: a writer
  * reserves [off, off + len) by advancing `write_off`, makes sure the file is at least that long
@@ -9,13 +9,26 @@
  * is in the kernel's page cache at once, so a crash or kill of the traced program loses nothing
  * already recorded. cudatool ends the recording by setting kPreloadClosed in `write_off` (after
  * which shims record nothing), truncates the file to the offset it read, and appends the trailer.
+ *
+ * Version rule. A shim checks the magic when it attaches (shim_core.c map_ctl) and records
+ * nothing when it differs: a shim of another build (--preload-lib) must not write with a layout
+ * it does not share. The magic reads "cudtpld" and the digit '0' + CUDATOOL_PRELOAD_VERSION (as a
+ * number: its lowest byte is the digit). Bump the version
+ * when a member of struct cudatool_preload_ctl moves, changes size or meaning, or is removed;
+ * when an environment variable below changes name or meaning; when the events' line protocol
+ * changes (the reservation through write_off and extended_to, the CLOSED bit, CHUNK). A member
+ * appended at the end that zero means "off" needs no bump (an older shim ignores it; cudatool
+ * zeroes the block). The trace format written into the file has its own version
+ * (docs/trace-format.md), bumped by its own rule.
  */
 #ifndef CUDATOOL_TRACE_PRELOAD_CTL_H
 #define CUDATOOL_TRACE_PRELOAD_CTL_H
 
 #include <stdint.h>
 
-#define CUDATOOL_PRELOAD_MAGIC 0x63756474706c6431ULL /* "cudtpld1" */
+#define CUDATOOL_PRELOAD_VERSION 1
+#define CUDATOOL_PRELOAD_MAGIC \
+  (0x63756474706c6430ULL + CUDATOOL_PRELOAD_VERSION) /* "cudtpld" and the version digit */
 #define CUDATOOL_PRELOAD_CLOSED (1ULL << 63)
 #define CUDATOOL_PRELOAD_CHUNK (64ULL << 20) /* file growth and mapping window */
 
