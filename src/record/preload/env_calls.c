@@ -39,9 +39,9 @@ static char* fd_slot(int fd, int create) {
   char* t = atomic_load_explicit(&env_fd_paths, memory_order_acquire);
   if (t == NULL) {
     if (!create) return NULL;
-    long p = shim_sys6(SYS_mmap, 0, (long)ENV_MAX_FD * ENV_FD_PATH, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p < 0 && p > -4096) return NULL;
+    long p = rt_sys6(SYS_mmap, 0, (long)ENV_MAX_FD * ENV_FD_PATH, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (RT_FAILED(p)) return NULL;
     char* expected = NULL;
     if (atomic_compare_exchange_strong(&env_fd_paths, &expected, (char*)p)) {
       t = (char*)p;
@@ -72,8 +72,8 @@ void shim_env_fd_clear(int fd) {
 static void env_begin(struct shim_event* ev, int sys, const struct shim_call* c, uint64_t t0) {
   memset(ev, 0, offsetof(struct shim_event, bufs));
   ev->sys = sys;
-  ev->pid = shim_pid;
-  ev->tid = shim_tid();
+  ev->pid = rt_pid;
+  ev->tid = rt_tid();
   ev->fd = -1;
   ev->op = shim_fn[c->kind].name;
   ev->t = t0;
@@ -143,7 +143,7 @@ static void read_entries(struct shim_event* ev, long fd) {
         ev->entries_truncated = 1;
         continue;
       }
-      uint8_t* s = shim_scratch(0, used + len + 1, 1);
+      uint8_t* s = rt_scratch(0, used + len + 1, 1);
       if (s == NULL) {
         ev->entries_truncated = 1;
         continue;
@@ -157,7 +157,7 @@ static void read_entries(struct shim_event* ev, long fd) {
   if (n < 0) ev->content_err = (int)-n;
   /* Offsets after the names (4-aligned), then the names again in sorted order. */
   uint64_t idx_at = (used + 3) & ~3ULL;
-  uint8_t* s = shim_scratch(0, idx_at + 4 * count + used + 1, 1);
+  uint8_t* s = rt_scratch(0, idx_at + 4 * count + used + 1, 1);
   if (s == NULL) {
     ev->entries_truncated = 1;
     return;
@@ -181,7 +181,7 @@ static void read_entries(struct shim_event* ev, long fd) {
 /* Up to ENV_CONTENT_MAX bytes of regular file fd into scratch slot 0 (one more to know whether
  * there is more). */
 static void read_content(struct shim_event* ev, long fd) {
-  uint8_t* buf = shim_scratch(0, ENV_CONTENT_MAX + 1, 0);
+  uint8_t* buf = rt_scratch(0, ENV_CONTENT_MAX + 1, 0);
   ev->has_content = 1;
   if (buf == NULL) {
     ev->content_err = ENOMEM;
@@ -290,12 +290,12 @@ long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t fl
     errno = err;
     return r;
   }
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
+  if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
     shim_count(&shim_ctl->lost);
     errno = err;
     return r;
   }
-  shim_t.busy = 1;
+  rt_t.busy = 1;
   struct shim_event ev;
   env_begin(&ev, SHIM_FILE, c, t0);
   ev.path = abs;
@@ -307,7 +307,7 @@ long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t fl
   }
   shim_emit(&ev);
   shim_scratch_trim();
-  shim_t.busy = 0;
+  rt_t.busy = 0;
   errno = err;
   return r;
 }
@@ -329,11 +329,11 @@ static void fd_stat(const struct shim_call* c, int fd, uint64_t t0, long r, int 
   char path[ENV_FD_PATH];
   copy_string(path, idx >= 0 ? shim_path(idx) : slot, sizeof path);
   if (!shim_env_match(path)) return;
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
+  if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
     shim_count(&shim_ctl->lost);
     return;
   }
-  shim_t.busy = 1;
+  rt_t.busy = 1;
   struct shim_event ev;
   env_begin(&ev, SHIM_STAT, c, t0);
   ev.path = path;
@@ -345,7 +345,7 @@ static void fd_stat(const struct shim_call* c, int fd, uint64_t t0, long r, int 
     answer_from_stat(&ev, buf);
   }
   shim_emit(&ev);
-  shim_t.busy = 0;
+  rt_t.busy = 0;
 }
 
 long beh_path(struct shim_call* c) {
@@ -400,17 +400,17 @@ long beh_path(struct shim_call* c) {
     errno = err;
     return r;
   }
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
+  if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
     shim_count(&shim_ctl->lost);
     errno = err;
     return r;
   }
-  shim_t.busy = 1;
+  rt_t.busy = 1;
   struct shim_event ev;
-  char* target = (char*)shim_scratch(0, PATH_MAX, 0); /* symlink and readlink targets */
+  char* target = (char*)rt_scratch(0, PATH_MAX, 0); /* symlink and readlink targets */
   if (target == NULL) {
     shim_count(&shim_ctl->lost);
-    shim_t.busy = 0;
+    rt_t.busy = 0;
     errno = err;
     return r;
   }
@@ -444,8 +444,7 @@ long beh_path(struct shim_call* c) {
         ev.mode = (uint64_t)(unsigned)c->a[k == SHIM_C_XMKNOD ? 2 : 3];
         int rerr = 0;
         uint64_t dev = 0;
-        if (shim_read((uint64_t)c->a[k == SHIM_C_XMKNOD ? 3 : 4], (uint8_t*)&dev, 8, 0, &rerr) ==
-            8) {
+        if (rt_read((uint64_t)c->a[k == SHIM_C_XMKNOD ? 3 : 4], (uint8_t*)&dev, 8, 0, &rerr) == 8) {
           ev.rdev = dev;
         }
       }
@@ -495,7 +494,7 @@ long beh_path(struct shim_call* c) {
       ev.flags = fi->op == OP_FOPEN ? fopen_flags((const char*)c->a[1]) : OPENDIR_FLAGS;
       break;
     default:
-      shim_t.busy = 0;
+      rt_t.busy = 0;
       errno = err;
       return r;
   }
@@ -504,7 +503,7 @@ long beh_path(struct shim_call* c) {
   if (ev.sys == SHIM_FILE && !failed) read_object(&ev, abs, readable(ev.flags));
   shim_emit(&ev);
   shim_scratch_trim();
-  shim_t.busy = 0;
+  rt_t.busy = 0;
   errno = err;
   return r;
 }

@@ -13,6 +13,7 @@ static const char kHex[] = "0123456789abcdef";
 
 struct out {
   char* p;
+  uint64_t max_buffer; /* the recording's --max-buffer, for the notes of buffers over it */
 };
 
 static void put(struct out* o, const char* s) {
@@ -221,7 +222,7 @@ static void put_error(struct out* o, const struct shim_buf* b, int after) {
     put(o, "size 0x");
     put_hex_raw(o, b->plan.size);
     put(o, " over cap 0x");
-    put_hex_raw(o, shim_max_buffer());
+    put_hex_raw(o, o->max_buffer);
   } else {
     const char* name = errno_name(err != 0 ? err : EFAULT);
     if (name != NULL) {
@@ -354,7 +355,7 @@ static void put_unrecorded(struct out* o, const struct shim_event* ev) {
     PUTLIT(o, " x ");
     put_u64(o, b->plan.elem);
     PUTLIT(o, " bytes over --max-buffer (");
-    put_u64(o, shim_max_buffer());
+    put_u64(o, o->max_buffer);
     PUTLIT(o, ")\"}");
   }
   if (ev->pointees_dropped > 0) {
@@ -517,7 +518,7 @@ static void put_frames(struct out* o, const uint64_t* frames, int n) {
 }
 
 size_t shim_format_stack_record(char* buf, uint64_t id, const uint64_t* frames, int n) {
-  struct out o = {buf};
+  struct out o = {buf, 0};
   PUTLIT(&o, "{\"stack_record\":{\"id\":");
   put_u64(&o, id);
   KEY(&o, "stack");
@@ -542,8 +543,9 @@ size_t shim_event_bound(const struct shim_event* ev) {
   return n;
 }
 
-size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
-  struct out o = {buf};
+size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev,
+                         uint64_t max_buffer) {
+  struct out o = {buf, max_buffer};
   PUTLIT(&o, "{\"seq\":");
   put_u64(&o, seq);
   KEY(&o, "t");

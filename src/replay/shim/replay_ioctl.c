@@ -114,13 +114,13 @@ static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
 long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int via_syscall) {
   int idx = rs_fd_path(fd);
   if (idx < 0 || !rs_ready()) return shim_perform(c);
-  if (rs_t.busy) { /* a signal handler inside the shim: nothing to answer it from */
+  if (rt_t.busy) { /* a signal handler inside the shim: nothing to answer it from */
     errno = ENOTTY;
     return -1;
   }
   (void)via_syscall;
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
   uint32_t r32 = (uint32_t)req;
   int kind = nvtr_dev_kind_of_path(rs_path(idx));
   struct live_buf b[RP_BUF_COUNT];
@@ -278,7 +278,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
       }
       if (t == NULL || !t->present || t->addr == 0 || p->off >= t->size) continue;
       uint64_t len = p->len < t->size - p->off ? p->len : t->size - p->off;
-      rs_write(t->addr + p->off, blob + p->data, len);
+      rt_write(t->addr + p->off, blob + p->data, len);
     }
     ret = e->ret;
     err = e->ret == -1 ? e->err : 0;
@@ -295,7 +295,7 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     uint32_t status = freelike ? NV_OK : NV_ERR_NOT_SUPPORTED;
     outcome = freelike ? RP_OUT_FREELIKE : RP_OUT_NOT_SUPPORTED;
     if (status_off >= 0 && (uint64_t)status_off + 4 <= id_size &&
-        rs_write(id_addr + (uint64_t)status_off, &status, 4) == 4) {
+        rt_write(id_addr + (uint64_t)status_off, &status, 4) == 4) {
       ret = 0;
     } else if (!freelike) {
       ret = -1;
@@ -310,13 +310,13 @@ long beh_ioctl(struct shim_call* c, int fd, unsigned long req, uint64_t arg, int
     w.r->outcome = (uint32_t)outcome;
     w.r->answered = m.event;
     w.r->t_ns = t0;
-    w.r->dur_ns = rs_now() - t0;
+    w.r->dur_ns = rt_now_ns() - t0;
     rs_log_commit(&w);
   }
   /* Progress is what the recording answers: a program that only repeats polls (twins) or asks
    * for what was never recorded is not getting anywhere. */
   if (e != NULL && outcome != RP_OUT_TWIN) rs_progress();
-  rs_t.busy = 0;
+  rt_t.busy = 0;
   rs_gpu_poke();
   errno = err;
   return ret;
