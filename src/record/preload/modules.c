@@ -180,13 +180,19 @@ static size_t put_hex(char* o, uint64_t v) {
   return n;
 }
 
+/* A literal of known length at line + n (emit_record). */
+#define LIT(s)                         \
+  do {                                 \
+    memcpy(line + n, s, sizeof s - 1); \
+    n += sizeof s - 1;                 \
+  } while (0)
+
 static void emit_record(const struct mod* m) {
   char line[4096 + 512];
   size_t n = 0;
   const char* path = pool + m->path;
   if (strlen(path) > 600) return; /* 6 bytes per byte at worst: stays in `line` */
-  memcpy(line + n, "{\"module\":{\"pid\":", 17);
-  n += 17;
+  LIT("{\"module\":{\"pid\":");
   char digits[16];
   int k = 0, v = rt_pid;
   do {
@@ -194,25 +200,20 @@ static void emit_record(const struct mod* m) {
     v /= 10;
   } while (v > 0);
   while (k > 0) line[n++] = digits[--k];
-  memcpy(line + n, ",\"path\":", 8);
-  n += 8;
+  LIT(",\"path\":");
   n += put_str(line + n, path);
-  memcpy(line + n, ",\"build_id\":", 12);
-  n += 12;
+  LIT(",\"build_id\":");
   n += put_str(line + n, m->build_id);
-  memcpy(line + n, ",\"base\":", 8);
-  n += 8;
+  LIT(",\"base\":");
   n += put_hex(line + n, m->base);
-  memcpy(line + n, ",\"lo\":", 6);
-  n += 6;
+  LIT(",\"lo\":");
   n += put_hex(line + n, m->lo);
-  memcpy(line + n, ",\"hi\":", 6);
-  n += 6;
+  LIT(",\"hi\":");
   n += put_hex(line + n, m->hi);
-  memcpy(line + n, "}}\n", 3);
-  n += 3;
+  LIT("}}\n");
   shim_emit_line(line, n);
 }
+#undef LIT
 
 /* A coarse clock (the vDSO reads it without the TSC): the check below runs every few ms. */
 static uint64_t coarse_now(void) {

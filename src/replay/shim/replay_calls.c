@@ -41,6 +41,20 @@ static void end_log(struct rs_rec* w, long ret, int err, int outcome, int answer
   rs_log_commit(w);
 }
 
+/* The recorded call that answers a call of `sys` on a device fd of path `idx`. */
+static struct rs_match match_fd_call(uint32_t sys, int idx) {
+  struct rp_ident id = {sys, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
+  return rs_match(&id, 0, 0);
+}
+
+/* Leaves the shim after an answered call that the recording holds (progress): its result. */
+static long answered(long r, int err) {
+  rs_progress();
+  rt_t.busy = 0;
+  errno = err;
+  return r;
+}
+
 /* A recorded answer for an fd call: its failure, or success. */
 static int recorded_failure(const struct rs_match* m, int* err) {
   if (m->event < 0) return 0;
@@ -207,8 +221,7 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
   check_library();
   rt_t.busy = 1;
   uint64_t t0 = rt_now_ns();
-  struct rp_ident id = {RP_OPEN, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  struct rs_match m = match_fd_call(RP_OPEN, idx);
   int err = 0;
   long r;
   int outcome = m.event >= 0 ? m.outcome : RP_OUT_PASSED;
@@ -223,10 +236,7 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
   begin_log(&w, RP_OPEN, 0, (int)r, idx);
   if (w.r) w.r->flags = flags;
   end_log(&w, r, err, outcome, m.event, t0);
-  rs_progress();
-  rt_t.busy = 0;
-  errno = err;
-  return r;
+  return answered(r, err);
 }
 
 long beh_close(struct shim_call* c, int fd) {
@@ -234,8 +244,7 @@ long beh_close(struct shim_call* c, int fd) {
   if (idx < 0 || !rs_ready() || rt_t.busy) return shim_perform(c);
   rt_t.busy = 1;
   uint64_t t0 = rt_now_ns();
-  struct rp_ident id = {RP_CLOSE, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  struct rs_match m = match_fd_call(RP_CLOSE, idx);
   long r = shim_perform(c);
   int err = errno;
   drop_device_fd(fd);
@@ -275,8 +284,7 @@ long beh_dup(struct shim_call* c, int oldfd, int newfd) {
   }
   rt_t.busy = 1;
   uint64_t t0 = rt_now_ns();
-  struct rp_ident id = {RP_DUP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  struct rs_match m = match_fd_call(RP_DUP, idx);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -293,10 +301,7 @@ long beh_dup(struct shim_call* c, int oldfd, int newfd) {
   struct rs_rec w;
   begin_log(&w, RP_DUP, 0, oldfd, idx);
   end_log(&w, r, err, m.event >= 0 ? m.outcome : RP_OUT_PASSED, m.event, t0);
-  rs_progress();
-  rt_t.busy = 0;
-  errno = err;
-  return r;
+  return answered(r, err);
 }
 
 /* ---- mappings ---- */
@@ -308,8 +313,7 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
   int busy = rt_t.busy;
   rt_t.busy = 1;
   uint64_t t0 = rt_now_ns();
-  struct rp_ident id = {RP_MMAP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = busy ? (struct rs_match){-1, 0} : rs_match(&id, 0, 0);
+  struct rs_match m = busy ? (struct rs_match){-1, 0} : match_fd_call(RP_MMAP, idx);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -356,8 +360,7 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
   }
   rt_t.busy = 1;
   uint64_t t0 = rt_now_ns();
-  struct rp_ident id = {RP_MUNMAP, (uint32_t)(idx < 0 ? 0 : idx), 0, 0, 0, 0, 0, 0};
-  struct rs_match m = idx >= 0 ? rs_match(&id, 0, 0) : (struct rs_match){-1, 0};
+  struct rs_match m = idx >= 0 ? match_fd_call(RP_MUNMAP, idx) : (struct rs_match){-1, 0};
   struct rs_rec w;
   begin_log(&w, RP_MUNMAP, 0, -1, idx);
   if (w.r) {
