@@ -1,6 +1,6 @@
 // One ioctl: which call it is (RM escape, XFER's inner escape, UVM ioctl), the RM objects it
 // creates or frees, its status, and the normalised images of its argument and nested buffers.
-// Layouts come from the driver branch's tables (rm/tables.hpp), as in rm/decode.cpp.
+// Layouts come from the driver branch's tables (rm/tables.hpp), as in trace/decode.cpp.
 #include <algorithm>
 #include <cstring>
 

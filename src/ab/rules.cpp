@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::ab {
 namespace {

@@ -6,8 +6,8 @@
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
 #include "replay/inject.hpp"
-#include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/decode.hpp"
 
 namespace cudatool::replay::detail {
 namespace {

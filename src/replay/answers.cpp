@@ -10,8 +10,8 @@
 #include "base/bytes.hpp"
 #include "replay/answer_layouts.hpp"
 #include "replay/replay_abi.h"
-#include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/decode.hpp"
 #include "trace/loaded_libcuda.hpp"
 #include "trace/trace_file.hpp"
 
@@ -421,9 +421,9 @@ Result<Recording> recording_from_memory(std::string bytes, std::string name) {
 }
 
 CallText describe(const Recording& rec, const trace::Event& ev) {
-  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  trace::Decoded d = trace::decode_event(*rec.tables, ev);
   CallText t;
-  t.line = rm::format_line(d);
+  t.line = trace::format_line(d);
   if (t.line.size() > 160) t.line = t.line.substr(0, 157) + "...";
   t.name = d.call.empty() ? std::string(trace::sys_name(ev.sys)) : std::string(d.call);
   if (d.cmd) {

@@ -9,7 +9,7 @@
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
 #include "elf/symbols.hpp"
-#include "rm/event_filter.hpp"
+#include "trace/event_filter.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::trace {
@@ -64,7 +64,7 @@ StackResolver::StackResolver(ResolverOptions options) : opt_(std::move(options))
 StackResolver::~StackResolver() = default;
 
 bool StackResolver::is_api_lib(std::string_view path) const {
-  return !api_glob_.empty() && rm::glob_match_lower(api_glob_, file_name(path));
+  return !api_glob_.empty() && trace::glob_match_lower(api_glob_, file_name(path));
 }
 
 void StackResolver::follow(const std::vector<Module>& records, const Event& ev) {

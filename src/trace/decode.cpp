@@ -2,41 +2,60 @@
 // src/nvidia/arch/nvalloc/unix/src/escape.c), nv_ioctl_* of nv-ioctl.h (frontend escapes,
 // kernel-open/nvidia/nv.c), UVM_*_PARAMS of uvm_ioctl.h; all located through the generated
 // tables of the branch (rm/tables.hpp).
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "base/hex.hpp"
-#include "rm/decode_env.hpp"
 #include "rm/decode_layout.hpp"
+#include "trace/decode_env.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::CategoryEntry;
+using rm::ClassEntry;
+using rm::classify_device;
+using rm::CtrlEntry;
+using rm::Device;
+using rm::EscapeEntry;
+using rm::Field;
+using rm::FieldEntry;
+using rm::kMaxHexBytes;
+using rm::kMaxListItems;
+using rm::member_kind;
+using rm::PointerKind;
+using rm::PointerRule;
+using rm::StatusEntry;
+using rm::StructEntry;
+using rm::Tables;
+using rm::UvmEntry;
+using rm::ValueKind;
 namespace {
 
-using detail::decode_struct;
-using detail::read_uint;
+using rm::detail::decode_struct;
+using rm::detail::read_uint;
 
 constexpr uint8_t kRmIoctlType = 'F';  // NV_IOCTL_MAGIC (nv-ioctl-numbers.h)
 
 // What every decoder gets: the event, its argument bytes and the output.
 struct Ctx {
   const Tables& t;
-  const trace::Event& ev;
+  const Event& ev;
   Decoded& d;
   ByteView arg;  // after the call when recorded, else before
   const EscapeEntry* escape = nullptr;
 };
 using DecodeFn = void (*)(Ctx&);
 
-ByteView view_of(const trace::Buffer& b) {
+ByteView view_of(const Buffer& b) {
   const std::vector<uint8_t>& v = b.after.empty() ? b.before : b.after;
   return ByteView(v.data(), v.size(), b.addr);
 }
 
-const trace::Buffer* nested(const trace::Event& ev, std::string_view role) {
-  for (const trace::Buffer& b : ev.nested) {
+const Buffer* nested(const Event& ev, std::string_view role) {
+  for (const Buffer& b : ev.nested) {
     if (b.role == role) return &b;
   }
   return nullptr;
@@ -140,7 +159,7 @@ bool as_text(ByteView bytes, std::string& out) {
   return true;
 }
 
-void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointee& out) {
+void decode_pointee(Ctx& c, const Buffer& b, const PointerRule* r, Pointee& out) {
   out.role = b.role;
   out.known = r != nullptr;
   Field& f = out.value;
@@ -161,7 +180,7 @@ void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointe
       Field& e = f.items.emplace_back();
       if (s != nullptr) {
         e.kind = ValueKind::kStruct;
-        detail::decode_struct(c.t, *s, one, e.items, c.d.partial, out.role);
+        rm::detail::decode_struct(c.t, *s, one, e.items, c.d.partial, out.role);
       } else {
         e.kind = kind;
         e.value = read_uint(one, 0, elem);
@@ -182,7 +201,7 @@ void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointe
 // The nested buffers "params.<member>" of a call whose parameters are of control command or
 // class `key`.
 void decode_pointees(Ctx& c, PointerKind kind, uint32_t key) {
-  for (const trace::Buffer& b : c.ev.nested) {
+  for (const Buffer& b : c.ev.nested) {
     if (b.role.size() <= 7 || b.role.compare(0, 7, "params.") != 0) continue;
     if (b.before.empty() && b.after.empty()) continue;  // not read: `unrecorded` says why
     Pointee& p = c.d.pointees.emplace_back();
@@ -242,7 +261,7 @@ bool control_params(Ctx& c, uint32_t cmd_id, uint64_t params_size, std::string_v
                   std::string(cmd->params.empty() ? "no parameters" : cmd->params) + " is " +
                   std::to_string(cmd->params_size));
   }
-  const trace::Buffer* p = nested(c.ev, "params");
+  const Buffer* p = nested(c.ev, "params");
   if (p != nullptr && !cmd->params.empty()) {
     decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), out, "params");
   }
@@ -262,7 +281,7 @@ void alloc_params(Ctx& c, uint32_t hclass, const std::vector<Field>& args, std::
     note(c.d, "paramsSize " + std::to_string(size) + ", " + std::string(cls->alloc_params) +
                   " is " + std::to_string(cls->alloc_params_size));
   }
-  if (const trace::Buffer* p = nested(c.ev, "params")) {
+  if (const Buffer* p = nested(c.ev, "params")) {
     ByteView bytes = view_of(*p);
     if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
     decode_named(c, cls->alloc_params, bytes, out, "params");
@@ -347,7 +366,7 @@ void escape_xfer(Ctx& c) {
     return;
   }
   c.d.params_struct = e->type;
-  if (const trace::Buffer* x = nested(c.ev, "xfer")) {
+  if (const Buffer* x = nested(c.ev, "xfer")) {
     decode_named(c, e->type, view_of(*x), c.d.params, "xfer");
   }
   // The wrapped call's command or class, status and handles are the event's (filters, stats and
@@ -452,11 +471,11 @@ Field number(std::string_view name, ValueKind kind, uint64_t v) {
   return f;
 }
 
-void decode_other(const trace::Event& ev, Decoded& d) {
-  d.call = trace::sys_name(ev.sys);
-  d.known = ev.sys != trace::Sys::kUnknown;
+void decode_other(const Event& ev, Decoded& d) {
+  d.call = sys_name(ev.sys);
+  d.known = ev.sys != Sys::kUnknown;
   switch (ev.sys) {
-    case trace::Sys::kOpen: {
+    case Sys::kOpen: {
       Field p;
       p.name = "path";
       p.kind = ValueKind::kString;
@@ -466,7 +485,7 @@ void decode_other(const trace::Event& ev, Decoded& d) {
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(ev.ret)));
       break;
     }
-    case trace::Sys::kMmap:
+    case Sys::kMmap:
       d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
       d.args.push_back(number("len", ValueKind::kDec, ev.len));
       d.args.push_back(number("prot", ValueKind::kHex, ev.prot));
@@ -474,69 +493,26 @@ void decode_other(const trace::Event& ev, Decoded& d) {
       d.args.push_back(number("offset", ValueKind::kHex, ev.offset));
       d.args.push_back(number("ret", ValueKind::kHex, static_cast<uint64_t>(ev.ret)));
       break;
-    case trace::Sys::kMunmap:
+    case Sys::kMunmap:
       d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
       d.args.push_back(number("len", ValueKind::kDec, ev.len));
       break;
-    case trace::Sys::kClose:
-    case trace::Sys::kDup:
+    case Sys::kClose:
+    case Sys::kDup:
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(int64_t{ev.fd})));
       break;
     default:
-      if (detail::is_environment(ev.sys)) detail::decode_environment(ev, d);
+      if (is_environment(ev.sys)) detail::decode_environment(ev, d);
       break;
   }
 }
 
 }  // namespace
 
-// By the last component of the path, as the recorders classify device paths
-// (rm/nv_ioctl_abi.h): a trace recorded with --devices on nodes outside /dev (a container's
-// mount, the test fixtures' fake nodes) decodes alike.
-Device classify_device(std::string_view path) {
-  if (path.find("/nvidia-caps") != std::string_view::npos) return Device::kCaps;
-  size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  constexpr std::string_view kNv = "nvidia";
-  if (base.substr(0, kNv.size()) != kNv) return Device::kUnknown;
-  std::string_view rest = base.substr(kNv.size());
-  if (rest == "ctl") return Device::kControl;
-  if (rest == "-uvm") return Device::kUvm;
-  if (rest == "-uvm-tools") return Device::kUvmTools;
-  if (rest == "-modeset") return Device::kModeset;
-  if (!rest.empty() &&
-      std::all_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-    return Device::kGpu;
-  }
-  return Device::kOtherNvidia;
-}
-
-std::string_view device_name(Device d) {
-  switch (d) {
-    case Device::kControl:
-      return "nvidiactl";
-    case Device::kGpu:
-      return "gpu";
-    case Device::kUvm:
-      return "uvm";
-    case Device::kUvmTools:
-      return "uvm-tools";
-    case Device::kModeset:
-      return "modeset";
-    case Device::kCaps:
-      return "caps";
-    case Device::kOtherNvidia:
-      return "nvidia-other";
-    case Device::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 void Decoded::clear() {
   // Member by member, so that the vectors keep their capacity for the next event.
   device = Device::kUnknown;
-  sys = trace::Sys::kUnknown;
+  sys = Sys::kUnknown;
   request = 0;
   ioc_type = 0;
   nr = 0;
@@ -564,12 +540,12 @@ void Decoded::clear() {
   summary.clear();
 }
 
-void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
+void decode_event(const Tables& tables, const Event& ev, Decoded& out) {
   out.clear();
   out.sys = ev.sys;
   out.device = classify_device(ev.path);
   out.unrecorded = ev.unrecorded;
-  if (ev.sys != trace::Sys::kIoctl) {
+  if (ev.sys != Sys::kIoctl) {
     decode_other(ev, out);
     return;
   }
@@ -577,11 +553,11 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
   decode_ioctl(c);
   // What the recorder could not read of a buffer it meant to read (EFAULT, over the cap, a
   // prefix only), as it said it in the buffer: one entry per buffer and side.
-  auto say = [&out](const trace::Buffer& b) {
+  auto say = [&out](const Buffer& b) {
     auto add = [&out, &b](std::string_view side, const std::string& why) {
       if (why.empty()) return;
       std::string what = b.role + std::string(side);
-      for (const trace::Unrecorded& u : out.unrecorded) {
+      for (const Unrecorded& u : out.unrecorded) {
         if (u.what == what || (u.what == b.role && u.why == why)) return;
       }
       out.unrecorded.push_back({std::move(what), why});
@@ -594,13 +570,13 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
     }
   };
   if (ev.arg) say(*ev.arg);
-  for (const trace::Buffer& b : ev.nested) say(b);
+  for (const Buffer& b : ev.nested) say(b);
 }
 
-Decoded decode_event(const Tables& tables, const trace::Event& ev) {
+Decoded decode_event(const Tables& tables, const Event& ev) {
   Decoded d;
   decode_event(tables, ev, d);
   return d;
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

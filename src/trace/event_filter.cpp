@@ -1,7 +1,7 @@
 // Evaluation of the --filter language (docs/decode.md); the parser is event_filter_parse.cpp.
-#include "rm/event_filter.hpp"
+#include "trace/event_filter.hpp"
 
-#include "rm/event_filter_lang.hpp"
+#include "trace/event_filter_lang.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,12 @@
 #include <cstring>
 #include <optional>
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::ClassEntry;
+using rm::CtrlEntry;
+using rm::device_name;
+using rm::Tables;
 namespace {
 
 using namespace filter_detail;  // NOLINT(google-build-using-namespace)
@@ -87,8 +92,7 @@ Got got_number(std::optional<uint32_t> v) {
   return g;
 }
 
-Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d,
-           std::string_view api) {
+Got got_of(FieldId id, const Tables& t, const Event& ev, const Decoded& d, std::string_view api) {
   Got g;
   auto num = [&](uint64_t v) {
     g.present = g.has_number = true;
@@ -102,8 +106,8 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
   };
   switch (id) {
     case kSys:
-      name(ev.sys == trace::Sys::kUnknown && !ev.sys_raw.empty() ? std::string_view(ev.sys_raw)
-                                                                 : trace::sys_name(ev.sys));
+      name(ev.sys == Sys::kUnknown && !ev.sys_raw.empty() ? std::string_view(ev.sys_raw)
+                                                          : sys_name(ev.sys));
       break;
     case kCall:
       name(d.call);
@@ -164,7 +168,7 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
       g = got_number(d.h_object);
       break;
     case kRequest:
-      if (ev.sys == trace::Sys::kIoctl) num(ev.request);
+      if (ev.sys == Sys::kIoctl) num(ev.request);
       break;
     case kRet:
       num(static_cast<uint64_t>(ev.ret));
@@ -245,16 +249,15 @@ std::string_view EventFilter::flag_list() {
   return kFlagList;
 }
 
-bool EventFilter::matches(const trace::Event& ev, const Decoded& d) const {
+bool EventFilter::matches(const Event& ev, const Decoded& d) const {
   return matches(ev, d, {});
 }
 
-bool EventFilter::matches(const trace::Event& ev, const Decoded& d, std::string_view api) const {
+bool EventFilter::matches(const Event& ev, const Decoded& d, std::string_view api) const {
   return root_ < 0 || eval(root_, ev, d, api);
 }
 
-bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d,
-                       std::string_view api) const {
+bool EventFilter::eval(int i, const Event& ev, const Decoded& d, std::string_view api) const {
   const Node& n = nodes_[static_cast<size_t>(i)];
   switch (n.kind) {
     case Node::kAnd:
@@ -295,4 +298,4 @@ bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d,
   return any_value(n, g);
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace
