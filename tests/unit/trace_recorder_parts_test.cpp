@@ -15,8 +15,8 @@
 #include <cstring>
 #include <random>
 
+#include "base/glob_match.h"
 #include "record/devices.hpp"
-#include "record/glob_match.h"
 #include "record/seccomp_filter.hpp"
 #include "record/tracee_memory.hpp"
 #include "rm/nv_ioctl_abi.h"

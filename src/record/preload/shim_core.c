@@ -14,7 +14,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "../glob_match.h"
+#include "../../base/glob_match.h"
 #include "shim.h"
 #include "shim_path.h"
 
