@@ -1,6 +1,7 @@
 // Evaluation of the --filter language (docs/decode.md); the parser is event_filter_parse.cpp.
 #include "trace/event_filter.hpp"
 
+#include "base/glob_match.h"
 #include "trace/event_filter_lang.hpp"
 
 #include <fmt/format.h>
@@ -19,31 +20,6 @@ using rm::Tables;
 namespace {
 
 using namespace filter_detail;  // NOLINT(google-build-using-namespace)
-
-// One bracket set at p[i] (after '['): whether c is in it, and where it ends; nullopt when the set
-// is not closed (then '[' is an ordinary byte).
-std::optional<bool> glob_set(std::string_view p, size_t& i, char c) {
-  size_t j = i;
-  bool negate = false;
-  if (j < p.size() && (p[j] == '!' || p[j] == '^')) {
-    negate = true;
-    ++j;
-  }
-  size_t start = j;
-  bool match = false;
-  while (j < p.size() && (p[j] != ']' || j == start)) {
-    char lo = p[j], hi = lo;
-    if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
-      hi = p[j + 2];
-      j += 2;
-    }
-    if (c >= lo && c <= hi) match = true;
-    ++j;
-  }
-  if (j >= p.size()) return std::nullopt;
-  i = j + 1;
-  return match != negate;
-}
 
 // What an event holds for a field: a number and/or a name; absent when it has neither.
 struct Got {
@@ -188,7 +164,7 @@ Got got_of(FieldId id, const Tables& t, const Event& ev, const Decoded& d, std::
 bool value_matches(EventFilter::Node::Op op, bool is_signed, const EventFilter::Value& v,
                    const Got& g) {
   if (v.is_number) return g.has_number && compare(op, is_signed, g.number, v.number);
-  return !g.name.empty() && glob_match_lower(v.pattern, g.name);
+  return !g.name.empty() && glob_match(v.pattern, g.name, /*fold_case=*/true);
 }
 
 // Does any value of the node match (= for kNe, which negates the answer)?
@@ -201,46 +177,6 @@ bool any_value(const EventFilter::Node& n, const Got& g) {
 }
 
 }  // namespace
-
-bool glob_match_lower(std::string_view p, std::string_view s) {
-  size_t pi = 0, si = 0;
-  size_t star_p = std::string_view::npos, star_s = 0;
-  while (si < s.size()) {
-    if (pi < p.size() && p[pi] == '*') {
-      while (pi < p.size() && p[pi] == '*') ++pi;
-      if (pi == p.size()) return true;
-      star_p = pi;
-      star_s = si;
-      continue;
-    }
-    bool ok = false;
-    size_t next = pi + 1;
-    char c = lower(s[si]);
-    if (pi < p.size()) {
-      if (p[pi] == '?') {
-        ok = true;
-      } else if (p[pi] == '[') {
-        size_t j = pi + 1;
-        auto r = glob_set(p, j, c);
-        ok = r ? *r : c == '[';
-        if (r) next = j;
-      } else {
-        ok = p[pi] == c;
-      }
-    }
-    if (ok) {
-      pi = next;
-      ++si;
-    } else if (star_p != std::string_view::npos) {
-      pi = star_p;
-      si = ++star_s;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
 
 std::string_view EventFilter::field_list() {
   return kFieldList;

@@ -69,8 +69,4 @@ struct EventFilter::Node {
   std::vector<Value> values;
 };
 
-// Case-insensitive glob ('*', '?', '[…]' with ranges and a leading '!' or '^') over byte strings;
-// `pattern` is lower-case.
-bool glob_match_lower(std::string_view pattern, std::string_view text);
-
 }  // namespace cudatool::trace

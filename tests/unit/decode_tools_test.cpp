@@ -198,19 +198,6 @@ TEST(EventFilter, BadExpressionsAreOneLineErrorsWithAColumn) {
   EXPECT_TRUE(EventFilter::parse("  ", t580()));
 }
 
-TEST(EventFilter, GlobsAreCaseInsensitiveWithSetsAndRanges) {
-  EXPECT_TRUE(glob_match_lower("nv_esc_*", "NV_ESC_RM_CONTROL"));
-  EXPECT_TRUE(glob_match_lower("*control", "NV_ESC_RM_CONTROL"));
-  EXPECT_TRUE(glob_match_lower("/dev/nvidia[0-9]", "/dev/nvidia3"));
-  EXPECT_FALSE(glob_match_lower("/dev/nvidia[!0-9]", "/dev/nvidia3"));
-  EXPECT_TRUE(glob_match_lower("/dev/nvidia[^0-9]*", "/dev/nvidiactl"));
-  EXPECT_TRUE(glob_match_lower("a?c", "ABC"));
-  EXPECT_FALSE(glob_match_lower("a?c", "AC"));
-  EXPECT_TRUE(glob_match_lower("[", "["));  // an unclosed set is a plain '['
-  EXPECT_TRUE(glob_match_lower("*a*a*a*a*b", std::string(40, 'a') + "b"));
-  EXPECT_FALSE(glob_match_lower("*a*a*a*a*b", std::string(40, 'a')));
-}
-
 // --- stats -------------------------------------------------------------------------------------
 
 TraceStats stats_of(const Builder& b, size_t slowest = 3) {
