@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/hex.hpp"
+#include "rm/call_semantics.hpp"
 #include "rm/decode_layout.hpp"
 #include "trace/decode_env.hpp"
 
@@ -46,6 +47,7 @@ struct Ctx {
   Decoded& d;
   ByteView arg;  // after the call when recorded, else before
   const EscapeEntry* escape = nullptr;
+  const rm::CallRow* row = nullptr;  // the call's row; nullptr: on the default list
 };
 using DecodeFn = void (*)(Ctx&);
 
@@ -108,28 +110,47 @@ void resolve(const Tables& t, std::vector<Field>& fields) {
   }
 }
 
-// Status and RM handles from the top level and from one nested structure (the NVOS02/NVOS33
-// inside the *_with_fd wrappers).
-void summarize(Decoded& d, const std::vector<Field>& fields, int depth = 0) {
-  for (const Field& f : fields) {
+// The call's status, class, control command and RM handles: the members its row names
+// (rm/call_semantics.hpp), in its RM structure (the argument, or the member the *_with_fd
+// wrappers hold it in).
+void summarize(Decoded& d, const rm::CallRow* row, const std::vector<Field>& fields) {
+  if (row == nullptr) return;
+  const std::vector<Field>* rm_fields = &fields;
+  if (!row->within.empty()) {
+    for (const Field& f : fields) {
+      if (f.kind == ValueKind::kStruct && f.name == row->within) rm_fields = &f.items;
+    }
+  }
+  for (const Field& f : *rm_fields) {
     std::string_view n = f.name;
-    uint32_t v = static_cast<uint32_t>(f.value);
-    if (f.kind == ValueKind::kStatus && !d.status) {
+    auto v = static_cast<uint32_t>(f.value);
+    if (f.kind == ValueKind::kStatus && n == row->status && !d.status) {
       d.status = v;
       d.status_name = f.symbol;
-    } else if (f.kind == ValueKind::kClass && n == "hClass") {
+    } else if (f.kind == ValueKind::kClass && n == row->cls) {
       d.h_class = v;
-    } else if (f.kind == ValueKind::kControl) {
+    } else if (f.kind == ValueKind::kControl && n == row->control) {
       d.cmd = v;
     } else if (f.kind == ValueKind::kHandle) {
-      if ((n == "hClient" || n == "hRoot") && !d.h_client) d.h_client = v;
-      if ((n == "hObjectParent" || n == "hParent" || n == "hDevice") && !d.h_parent) d.h_parent = v;
-      if ((n == "hObjectNew" || n == "hObject" || n == "hObjectOld" || n == "hMemory") &&
-          !d.h_object) {
-        d.h_object = v;
+      for (const rm::HandleMember& h : row->handles) {
+        if (h.member != n) continue;
+        std::optional<uint32_t>* slot = nullptr;
+        switch (rm::handle_slot(h.kind)) {
+          case rm::HandleSlot::kClient:
+            slot = &d.h_client;
+            break;
+          case rm::HandleSlot::kParent:
+            slot = &d.h_parent;
+            break;
+          case rm::HandleSlot::kObject:
+            slot = &d.h_object;
+            break;
+          case rm::HandleSlot::kNone:
+            break;
+        }
+        if (slot != nullptr && !*slot) *slot = v;
+        break;
       }
-    } else if (f.kind == ValueKind::kStruct && depth == 0) {
-      summarize(d, f.items, depth + 1);
     }
   }
 }
@@ -237,7 +258,7 @@ void escape_generic(Ctx& c) {
   }
   ByteView bytes = c.arg.clamp(0, c.d.ioc_size ? c.d.ioc_size : c.arg.size());
   if (!decode_named(c, type, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
-  summarize(c.d, c.d.args);
+  summarize(c.d, c.row, c.d.args);
 }
 
 // The value of member `name` of `fields`, 0 when absent.
@@ -371,12 +392,14 @@ void escape_xfer(Ctx& c) {
   }
   // The wrapped call's command or class, status and handles are the event's (filters, stats and
   // ab see an XFER-wrapped control as the control it is); the xfer's own fields name none.
-  summarize(c.d, c.d.params);
+  const rm::CallRow* row = rm::row_of(c.t, *e);
+  summarize(c.d, row, c.d.params);
   // The wrapped call's own parameters, as a plain control or alloc decodes them.
-  if (e->name == "NV_ESC_RM_CONTROL" && c.d.cmd) {
+  rm::CallDecoder inner_decoder = row ? row->decoder : rm::CallDecoder::kStruct;
+  if (inner_decoder == rm::CallDecoder::kControl && c.d.cmd) {
     control_params(c, *c.d.cmd, member_value(c.d.params, "paramsSize"), &c.d.wrapped_struct,
                    c.d.wrapped);
-  } else if (e->name == "NV_ESC_RM_ALLOC" && c.d.h_class) {
+  } else if (inner_decoder == rm::CallDecoder::kAlloc && c.d.h_class) {
     alloc_params(c, *c.d.h_class, c.d.params, &c.d.wrapped_struct, c.d.wrapped);
   }
   // The wrapped escape's own parameters' pointer members: by its command or class.
@@ -389,21 +412,19 @@ void escape_xfer(Ctx& c) {
   }
 }
 
-struct EscapeDecoder {
-  std::string_view name;
-  DecodeFn fn;
-};
-constexpr std::array kEscapeDecoders{
-    EscapeDecoder{"NV_ESC_RM_CONTROL", escape_rm_control},
-    EscapeDecoder{"NV_ESC_RM_ALLOC", escape_rm_alloc},
-    EscapeDecoder{"NV_ESC_CARD_INFO", escape_array},
-    EscapeDecoder{"NV_ESC_ATTACH_GPUS_TO_FD", escape_array},
-    EscapeDecoder{"NV_ESC_IOCTL_XFER_CMD", escape_xfer},
-};
-
-DecodeFn escape_decoder(const EscapeEntry& e) {
-  for (const EscapeDecoder& x : kEscapeDecoders) {
-    if (x.name == e.name) return x.fn;
+// The decoder a row names (rm/call_semantics.hpp); a call on the default list has none.
+DecodeFn escape_decoder(const rm::CallRow* row) {
+  switch (row ? row->decoder : rm::CallDecoder::kStruct) {
+    case rm::CallDecoder::kControl:
+      return escape_rm_control;
+    case rm::CallDecoder::kAlloc:
+      return escape_rm_alloc;
+    case rm::CallDecoder::kArray:
+      return escape_array;
+    case rm::CallDecoder::kXfer:
+      return escape_xfer;
+    case rm::CallDecoder::kStruct:
+      break;
   }
   return escape_generic;
 }
@@ -420,7 +441,7 @@ void decode_uvm(Ctx& c, const UvmEntry& u) {
   }
   ByteView bytes = c.arg.clamp(0, u.params_size);
   if (!decode_named(c, u.params, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
-  summarize(c.d, c.d.args);
+  summarize(c.d, rm::row_of(c.t, u), c.d.args);
   if (u.rm_status_offset >= 0 && !c.d.status) {
     if (auto v = c.arg.read<uint32_t>(u.rm_status_offset)) {
       c.d.status = *v;
@@ -455,7 +476,8 @@ void decode_ioctl(Ctx& c) {
     if (c.escape != nullptr) {
       d.call = c.escape->name;
       d.known = true;
-      escape_decoder (*c.escape)(c);
+      c.row = rm::row_of(c.t, *c.escape);
+      escape_decoder(c.row)(c);
       return;
     }
   }
