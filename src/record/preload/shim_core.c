@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "../glob_match.h"
+#include "../../base/glob_match.h"
 #include "shim.h"
 
 struct cudatool_preload_ctl* shim_ctl;

@@ -174,7 +174,8 @@ struct rp_bucket {
 
 /* How to read the identity of a live RM escape whose argument has `size` bytes (an XFER: of the
  * escape inside it). Offsets -1 when the structure has no such member. From the driver branch's
- * tables, by the members ab's normalisation reads (ab/rules.cpp object shapes). */
+ * tables, by the members and flags of the call's row (src/rm/call_semantics.cpp), which ab's
+ * normalisation reads too. The RP_ESCF_* and RP_UVMF_* flags are the rows' kCall* bits. */
 #define RP_ESCF_CREATES 1u  /* NVOS21/NVOS64/NVOS02/NVOS05/NVOS55: creates `new` */
 #define RP_ESCF_FREES 2u    /* NVOS00: frees `object` */
 #define RP_ESCF_FREELIKE 4u /* unrecorded: succeeds (frees, unmaps, event frees) */

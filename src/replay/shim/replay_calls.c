@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 
 #include "../../analysis/version_strings.h"
-#include "../../record/glob_match.h"
+#include "../../base/glob_match.h"
 #include "replay_shim.h"
 
 #define NV_OK 0u

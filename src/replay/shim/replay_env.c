@@ -19,7 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../../record/glob_match.h"
+#include "../../base/glob_match.h"
 #include "replay_shim.h"
 
 static const struct rp_env* env_list(void) {

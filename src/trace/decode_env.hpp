@@ -6,19 +6,17 @@
 #include <cstdint>
 #include <string>
 
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
-namespace cudatool::rm::detail {
-
-bool is_environment(trace::Sys s);
+namespace cudatool::trace::detail {
 
 // Fills d.args (the facts, for --json) and d.summary (one readable line after the call name:
 // "/dev/nvidiactl → char 195:255 0666 (__xstat)").
-void decode_environment(const trace::Event& ev, Decoded& d);
+void decode_environment(const Event& ev, Decoded& d);
 
 // "char", "dir", "file", "link", "fifo", "socket", "block"; "0x…?" for another file type.
 std::string file_type_name(uint64_t st_mode);
 // "R_OK|W_OK", "F_OK" for access(2)'s amode.
 std::string access_mode_name(uint64_t amode);
 
-}  // namespace cudatool::rm::detail
+}  // namespace cudatool::trace::detail

@@ -1,7 +1,7 @@
 // Trace-event JSON of a decoded trace (perfetto.hpp). Reference: the "Trace Event Format"
 // document (Chromium): complete events "X" with ts/dur in µs, metadata events "M" named
 // process_name / thread_name with args.name.
-#include "rm/perfetto.hpp"
+#include "trace/perfetto.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,12 @@
 
 #include "base/json_writer.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::ClassEntry;
+using rm::CtrlEntry;
+using rm::device_name;
+using rm::Tables;
 namespace {
 
 // µs with three decimals: exact for ns.
@@ -19,15 +24,14 @@ void append_us(std::string& out, uint64_t ns) {
 
 }  // namespace
 
-PerfettoWriter::PerfettoWriter(const Tables& tables, const trace::Header& header,
-                               std::string_view source)
+PerfettoWriter::PerfettoWriter(const Tables& tables, const Header& header, std::string_view source)
     : t_(tables), h_(header), source_(source) {}
 
 void PerfettoWriter::begin(std::string& out) {
   out += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
 }
 
-void PerfettoWriter::append_name(std::string& out, const Tables& t, const trace::Event& ev,
+void PerfettoWriter::append_name(std::string& out, const Tables& t, const Event& ev,
                                  const Decoded& d) {
   if (d.call.empty()) {
     fmt::format_to(std::back_inserter(out), "ioctl {:#x}?", ev.request);
@@ -48,13 +52,13 @@ void PerfettoWriter::append_name(std::string& out, const Tables& t, const trace:
     } else {
       fmt::format_to(std::back_inserter(out), "{:#x}?", *d.h_class);
     }
-  } else if (ev.sys != trace::Sys::kIoctl && !ev.path.empty()) {
+  } else if (ev.sys != Sys::kIoctl && !ev.path.empty()) {
     out += ' ';
     out += ev.path;
   }
 }
 
-void PerfettoWriter::metadata(std::string& out, const trace::Event& ev) {
+void PerfettoWriter::metadata(std::string& out, const Event& ev) {
   auto emit = [&](std::string_view name, int32_t tid, const std::string& label) {
     if (!first_) out += ',';
     first_ = false;
@@ -78,7 +82,7 @@ void PerfettoWriter::metadata(std::string& out, const trace::Event& ev) {
   }
 }
 
-void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded& d,
+void PerfettoWriter::add(std::string& out, const Event& ev, const Decoded& d,
                          std::string_view api) {
   metadata(out, ev);
   if (!first_) out += ',';
@@ -88,10 +92,9 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
   append_name(scratch_, t_, ev, d);
   json_escape_to(out, scratch_);
   out += ",\"cat\":\"";
-  if (trace::is_environment(ev.sys)) {
+  if (is_environment(ev.sys)) {
     out += "environment";
-  } else if (ev.sys == trace::Sys::kExecve || ev.sys == trace::Sys::kFork ||
-             ev.sys == trace::Sys::kExit) {
+  } else if (ev.sys == Sys::kExecve || ev.sys == Sys::kFork || ev.sys == Sys::kExit) {
     out += "process";
   } else {
     out += device_name(d.device);
@@ -105,7 +108,7 @@ void PerfettoWriter::add(std::string& out, const trace::Event& ev, const Decoded
   JsonWriter& w = args_writer_;
   w.begin_object().kv("seq", ev.seq);
   if (!ev.path.empty()) w.kv("path", ev.path);
-  if (ev.sys == trace::Sys::kIoctl) w.kv_hex("request", ev.request);
+  if (ev.sys == Sys::kIoctl) w.kv_hex("request", ev.request);
   w.kv("ret", ev.ret);
   if (ev.err != 0) {
     const char* n = strerrorname_np(ev.err);
@@ -148,4 +151,4 @@ void PerfettoWriter::finish(std::string& out, uint64_t events, uint64_t bad_line
   out += "}\n";
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

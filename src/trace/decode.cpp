@@ -2,41 +2,62 @@
 // src/nvidia/arch/nvalloc/unix/src/escape.c), nv_ioctl_* of nv-ioctl.h (frontend escapes,
 // kernel-open/nvidia/nv.c), UVM_*_PARAMS of uvm_ioctl.h; all located through the generated
 // tables of the branch (rm/tables.hpp).
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "base/hex.hpp"
-#include "rm/decode_env.hpp"
+#include "rm/call_semantics.hpp"
 #include "rm/decode_layout.hpp"
+#include "trace/decode_env.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::CategoryEntry;
+using rm::ClassEntry;
+using rm::classify_device;
+using rm::CtrlEntry;
+using rm::Device;
+using rm::EscapeEntry;
+using rm::Field;
+using rm::FieldEntry;
+using rm::kMaxHexBytes;
+using rm::kMaxListItems;
+using rm::member_kind;
+using rm::PointerKind;
+using rm::PointerRule;
+using rm::StatusEntry;
+using rm::StructEntry;
+using rm::Tables;
+using rm::UvmEntry;
+using rm::ValueKind;
 namespace {
 
-using detail::decode_struct;
-using detail::read_uint;
+using rm::detail::decode_struct;
+using rm::detail::read_uint;
 
 constexpr uint8_t kRmIoctlType = 'F';  // NV_IOCTL_MAGIC (nv-ioctl-numbers.h)
 
 // What every decoder gets: the event, its argument bytes and the output.
 struct Ctx {
   const Tables& t;
-  const trace::Event& ev;
+  const Event& ev;
   Decoded& d;
   ByteView arg;  // after the call when recorded, else before
   const EscapeEntry* escape = nullptr;
+  const rm::CallRow* row = nullptr;  // the call's row; nullptr: on the default list
 };
 using DecodeFn = void (*)(Ctx&);
 
-ByteView view_of(const trace::Buffer& b) {
+ByteView view_of(const Buffer& b) {
   const std::vector<uint8_t>& v = b.after.empty() ? b.before : b.after;
   return ByteView(v.data(), v.size(), b.addr);
 }
 
-const trace::Buffer* nested(const trace::Event& ev, std::string_view role) {
-  for (const trace::Buffer& b : ev.nested) {
+const Buffer* nested(const Event& ev, std::string_view role) {
+  for (const Buffer& b : ev.nested) {
     if (b.role == role) return &b;
   }
   return nullptr;
@@ -89,28 +110,47 @@ void resolve(const Tables& t, std::vector<Field>& fields) {
   }
 }
 
-// Status and RM handles from the top level and from one nested structure (the NVOS02/NVOS33
-// inside the *_with_fd wrappers).
-void summarize(Decoded& d, const std::vector<Field>& fields, int depth = 0) {
-  for (const Field& f : fields) {
+// The call's status, class, control command and RM handles: the members its row names
+// (rm/call_semantics.hpp), in its RM structure (the argument, or the member the *_with_fd
+// wrappers hold it in).
+void summarize(Decoded& d, const rm::CallRow* row, const std::vector<Field>& fields) {
+  if (row == nullptr) return;
+  const std::vector<Field>* rm_fields = &fields;
+  if (!row->within.empty()) {
+    for (const Field& f : fields) {
+      if (f.kind == ValueKind::kStruct && f.name == row->within) rm_fields = &f.items;
+    }
+  }
+  for (const Field& f : *rm_fields) {
     std::string_view n = f.name;
-    uint32_t v = static_cast<uint32_t>(f.value);
-    if (f.kind == ValueKind::kStatus && !d.status) {
+    auto v = static_cast<uint32_t>(f.value);
+    if (f.kind == ValueKind::kStatus && n == row->status && !d.status) {
       d.status = v;
       d.status_name = f.symbol;
-    } else if (f.kind == ValueKind::kClass && n == "hClass") {
+    } else if (f.kind == ValueKind::kClass && n == row->cls) {
       d.h_class = v;
-    } else if (f.kind == ValueKind::kControl) {
+    } else if (f.kind == ValueKind::kControl && n == row->control) {
       d.cmd = v;
     } else if (f.kind == ValueKind::kHandle) {
-      if ((n == "hClient" || n == "hRoot") && !d.h_client) d.h_client = v;
-      if ((n == "hObjectParent" || n == "hParent" || n == "hDevice") && !d.h_parent) d.h_parent = v;
-      if ((n == "hObjectNew" || n == "hObject" || n == "hObjectOld" || n == "hMemory") &&
-          !d.h_object) {
-        d.h_object = v;
+      for (const rm::HandleMember& h : row->handles) {
+        if (h.member != n) continue;
+        std::optional<uint32_t>* slot = nullptr;
+        switch (rm::handle_slot(h.kind)) {
+          case rm::HandleSlot::kClient:
+            slot = &d.h_client;
+            break;
+          case rm::HandleSlot::kParent:
+            slot = &d.h_parent;
+            break;
+          case rm::HandleSlot::kObject:
+            slot = &d.h_object;
+            break;
+          case rm::HandleSlot::kNone:
+            break;
+        }
+        if (slot != nullptr && !*slot) *slot = v;
+        break;
       }
-    } else if (f.kind == ValueKind::kStruct && depth == 0) {
-      summarize(d, f.items, depth + 1);
     }
   }
 }
@@ -140,7 +180,7 @@ bool as_text(ByteView bytes, std::string& out) {
   return true;
 }
 
-void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointee& out) {
+void decode_pointee(Ctx& c, const Buffer& b, const PointerRule* r, Pointee& out) {
   out.role = b.role;
   out.known = r != nullptr;
   Field& f = out.value;
@@ -161,7 +201,7 @@ void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointe
       Field& e = f.items.emplace_back();
       if (s != nullptr) {
         e.kind = ValueKind::kStruct;
-        detail::decode_struct(c.t, *s, one, e.items, c.d.partial, out.role);
+        rm::detail::decode_struct(c.t, *s, one, e.items, c.d.partial, out.role);
       } else {
         e.kind = kind;
         e.value = read_uint(one, 0, elem);
@@ -182,7 +222,7 @@ void decode_pointee(Ctx& c, const trace::Buffer& b, const PointerRule* r, Pointe
 // The nested buffers "params.<member>" of a call whose parameters are of control command or
 // class `key`.
 void decode_pointees(Ctx& c, PointerKind kind, uint32_t key) {
-  for (const trace::Buffer& b : c.ev.nested) {
+  for (const Buffer& b : c.ev.nested) {
     if (b.role.size() <= 7 || b.role.compare(0, 7, "params.") != 0) continue;
     if (b.before.empty() && b.after.empty()) continue;  // not read: `unrecorded` says why
     Pointee& p = c.d.pointees.emplace_back();
@@ -218,7 +258,7 @@ void escape_generic(Ctx& c) {
   }
   ByteView bytes = c.arg.clamp(0, c.d.ioc_size ? c.d.ioc_size : c.arg.size());
   if (!decode_named(c, type, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
-  summarize(c.d, c.d.args);
+  summarize(c.d, c.row, c.d.args);
 }
 
 // The value of member `name` of `fields`, 0 when absent.
@@ -242,7 +282,7 @@ bool control_params(Ctx& c, uint32_t cmd_id, uint64_t params_size, std::string_v
                   std::string(cmd->params.empty() ? "no parameters" : cmd->params) + " is " +
                   std::to_string(cmd->params_size));
   }
-  const trace::Buffer* p = nested(c.ev, "params");
+  const Buffer* p = nested(c.ev, "params");
   if (p != nullptr && !cmd->params.empty()) {
     decode_named(c, cmd->params, view_of(*p).clamp(0, params_size), out, "params");
   }
@@ -262,7 +302,7 @@ void alloc_params(Ctx& c, uint32_t hclass, const std::vector<Field>& args, std::
     note(c.d, "paramsSize " + std::to_string(size) + ", " + std::string(cls->alloc_params) +
                   " is " + std::to_string(cls->alloc_params_size));
   }
-  if (const trace::Buffer* p = nested(c.ev, "params")) {
+  if (const Buffer* p = nested(c.ev, "params")) {
     ByteView bytes = view_of(*p);
     if (cls->alloc_params_size >= 0) bytes = bytes.clamp(0, cls->alloc_params_size);
     decode_named(c, cls->alloc_params, bytes, out, "params");
@@ -347,17 +387,19 @@ void escape_xfer(Ctx& c) {
     return;
   }
   c.d.params_struct = e->type;
-  if (const trace::Buffer* x = nested(c.ev, "xfer")) {
+  if (const Buffer* x = nested(c.ev, "xfer")) {
     decode_named(c, e->type, view_of(*x), c.d.params, "xfer");
   }
   // The wrapped call's command or class, status and handles are the event's (filters, stats and
   // ab see an XFER-wrapped control as the control it is); the xfer's own fields name none.
-  summarize(c.d, c.d.params);
+  const rm::CallRow* row = rm::row_of(c.t, *e);
+  summarize(c.d, row, c.d.params);
   // The wrapped call's own parameters, as a plain control or alloc decodes them.
-  if (e->name == "NV_ESC_RM_CONTROL" && c.d.cmd) {
+  rm::CallDecoder inner_decoder = row ? row->decoder : rm::CallDecoder::kStruct;
+  if (inner_decoder == rm::CallDecoder::kControl && c.d.cmd) {
     control_params(c, *c.d.cmd, member_value(c.d.params, "paramsSize"), &c.d.wrapped_struct,
                    c.d.wrapped);
-  } else if (e->name == "NV_ESC_RM_ALLOC" && c.d.h_class) {
+  } else if (inner_decoder == rm::CallDecoder::kAlloc && c.d.h_class) {
     alloc_params(c, *c.d.h_class, c.d.params, &c.d.wrapped_struct, c.d.wrapped);
   }
   // The wrapped escape's own parameters' pointer members: by its command or class.
@@ -370,21 +412,19 @@ void escape_xfer(Ctx& c) {
   }
 }
 
-struct EscapeDecoder {
-  std::string_view name;
-  DecodeFn fn;
-};
-constexpr std::array kEscapeDecoders{
-    EscapeDecoder{"NV_ESC_RM_CONTROL", escape_rm_control},
-    EscapeDecoder{"NV_ESC_RM_ALLOC", escape_rm_alloc},
-    EscapeDecoder{"NV_ESC_CARD_INFO", escape_array},
-    EscapeDecoder{"NV_ESC_ATTACH_GPUS_TO_FD", escape_array},
-    EscapeDecoder{"NV_ESC_IOCTL_XFER_CMD", escape_xfer},
-};
-
-DecodeFn escape_decoder(const EscapeEntry& e) {
-  for (const EscapeDecoder& x : kEscapeDecoders) {
-    if (x.name == e.name) return x.fn;
+// The decoder a row names (rm/call_semantics.hpp); a call on the default list has none.
+DecodeFn escape_decoder(const rm::CallRow* row) {
+  switch (row ? row->decoder : rm::CallDecoder::kStruct) {
+    case rm::CallDecoder::kControl:
+      return escape_rm_control;
+    case rm::CallDecoder::kAlloc:
+      return escape_rm_alloc;
+    case rm::CallDecoder::kArray:
+      return escape_array;
+    case rm::CallDecoder::kXfer:
+      return escape_xfer;
+    case rm::CallDecoder::kStruct:
+      break;
   }
   return escape_generic;
 }
@@ -401,7 +441,7 @@ void decode_uvm(Ctx& c, const UvmEntry& u) {
   }
   ByteView bytes = c.arg.clamp(0, u.params_size);
   if (!decode_named(c, u.params, bytes, c.d.args, "argument")) set_hex(c.d, bytes);
-  summarize(c.d, c.d.args);
+  summarize(c.d, rm::row_of(c.t, u), c.d.args);
   if (u.rm_status_offset >= 0 && !c.d.status) {
     if (auto v = c.arg.read<uint32_t>(u.rm_status_offset)) {
       c.d.status = *v;
@@ -436,7 +476,8 @@ void decode_ioctl(Ctx& c) {
     if (c.escape != nullptr) {
       d.call = c.escape->name;
       d.known = true;
-      escape_decoder (*c.escape)(c);
+      c.row = rm::row_of(c.t, *c.escape);
+      escape_decoder(c.row)(c);
       return;
     }
   }
@@ -452,11 +493,11 @@ Field number(std::string_view name, ValueKind kind, uint64_t v) {
   return f;
 }
 
-void decode_other(const trace::Event& ev, Decoded& d) {
-  d.call = trace::sys_name(ev.sys);
-  d.known = ev.sys != trace::Sys::kUnknown;
+void decode_other(const Event& ev, Decoded& d) {
+  d.call = sys_name(ev.sys);
+  d.known = ev.sys != Sys::kUnknown;
   switch (ev.sys) {
-    case trace::Sys::kOpen: {
+    case Sys::kOpen: {
       Field p;
       p.name = "path";
       p.kind = ValueKind::kString;
@@ -466,7 +507,7 @@ void decode_other(const trace::Event& ev, Decoded& d) {
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(ev.ret)));
       break;
     }
-    case trace::Sys::kMmap:
+    case Sys::kMmap:
       d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
       d.args.push_back(number("len", ValueKind::kDec, ev.len));
       d.args.push_back(number("prot", ValueKind::kHex, ev.prot));
@@ -474,69 +515,26 @@ void decode_other(const trace::Event& ev, Decoded& d) {
       d.args.push_back(number("offset", ValueKind::kHex, ev.offset));
       d.args.push_back(number("ret", ValueKind::kHex, static_cast<uint64_t>(ev.ret)));
       break;
-    case trace::Sys::kMunmap:
+    case Sys::kMunmap:
       d.args.push_back(number("addr", ValueKind::kHex, ev.addr));
       d.args.push_back(number("len", ValueKind::kDec, ev.len));
       break;
-    case trace::Sys::kClose:
-    case trace::Sys::kDup:
+    case Sys::kClose:
+    case Sys::kDup:
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(int64_t{ev.fd})));
       break;
     default:
-      if (detail::is_environment(ev.sys)) detail::decode_environment(ev, d);
+      if (is_environment(ev.sys)) detail::decode_environment(ev, d);
       break;
   }
 }
 
 }  // namespace
 
-// By the last component of the path, as the recorders classify device paths
-// (rm/nv_ioctl_abi.h): a trace recorded with --devices on nodes outside /dev (a container's
-// mount, the test fixtures' fake nodes) decodes alike.
-Device classify_device(std::string_view path) {
-  if (path.find("/nvidia-caps") != std::string_view::npos) return Device::kCaps;
-  size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  constexpr std::string_view kNv = "nvidia";
-  if (base.substr(0, kNv.size()) != kNv) return Device::kUnknown;
-  std::string_view rest = base.substr(kNv.size());
-  if (rest == "ctl") return Device::kControl;
-  if (rest == "-uvm") return Device::kUvm;
-  if (rest == "-uvm-tools") return Device::kUvmTools;
-  if (rest == "-modeset") return Device::kModeset;
-  if (!rest.empty() &&
-      std::all_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-    return Device::kGpu;
-  }
-  return Device::kOtherNvidia;
-}
-
-std::string_view device_name(Device d) {
-  switch (d) {
-    case Device::kControl:
-      return "nvidiactl";
-    case Device::kGpu:
-      return "gpu";
-    case Device::kUvm:
-      return "uvm";
-    case Device::kUvmTools:
-      return "uvm-tools";
-    case Device::kModeset:
-      return "modeset";
-    case Device::kCaps:
-      return "caps";
-    case Device::kOtherNvidia:
-      return "nvidia-other";
-    case Device::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 void Decoded::clear() {
   // Member by member, so that the vectors keep their capacity for the next event.
   device = Device::kUnknown;
-  sys = trace::Sys::kUnknown;
+  sys = Sys::kUnknown;
   request = 0;
   ioc_type = 0;
   nr = 0;
@@ -564,12 +562,12 @@ void Decoded::clear() {
   summary.clear();
 }
 
-void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
+void decode_event(const Tables& tables, const Event& ev, Decoded& out) {
   out.clear();
   out.sys = ev.sys;
   out.device = classify_device(ev.path);
   out.unrecorded = ev.unrecorded;
-  if (ev.sys != trace::Sys::kIoctl) {
+  if (ev.sys != Sys::kIoctl) {
     decode_other(ev, out);
     return;
   }
@@ -577,11 +575,11 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
   decode_ioctl(c);
   // What the recorder could not read of a buffer it meant to read (EFAULT, over the cap, a
   // prefix only), as it said it in the buffer: one entry per buffer and side.
-  auto say = [&out](const trace::Buffer& b) {
+  auto say = [&out](const Buffer& b) {
     auto add = [&out, &b](std::string_view side, const std::string& why) {
       if (why.empty()) return;
       std::string what = b.role + std::string(side);
-      for (const trace::Unrecorded& u : out.unrecorded) {
+      for (const Unrecorded& u : out.unrecorded) {
         if (u.what == what || (u.what == b.role && u.why == why)) return;
       }
       out.unrecorded.push_back({std::move(what), why});
@@ -594,13 +592,13 @@ void decode_event(const Tables& tables, const trace::Event& ev, Decoded& out) {
     }
   };
   if (ev.arg) say(*ev.arg);
-  for (const trace::Buffer& b : ev.nested) say(b);
+  for (const Buffer& b : ev.nested) say(b);
 }
 
-Decoded decode_event(const Tables& tables, const trace::Event& ev) {
+Decoded decode_event(const Tables& tables, const Event& ev) {
   Decoded d;
   decode_event(tables, ev, d);
   return d;
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -1,7 +1,8 @@
 // Evaluation of the --filter language (docs/decode.md); the parser is event_filter_parse.cpp.
-#include "rm/event_filter.hpp"
+#include "trace/event_filter.hpp"
 
-#include "rm/event_filter_lang.hpp"
+#include "base/glob_match.h"
+#include "trace/event_filter_lang.hpp"
 
 #include <fmt/format.h>
 
@@ -10,35 +11,15 @@
 #include <cstring>
 #include <optional>
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::ClassEntry;
+using rm::CtrlEntry;
+using rm::device_name;
+using rm::Tables;
 namespace {
 
 using namespace filter_detail;  // NOLINT(google-build-using-namespace)
-
-// One bracket set at p[i] (after '['): whether c is in it, and where it ends; nullopt when the set
-// is not closed (then '[' is an ordinary byte).
-std::optional<bool> glob_set(std::string_view p, size_t& i, char c) {
-  size_t j = i;
-  bool negate = false;
-  if (j < p.size() && (p[j] == '!' || p[j] == '^')) {
-    negate = true;
-    ++j;
-  }
-  size_t start = j;
-  bool match = false;
-  while (j < p.size() && (p[j] != ']' || j == start)) {
-    char lo = p[j], hi = lo;
-    if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
-      hi = p[j + 2];
-      j += 2;
-    }
-    if (c >= lo && c <= hi) match = true;
-    ++j;
-  }
-  if (j >= p.size()) return std::nullopt;
-  i = j + 1;
-  return match != negate;
-}
 
 // What an event holds for a field: a number and/or a name; absent when it has neither.
 struct Got {
@@ -87,8 +68,7 @@ Got got_number(std::optional<uint32_t> v) {
   return g;
 }
 
-Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d,
-           std::string_view api) {
+Got got_of(FieldId id, const Tables& t, const Event& ev, const Decoded& d, std::string_view api) {
   Got g;
   auto num = [&](uint64_t v) {
     g.present = g.has_number = true;
@@ -102,8 +82,8 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
   };
   switch (id) {
     case kSys:
-      name(ev.sys == trace::Sys::kUnknown && !ev.sys_raw.empty() ? std::string_view(ev.sys_raw)
-                                                                 : trace::sys_name(ev.sys));
+      name(ev.sys == Sys::kUnknown && !ev.sys_raw.empty() ? std::string_view(ev.sys_raw)
+                                                          : sys_name(ev.sys));
       break;
     case kCall:
       name(d.call);
@@ -164,7 +144,7 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
       g = got_number(d.h_object);
       break;
     case kRequest:
-      if (ev.sys == trace::Sys::kIoctl) num(ev.request);
+      if (ev.sys == Sys::kIoctl) num(ev.request);
       break;
     case kRet:
       num(static_cast<uint64_t>(ev.ret));
@@ -184,7 +164,7 @@ Got got_of(FieldId id, const Tables& t, const trace::Event& ev, const Decoded& d
 bool value_matches(EventFilter::Node::Op op, bool is_signed, const EventFilter::Value& v,
                    const Got& g) {
   if (v.is_number) return g.has_number && compare(op, is_signed, g.number, v.number);
-  return !g.name.empty() && glob_match_lower(v.pattern, g.name);
+  return !g.name.empty() && glob_match(v.pattern, g.name, /*fold_case=*/true);
 }
 
 // Does any value of the node match (= for kNe, which negates the answer)?
@@ -198,46 +178,6 @@ bool any_value(const EventFilter::Node& n, const Got& g) {
 
 }  // namespace
 
-bool glob_match_lower(std::string_view p, std::string_view s) {
-  size_t pi = 0, si = 0;
-  size_t star_p = std::string_view::npos, star_s = 0;
-  while (si < s.size()) {
-    if (pi < p.size() && p[pi] == '*') {
-      while (pi < p.size() && p[pi] == '*') ++pi;
-      if (pi == p.size()) return true;
-      star_p = pi;
-      star_s = si;
-      continue;
-    }
-    bool ok = false;
-    size_t next = pi + 1;
-    char c = lower(s[si]);
-    if (pi < p.size()) {
-      if (p[pi] == '?') {
-        ok = true;
-      } else if (p[pi] == '[') {
-        size_t j = pi + 1;
-        auto r = glob_set(p, j, c);
-        ok = r ? *r : c == '[';
-        if (r) next = j;
-      } else {
-        ok = p[pi] == c;
-      }
-    }
-    if (ok) {
-      pi = next;
-      ++si;
-    } else if (star_p != std::string_view::npos) {
-      pi = star_p;
-      si = ++star_s;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
-
 std::string_view EventFilter::field_list() {
   return kFieldList;
 }
@@ -245,16 +185,15 @@ std::string_view EventFilter::flag_list() {
   return kFlagList;
 }
 
-bool EventFilter::matches(const trace::Event& ev, const Decoded& d) const {
+bool EventFilter::matches(const Event& ev, const Decoded& d) const {
   return matches(ev, d, {});
 }
 
-bool EventFilter::matches(const trace::Event& ev, const Decoded& d, std::string_view api) const {
+bool EventFilter::matches(const Event& ev, const Decoded& d, std::string_view api) const {
   return root_ < 0 || eval(root_, ev, d, api);
 }
 
-bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d,
-                       std::string_view api) const {
+bool EventFilter::eval(int i, const Event& ev, const Decoded& d, std::string_view api) const {
   const Node& n = nodes_[static_cast<size_t>(i)];
   switch (n.kind) {
     case Node::kAnd:
@@ -295,4 +234,4 @@ bool EventFilter::eval(int i, const trace::Event& ev, const Decoded& d,
   return any_value(n, g);
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -21,22 +21,22 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
 
 class EventFilter {
  public:
   // An empty (or all-blank) expression keeps every event. Errors name the column, the token and
   // what was expected: "--filter: column 1: unknown field 'stauts' (fields: …)".
-  static Result<EventFilter> parse(std::string_view expr, const Tables& tables);
+  static Result<EventFilter> parse(std::string_view expr, const rm::Tables& tables);
 
   [[nodiscard]] bool empty() const { return root_ < 0; }
-  [[nodiscard]] bool matches(const trace::Event& ev, const Decoded& d) const;
+  [[nodiscard]] bool matches(const Event& ev, const Decoded& d) const;
   // With the CUDA API call in progress when the event was made (`api`; "" when none is known:
   // the trace has no stacks, or no frame is an API entry point), which the caller resolves from
   // the event's stack (trace/stack_resolver.hpp) when uses_api() says the expression needs it.
-  [[nodiscard]] bool matches(const trace::Event& ev, const Decoded& d, std::string_view api) const;
+  [[nodiscard]] bool matches(const Event& ev, const Decoded& d, std::string_view api) const;
   [[nodiscard]] bool uses_api() const { return uses_api_; }
 
   // The field names and flags the language knows, for help texts.
@@ -47,9 +47,9 @@ class EventFilter {
   struct Value;
 
  private:
-  bool eval(int node, const trace::Event& ev, const Decoded& d, std::string_view api) const;
+  bool eval(int node, const Event& ev, const Decoded& d, std::string_view api) const;
 
-  const Tables* tables_ = nullptr;
+  const rm::Tables* tables_ = nullptr;
   std::vector<Node> nodes_;
   int root_ = -1;
   bool uses_api_ = false;
@@ -69,8 +69,4 @@ struct EventFilter::Node {
   std::vector<Value> values;
 };
 
-// Case-insensitive glob ('*', '?', '[…]' with ranges and a leading '!' or '^') over byte strings;
-// `pattern` is lower-case.
-bool glob_match_lower(std::string_view pattern, std::string_view text);
-
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

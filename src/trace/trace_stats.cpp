@@ -5,16 +5,23 @@
 // client itself is allocated with hRoot = hObjectParent = 0 and its handle returned in
 // hObjectNew; NV_ESC_RM_FREE (NVOS00) frees hObjectOld and, with it, every object below it
 // (freeing the client frees all of the client's objects).
-#include "rm/trace_stats.hpp"
+#include "trace/trace_stats.hpp"
 
 #include <fmt/format.h>
 
-#include "rm/decode_env.hpp"
+#include "trace/decode_env.hpp"
 
 #include <algorithm>
 #include <array>
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::CategoryEntry;
+using rm::ClassEntry;
+using rm::CtrlEntry;
+using rm::Field;
+using rm::StatusEntry;
+using rm::Tables;
 namespace {
 
 // Milestones on the way to a usable GPU context, by RM's implementation class of the object
@@ -80,7 +87,7 @@ StatsBuilder::StatsBuilder(const Tables& tables, size_t slowest)
   }
 }
 
-void StatsBuilder::add(const trace::Event& ev, const Decoded& d) {
+void StatsBuilder::add(const Event& ev, const Decoded& d) {
   uint64_t t_end = ev.t_ns + (ev.has_duration ? ev.dur_ns : 0);
   if (!any_) {
     s_.first_t_ns = ev.t_ns;
@@ -95,10 +102,10 @@ void StatsBuilder::add(const trace::Event& ev, const Decoded& d) {
   if (failed) ++s_.failed;
   uint64_t dur = ev.has_duration ? ev.dur_ns : 0;
 
-  bool env = detail::is_environment(ev.sys);
+  bool env = is_environment(ev.sys);
   if (env) {
     ++s_.env_events;
-    std::string key(trace::sys_name(ev.sys));
+    std::string key(sys_name(ev.sys));
     key += ' ';
     key += ev.path;
     env_paths_[key].add(failed, dur);
@@ -111,13 +118,13 @@ void StatsBuilder::add(const trace::Event& ev, const Decoded& d) {
     }
     last_device_->add(failed, dur);
   }
-  if (ev.sys == trace::Sys::kIoctl) ++s_.ioctls;
+  if (ev.sys == Sys::kIoctl) ++s_.ioctls;
   if (!d.call.empty()) {
     calls_[d.call].add(failed, dur);
-  } else if (ev.sys == trace::Sys::kIoctl) {
+  } else if (ev.sys == Sys::kIoctl) {
     unknown_requests_[ev.request].add(failed, dur);
   } else {
-    calls_[trace::sys_name(ev.sys)].add(failed, dur);
+    calls_[sys_name(ev.sys)].add(failed, dur);
   }
   threads_[ev.tid].add(failed, dur);
   if (d.cmd) controls_[*d.cmd].add(failed, dur);
@@ -135,7 +142,7 @@ void StatsBuilder::add(const trace::Event& ev, const Decoded& d) {
   if (ev.has_duration && max_slowest_ > 0) slow(ev, d);
 }
 
-void StatsBuilder::alloc(const trace::Event& ev, const Decoded& d, uint64_t t_end) {
+void StatsBuilder::alloc(const Event& ev, const Decoded& d, uint64_t t_end) {
   if (!d.h_object) return;
   uint32_t client = d.h_client.value_or(0);
   uint32_t parent = d.h_parent.value_or(0);
@@ -227,7 +234,7 @@ void StatsBuilder::release(const Decoded& d, uint64_t seq, uint64_t t_end) {
   }
 }
 
-void StatsBuilder::slow(const trace::Event& ev, const Decoded& d) {
+void StatsBuilder::slow(const Event& ev, const Decoded& d) {
   auto& heap = s_.slowest;
   SlowCall probe;
   probe.dur_ns = ev.dur_ns;
@@ -323,4 +330,4 @@ TraceStats StatsBuilder::finish() {
   return std::move(s_);
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -3,9 +3,13 @@
 #include <cstdio>
 
 #include "base/json_writer.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::device_name;
+using rm::Field;
+using rm::ValueKind;
 namespace {
 
 // "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper.
@@ -306,7 +310,7 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   }
   w.kv("known", d.known);
   w.kv("device", device_name(d.device));
-  if (d.sys == trace::Sys::kIoctl) {
+  if (d.sys == Sys::kIoctl) {
     w.kv_hex("request", d.request);
     w.kv_hex("nr", d.nr);
     w.kv("size", d.ioc_size);
@@ -380,7 +384,7 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   w.end_array();
   w.key("unrecorded");
   w.begin_array();
-  for (const trace::Unrecorded& u : d.unrecorded) {
+  for (const Unrecorded& u : d.unrecorded) {
     w.begin_object();
     w.kv("what", u.what);
     w.kv("why", u.why);
@@ -389,4 +393,4 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
   w.end_array();
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -5,10 +5,17 @@
 #include <cstring>
 #include <optional>
 
-#include "rm/event_filter.hpp"
-#include "rm/event_filter_lang.hpp"
+#include "trace/event_filter.hpp"
+#include "trace/event_filter_lang.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
+
+using rm::ClassEntry;
+using rm::CtrlEntry;
+using rm::EscapeEntry;
+using rm::StatusEntry;
+using rm::Tables;
+using rm::UvmEntry;
 namespace {
 
 using namespace filter_detail;  // NOLINT(google-build-using-namespace)
@@ -373,8 +380,8 @@ class Parser {
   std::optional<uint64_t> resolve_name(FieldId id, std::string_view s) const {
     switch (id) {
       case kSys:
-        for (int i = 0; i <= static_cast<int>(trace::Sys::kUnknown); ++i) {
-          if (equal_ci(trace::sys_name(static_cast<trace::Sys>(i)), s)) return 0;
+        for (int i = 0; i <= static_cast<int>(Sys::kUnknown); ++i) {
+          if (equal_ci(sys_name(static_cast<Sys>(i)), s)) return 0;
         }
         return std::nullopt;
       case kDevice:
@@ -387,10 +394,10 @@ class Parser {
       case kOp:
         return 0;
       case kCall:
-        for (int i = 0; i <= static_cast<int>(trace::Sys::kUnknown); ++i) {
-          if (equal_ci(trace::sys_name(static_cast<trace::Sys>(i)), s)) return 0;
+        for (int i = 0; i <= static_cast<int>(Sys::kUnknown); ++i) {
+          if (equal_ci(sys_name(static_cast<Sys>(i)), s)) return 0;
         }
-        for (const Tables& b : all_branches()) {
+        for (const Tables& b : rm::all_branches()) {
           for (const EscapeEntry& e : b.escapes()) {
             if (equal_ci(e.name, s)) return 0;
           }
@@ -403,7 +410,7 @@ class Parser {
         for (const StatusEntry& e : t_.statuses()) {
           if (equal_ci(e.name, s)) return e.value;
         }
-        for (const Tables& b : all_branches()) {
+        for (const Tables& b : rm::all_branches()) {
           for (const StatusEntry& e : b.statuses()) {
             if (equal_ci(e.name, s)) return e.value;
           }
@@ -413,7 +420,7 @@ class Parser {
         for (const ClassEntry& e : t_.classes()) {
           if (equal_ci(e.name, s)) return e.id;
         }
-        for (const Tables& b : all_branches()) {
+        for (const Tables& b : rm::all_branches()) {
           for (const ClassEntry& e : b.classes()) {
             if (equal_ci(e.name, s)) return e.id;
           }
@@ -423,7 +430,7 @@ class Parser {
         for (const CtrlEntry& e : t_.controls()) {
           if (equal_ci(e.name, s)) return e.id;
         }
-        for (const Tables& b : all_branches()) {
+        for (const Tables& b : rm::all_branches()) {
           for (const CtrlEntry& e : b.controls()) {
             if (equal_ci(e.name, s)) return e.id;
           }
@@ -535,4 +542,4 @@ Result<EventFilter> EventFilter::parse(std::string_view expr, const Tables& tabl
   return f;
 }
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace cudatool::rm::filter_detail {
+namespace cudatool::trace::filter_detail {
 
 // What a field holds and how its values are written.
 enum class Type : uint8_t {
@@ -110,4 +110,4 @@ inline bool is_glob(std::string_view s) {
   return s.find_first_of("*?[") != std::string_view::npos;
 }
 
-}  // namespace cudatool::rm::filter_detail
+}  // namespace cudatool::trace::filter_detail

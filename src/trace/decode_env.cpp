@@ -1,4 +1,4 @@
-#include "rm/decode_env.hpp"
+#include "trace/decode_env.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <string_view>
 
-namespace cudatool::rm::detail {
+namespace cudatool::trace::detail {
+
+using rm::Field;
+using rm::ValueKind;
 namespace {
 
 constexpr size_t kPreviewBytes = 48;  // of a file's content in the text line
@@ -98,14 +101,14 @@ void append_preview(std::string& text, const std::vector<uint8_t>& b) {
   if (n < b.size()) text += "…";
 }
 
-const std::string* extra_member(const trace::Event& ev, std::string_view key) {
-  for (const trace::ExtraField& x : ev.extra) {
+const std::string* extra_member(const Event& ev, std::string_view key) {
+  for (const ExtraField& x : ev.extra) {
     if (x.key == key) return &x.json;
   }
   return nullptr;
 }
 
-void decode_file(const trace::Event& ev, Decoded& d, std::string& text) {
+void decode_file(const Event& ev, Decoded& d, std::string& text) {
   d.args.push_back(num_field("flags", ValueKind::kHex, ev.open_flags));
   if (ev.has_stat) {
     text += " →";
@@ -115,7 +118,7 @@ void decode_file(const trace::Event& ev, Decoded& d, std::string& text) {
     if (S_ISREG(ev.mode)) d.args.push_back(num_field("size", ValueKind::kDec, ev.st_size));
   }
   if (ev.content) {
-    const trace::Buffer& b = *ev.content;
+    const Buffer& b = *ev.content;
     if (!b.after_error.empty() && b.after.empty()) {
       d.args.push_back(text_field("content_error", b.after_error));
       text += ", unreadable: " + b.after_error;
@@ -160,10 +163,6 @@ void decode_file(const trace::Event& ev, Decoded& d, std::string& text) {
 
 }  // namespace
 
-bool is_environment(trace::Sys s) {
-  return trace::is_environment(s);
-}
-
 std::string file_type_name(uint64_t m) {
   if (S_ISCHR(m)) return "char";
   if (S_ISDIR(m)) return "dir";
@@ -187,7 +186,7 @@ std::string access_mode_name(uint64_t amode) {
   return s;
 }
 
-void decode_environment(const trace::Event& ev, Decoded& d) {
+void decode_environment(const Event& ev, Decoded& d) {
   d.args.push_back(text_field("op", ev.op));
   d.args.push_back(text_field("path", ev.path));
   std::string& text = d.summary;
@@ -195,7 +194,7 @@ void decode_environment(const trace::Event& ev, Decoded& d) {
   bool access = ev.op.find("access") != std::string::npos;
   bool ok = ev.err == 0;
   switch (ev.sys) {
-    case trace::Sys::kStat:
+    case Sys::kStat:
       if (ev.open_flags != 0) d.args.push_back(num_field("flags", ValueKind::kHex, ev.open_flags));
       if (access) {
         std::string m = access_mode_name(ev.mode);
@@ -208,26 +207,26 @@ void decode_environment(const trace::Event& ev, Decoded& d) {
         if (S_ISREG(ev.mode)) text += ", " + std::to_string(ev.st_size) + " bytes";
       }
       break;
-    case trace::Sys::kFile:
+    case Sys::kFile:
       decode_file(ev, d, text);
       break;
-    case trace::Sys::kMknod: {
+    case Sys::kMknod: {
       std::string node;
       add_node(d, node, ev.mode, ev.rdev, !S_ISDIR(ev.mode) && !S_ISFIFO(ev.mode));
       text += ' ' + node;
       break;
     }
-    case trace::Sys::kSymlink:
+    case Sys::kSymlink:
       d.args.push_back(text_field("target", ev.target));
       text += " → " + ev.target;
       break;
-    case trace::Sys::kReadlink:
+    case Sys::kReadlink:
       if (ok) {
         d.args.push_back(text_field("target", ev.target));
         text += " → " + ev.target;
       }
       break;
-    case trace::Sys::kChmod:
+    case Sys::kChmod:
       if (ev.open_flags != 0) d.args.push_back(num_field("flags", ValueKind::kHex, ev.open_flags));
       if (ev.op.find("chown") != std::string::npos) {
         const std::string* uid = extra_member(ev, "uid");
@@ -241,7 +240,7 @@ void decode_environment(const trace::Event& ev, Decoded& d) {
         text += ' ' + octal(ev.mode & 07777, 4);
       }
       break;
-    case trace::Sys::kUnlink:
+    case Sys::kUnlink:
       if (ev.open_flags != 0) d.args.push_back(num_field("flags", ValueKind::kHex, ev.open_flags));
       break;
     default:
@@ -251,4 +250,4 @@ void decode_environment(const trace::Event& ev, Decoded& d) {
   // What could not be recorded (names past the bound) is in Decoded::unrecorded, as for ioctls.
 }
 
-}  // namespace cudatool::rm::detail
+}  // namespace cudatool::trace::detail

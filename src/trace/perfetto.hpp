@@ -15,30 +15,29 @@
 #include <utility>
 
 #include "base/json_writer.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 #include "trace/event.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
 
 class PerfettoWriter {
  public:
-  PerfettoWriter(const Tables& tables, const trace::Header& header, std::string_view source);
+  PerfettoWriter(const rm::Tables& tables, const Header& header, std::string_view source);
   // The opening of the object, then one slice per add(); finish() closes it.
   void begin(std::string& out);
   // `api`: the CUDA API call in progress (from the event's stack), an arg when not empty.
-  void add(std::string& out, const trace::Event& ev, const Decoded& d, std::string_view api = {});
+  void add(std::string& out, const Event& ev, const Decoded& d, std::string_view api = {});
   void finish(std::string& out, uint64_t events, uint64_t bad_lines);
 
   // The slice name of a call: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2",
   // "NV_ESC_RM_ALLOC HOPPER_CHANNEL_GPFIFO_A", "UVM_FREE", "open /dev/nvidiactl", "ioctl 0x…?".
-  static void append_name(std::string& out, const Tables& t, const trace::Event& ev,
-                          const Decoded& d);
+  static void append_name(std::string& out, const rm::Tables& t, const Event& ev, const Decoded& d);
 
  private:
-  void metadata(std::string& out, const trace::Event& ev);
+  void metadata(std::string& out, const Event& ev);
 
-  const Tables& t_;
-  const trace::Header& h_;
+  const rm::Tables& t_;
+  const Header& h_;
   std::string source_;
   std::set<int32_t> pids_;
   std::set<std::pair<int32_t, int32_t>> threads_;
@@ -48,4 +47,4 @@ class PerfettoWriter {
   bool first_ = true;
 };
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
 
 struct CountRow {
   std::string name;  // device path, call, control or class name ("0x…?" when unnamed)
@@ -52,7 +52,7 @@ struct ObjectInfo {
 // channel group, channel, context share).
 struct Milestone {
   std::string_view what;      // "client", "device", "subdevice", "channel group", "channel", …
-  std::string_view rm_class;  // "RmClientResource", "Device", …, "KernelChannel"
+  std::string_view rm_class;  // "RmClientResource", "rm::Device", …, "KernelChannel"
   bool found = false;
   uint64_t seq = 0;
   uint64_t t_ns = 0;            // completion, since the trace's t0
@@ -101,8 +101,8 @@ class StatsBuilder {
  public:
   static constexpr size_t kMaxObjects = 4u << 20;
 
-  explicit StatsBuilder(const Tables& tables, size_t slowest = 10);
-  void add(const trace::Event& ev, const Decoded& d);
+  explicit StatsBuilder(const rm::Tables& tables, size_t slowest = 10);
+  void add(const Event& ev, const Decoded& d);
   TraceStats finish();
 
  private:
@@ -110,11 +110,11 @@ class StatsBuilder {
     uint64_t count = 0, failed = 0, dur_total = 0, dur_max = 0;
     void add(bool failed_call, uint64_t dur);
   };
-  void alloc(const trace::Event& ev, const Decoded& d, uint64_t t_end);
+  void alloc(const Event& ev, const Decoded& d, uint64_t t_end);
   void release(const Decoded& d, uint64_t seq, uint64_t t_end);
-  void slow(const trace::Event& ev, const Decoded& d);
+  void slow(const Event& ev, const Decoded& d);
 
-  const Tables& t_;
+  const rm::Tables& t_;
   size_t max_slowest_;
   TraceStats s_;
   bool any_ = false;
@@ -129,4 +129,4 @@ class StatsBuilder {
   std::unordered_map<std::string, Counter> env_paths_, env_ops_;
 };
 
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace
