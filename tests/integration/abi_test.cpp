@@ -95,10 +95,11 @@ TEST(AbiFixture, SurfaceIsExact) {
   }
   // The UVM requests were moved into ioctl's request argument; the classes came from a
   // vector constant in read-only data.
-  EXPECT_TRUE(req[Key{"uvm", "UVM_REGISTER_GPU"}]["sites"][0]["request_arg"].get<bool>());
-  EXPECT_TRUE(req[Key{"class", "HOPPER_DMA_COPY_A"}]["sites"][0]["table"].get<bool>());
-  EXPECT_EQ(req[Key{"escape", "NV_ESC_RM_CONTROL"}]["request_codes"],
-            nlohmann::json::array({"0xc020462a"}));
+  const Key uvm_gpu{"uvm", "UVM_REGISTER_GPU"}, dma{"class", "HOPPER_DMA_COPY_A"};
+  const Key control{"escape", "NV_ESC_RM_CONTROL"};
+  EXPECT_TRUE(req[uvm_gpu]["sites"][0]["request_arg"].get<bool>());
+  EXPECT_TRUE(req[dma]["sites"][0]["table"].get<bool>());
+  EXPECT_EQ(req[control]["request_codes"], nlohmann::json::array({"0xc020462a"}));
 
   // Constants that reach no ioctl: kept, with their reason.
   for (auto [name, fn] :
@@ -146,7 +147,8 @@ TEST(AbiFixture, LayoutsComeFromTheBranch) {
   JsonRun r = cudatool_json_run({"abi", fixture_lib(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   auto req = by_name(r.json);
-  const auto& ctl = req[Key{"escape", "NV_ESC_RM_CONTROL"}];
+  const Key control{"escape", "NV_ESC_RM_CONTROL"}, uvm_gpu{"uvm", "UVM_REGISTER_GPU"};
+  const auto& ctl = req[control];
   EXPECT_EQ(ctl["params"], "NVOS54_PARAMETERS");
   EXPECT_EQ(ctl["size"], 32);
   EXPECT_FALSE(ctl["simple"].get<bool>());
@@ -155,7 +157,7 @@ TEST(AbiFixture, LayoutsComeFromTheBranch) {
   for (const auto& m : ctl["pointers"]) pointers.insert(m["name"].get<std::string>());
   EXPECT_EQ(handles, (std::set<std::string>{"hClient", "hObject"}));
   EXPECT_EQ(pointers, std::set<std::string>{"params"});
-  const auto& gpu = req[Key{"uvm", "UVM_REGISTER_GPU"}];
+  const auto& gpu = req[uvm_gpu];
   ASSERT_EQ(gpu["fds"].size(), 1u);
   EXPECT_EQ(gpu["fds"][0]["name"], "rmCtrlFd");
 }
