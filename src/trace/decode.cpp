@@ -94,6 +94,7 @@ void resolve(const Tables& t, std::vector<Field>& fields) {
       case ValueKind::kControl:
         if (const CtrlEntry* c = t.find_control(static_cast<uint32_t>(f.value))) {
           f.symbol = c->name;
+          f.category = c->handler;  // a name no header define gives: RM's handler beside it
         } else if (const CategoryEntry* g = t.find_category(static_cast<uint32_t>(f.value))) {
           f.category = g->name;
         }

@@ -91,6 +91,11 @@ void append_value(std::string& out, const Field& f) {
     case ValueKind::kControl:
       if (!f.symbol.empty()) {
         out += f.symbol;
+        if (!f.category.empty()) {
+          out += " (no header define; RM handler ";
+          out += f.category;
+          out += ')';
+        }
       } else {
         append_hex(out, f.value, true);
         out += '?';
@@ -168,8 +173,8 @@ void json_fields(std::string& out, const std::vector<Field>& fields) {
       } else {
         json_escape_to(out, f.symbol);
       }
-      if (f.kind == ValueKind::kControl && f.symbol.empty() && !f.category.empty()) {
-        out += ",\"category\":";
+      if (f.kind == ValueKind::kControl && !f.category.empty()) {
+        out += f.symbol.empty() ? ",\"category\":" : ",\"handler\":";
         json_escape_to(out, f.category);
       }
     }
