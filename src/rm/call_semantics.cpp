@@ -10,8 +10,8 @@
 // Name its members as the branch's structure does (the test checks each exists, with the size
 // and display kind its role needs, and that every handle, status and fd member of the structure
 // is named), in member order; set `does` from what the header says the call does. A new mapping
-// call needs a layout slot in the fake GPU (record/shim_abi/replay_abi.h rp_gpu_layout) before it can get
-// a kCallMaps* bit: the test allows one row per mapping kind.
+// call needs a layout slot in the fake GPU (record/shim_abi/replay_abi.h rp_gpu_layout) before it
+// can get a kCallMaps* bit: the test allows one row per mapping kind.
 #include "rm/call_semantics.hpp"
 
 #include <vector>

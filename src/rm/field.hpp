@@ -37,13 +37,13 @@ struct Field {
   std::string_view name;  // member name; "" for list elements
   ValueKind kind = ValueKind::kHex;
   uint64_t value = 0;
-  std::string_view symbol;    // name of the value (class, control, status), "" when unknown
+  std::string_view symbol;  // name of the value (class, control, status), "" when unknown
   // kControl: without a symbol, the interface when known; with a symbol that no header define
   // gives (rm::kCtrlNameFromNvoc), RM's handler for the command.
   std::string_view category;
-  std::string text;           // kString / kBytes payload
-  std::vector<Field> items;   // kList elements / kStruct members
-  uint64_t total = 0;         // kList: elements the source holds (items may keep fewer)
+  std::string text;          // kString / kBytes payload
+  std::vector<Field> items;  // kList elements / kStruct members
+  uint64_t total = 0;        // kList: elements the source holds (items may keep fewer)
 };
 
 inline constexpr size_t kMaxHexBytes = 256;

@@ -243,8 +243,8 @@ TEST(CallSemantics, EveryRowAndDefaultNamesACallOfSomeBranch) {
   }
 }
 
-// The fake GPU has one layout per kind of mapping (record/shim_abi/replay_abi.h rp_gpu_layout): a second
-// row of a kind would reach it with the first one's layout.
+// The fake GPU has one layout per kind of mapping (record/shim_abi/replay_abi.h rp_gpu_layout): a
+// second row of a kind would reach it with the first one's layout.
 TEST(CallSemantics, OneMappingCallPerKindOfMapping) {
   for (uint32_t kind : {kCallMapsCpu, kCallMapsGpu, kCallMapsExternal}) {
     int rows = 0;

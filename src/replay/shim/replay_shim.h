@@ -1,8 +1,8 @@
 /*
  * Internals of the replay shim (libcudatool_replay.so): the behaviour of the shared interposition
  * layer (src/record/preload/hooks.h) that answers a program's device calls from an answer table
- * (src/record/shim_abi/replay_abi.h) instead of performing them, redirects the driver's view of the system
- * into a private directory tree, and plays a minimal GPU (fake_gpu.c).
+ * (src/record/shim_abi/replay_abi.h) instead of performing them, redirects the driver's view of the
+ * system into a private directory tree, and plays a minimal GPU (fake_gpu.c).
  *
  * Plain C inside arbitrary programs, over the shim runtime (src/record/shim_rt/shim_rt.h) as the
  * recording shim is: its own system calls, no allocation but mmap, no lock a signal handler of the
