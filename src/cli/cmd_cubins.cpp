@@ -7,8 +7,10 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "analysis/embedded_images.hpp"
+#include "base/decompress.hpp"
 #include "base/mapped_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -149,10 +151,12 @@ int run_cubins(const CubinsOptions& o) {
       print_error(f.error());
       return kExitBadInput;
     }
-    if (f->size() < 4 || std::memcmp(f->bytes().data(),
-                                     "\x7f"
-                                     "ELF",
-                                     4) != 0) {
+    // A compressed library (.xz, .zst, .gz) is decompressed by DriverImage like a plain one.
+    bool elf = f->size() >= 4 && std::memcmp(f->bytes().data(),
+                                             "\x7f"
+                                             "ELF",
+                                             4) == 0;
+    if (!elf && detect_compression(f->bytes()) == Compression::kNone) {
       raw = std::move(*f);
       raw_scan.emplace(raw->bytes(), nullptr, limits);
     }
