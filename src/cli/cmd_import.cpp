@@ -17,10 +17,13 @@ struct ImportCliOptions {
   std::string output;
   std::string driver_version;
   bool json = false;
+  bool force = false;
 };
 
 int run_import(const ImportCliOptions& o) {
-  if (!usable_output("-o", o.output, {o.capture})) return kExitBadInput;
+  if (!usable_output("-o", o.output, {o.capture}, OutputKind::kTrace, o.force)) {
+    return kExitBadInput;
+  }
   if (Status s = trace::refuse_trace_as_capture(o.capture); !s.ok()) {
     print_error(s.error());
     return kExitBadInput;
@@ -84,6 +87,7 @@ void register_import(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output, "trace file to write (.zst: compressed)")->required();
   cmd->add_option("--driver-version", o->driver_version,
                   "kernel driver version the capture was made with (the capture does not say)");
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
   cmd->footer(
       "Examples:\n"

@@ -30,6 +30,7 @@ struct ReplayCliOptions {
   bool json = false;
   bool program_status = false;
   bool quiet = false;
+  bool force = false;
 };
 
 // Opens --report before anything runs, so that a report that cannot be written is said at
@@ -88,10 +89,12 @@ int run_replay_cmd(ReplayCliOptions& o) {
   }
   // Outputs that would overwrite a trace this command reads are refused before anything runs.
   const std::string_view second = traces.size() > 1 ? std::string_view(traces[1]) : "";
-  if (!o.report.empty() && !usable_output("--report", o.report, {traces[0], second})) {
+  if (!o.report.empty() &&
+      !usable_output("--report", o.report, {traces[0], second}, OutputKind::kText, o.force)) {
     return kExitBadInput;
   }
-  if (!o.output.empty() && !usable_output("-o", o.output, {traces[0], second})) {
+  if (!o.output.empty() &&
+      !usable_output("-o", o.output, {traces[0], second}, OutputKind::kTrace, o.force)) {
     return kExitBadInput;
   }
   std::ofstream report_file;
@@ -181,6 +184,7 @@ void register_replay(CLI::App& app, int* exit_code) {
   cmd->add_option("--deadline", o->deadline,
                   "stop the program after this many seconds without progress (0: never)")
       ->capture_default_str();
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the report as JSON (schema cudatool.replay/1)");
   cmd->add_option("--report", o->report, "write the report to this file instead of stderr");
   cmd->add_flag("--program-status", o->program_status,
