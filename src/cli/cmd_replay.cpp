@@ -178,7 +178,11 @@ void register_replay(CLI::App& app, int* exit_code) {
          "change one recorded answer (repeatable): seq=N or cmd=/class=/call=NAME[,nth=K], "
          "then status=, member=PATH,value=, errno= or ret=")
       ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      // One value per --inject: else CLI11 takes a "--" right after its value as the end of
+      // the option's list and eats it, and a "--" inside CMD (cudatool trace -- PROG) is then
+      // the one that ends the options.
+      ->allow_extra_args(false);
   cmd->add_option("-o,--output", o->output,
                   "write the replayed run as a trace (header mode \"replay\"), for cudatool ab");
   cmd->add_option("--deadline", o->deadline,
