@@ -22,6 +22,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "hex_text.hpp"
 #include "replay_support.hpp"
 #include "rm/tables.hpp"
 #include "trace_check.hpp"
@@ -50,18 +51,6 @@ std::string cannot_run() {
   RunResult r = run(with_private_dev({"true"}), 30);
   if (r.status != 0) return "cannot make a private mount namespace with a tmpfs /dev: " + r.err;
   return "";
-}
-
-// The bytes as the trace writes them (lower-case hex), written here rather than with the
-// project's own encoder: the test reads the machine independently of the recorder.
-std::string hex_of(const std::string& bytes) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
 }
 
 std::string file_bytes(const std::string& path) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "hex_text.hpp"
 #include "rm/tables.hpp"
 #include "trace/trace_file.hpp"
 #include "trace_check.hpp"
@@ -243,16 +244,6 @@ std::string capture_of(const std::vector<std::string>& calls) {
          calls[i] + "}\n";
   }
   return s;
-}
-
-std::string hex_of(const std::string& bytes) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
 }
 
 // `text` NUL-padded to n bytes.
