@@ -42,7 +42,8 @@ std::string node_text(const std::pair<std::string, record::DevNode>& n) {
                      n.second.minor);
 }
 
-// Says that the program made device nodes that stay on this machine, and how to avoid it.
+// Says that device nodes appeared in the machine's /dev while the program ran (made by it, as a
+// rule: nothing else is watched), that they stay, and how to avoid it.
 void warn_new_nodes(const NewNodes& nodes) {
   if (nodes.empty()) return;
   std::string list, paths;
@@ -50,12 +51,13 @@ void warn_new_nodes(const NewNodes& nodes) {
     list += (list.empty() ? "" : ", ") + node_text(n);
     paths += " " + n.first;
   }
-  fmt::print(stderr,
-             "cudatool: warning: the traced program created device nodes in this machine's /dev, "
-             "and they stay: {}. Remove them (rm{}), and record a program that makes nodes (as "
-             "libcuda does as root without the NVIDIA driver) with its own /dev: "
-             "tools/private-dev.sh cudatool trace … (docs/tracing.md)\n",
-             list, paths);
+  fmt::print(
+      stderr,
+      "cudatool: warning: device nodes appeared in this machine's /dev while the program "
+      "ran, and they stay: {}. Remove them (rm{}), and record a program that makes nodes (as "
+      "libcuda does as root without the NVIDIA driver) with its own /dev: "
+      "tools/private-dev.sh cudatool trace … (docs/tracing.md)\n",
+      list, paths);
 }
 
 // The device calls of a program under `cudatool replay` are answered inside it by the replay
