@@ -16,6 +16,7 @@ struct ImportCliOptions {
   std::string capture;
   std::string output;
   std::string driver_version;
+  std::optional<int> exit_status;  // --exit-status
   bool json = false;
 };
 
@@ -32,6 +33,7 @@ int run_import(const ImportCliOptions& o) {
   }
   trace::ImportOptions io;
   if (!o.driver_version.empty()) io.driver_version = o.driver_version;
+  io.exit_status = o.exit_status;
   Diagnostics diag;
   auto r = trace::import_capture(o.capture, io, **w, diag);
   if (!r) {
@@ -45,6 +47,11 @@ int run_import(const ImportCliOptions& o) {
     j.kv("schema", "cudatool.import/1").kv("source", o.capture).kv("output", o.output);
     j.kv("compression", r->compression).kv("lines", r->lines).kv("events", r->events);
     j.kv_or_null("driver_version", o.driver_version);
+    if (o.exit_status) {
+      j.kv("exit_status", *o.exit_status);
+    } else {
+      j.key("exit_status").null();
+    }
     j.key("by_sys").begin_object();
     for (const auto& [k, n] : r->by_sys) j.kv(k, n);
     j.end_object();
@@ -84,15 +91,23 @@ void register_import(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output, "trace file to write (.zst: compressed)")->required();
   cmd->add_option("--driver-version", o->driver_version,
                   "kernel driver version the capture was made with (the capture does not say)");
+  cmd->add_option("--exit-status", o->exit_status,
+                  "the traced program's exit status, when known (the capture does not say; without "
+                  "it the trailer's exit_status is null)")
+      ->check(CLI::Range(-255, 255));
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
   cmd->footer(
       "Examples:\n"
       "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
       "580.159.04\n"
       "  cudatool import capture.jsonl -o capture.jsonl.zst --json\n"
+      "  cudatool import guest.jsonl.xz -o guest.trace --driver-version 580.159.04 --exit-status "
+      "1\n"
       "Every field of a capture line is kept (docs/trace-format.md, \"Imported captures\"). A\n"
       "line that is not a valid capture record is reported (line, offset, reason) and skipped;\n"
-      "the exit status is then 2.");
+      "the exit status is then 2. The capture holds no exit status of the traced program: the\n"
+      "trailer's exit_status is null unless --exit-status states it (replay --bisect then tells\n"
+      "a failed run by its path instead, docs/replay.md).");
   cmd->callback([o, exit_code] { *exit_code = run_import(*o); });
 }
 

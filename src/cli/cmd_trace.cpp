@@ -66,7 +66,8 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
     out += fmt::format("cudatool:  the command was killed by signal {} ({})\n", s.term_signal,
                        strsignal(s.term_signal));
   } else {
-    out += fmt::format("cudatool:  the command exited with status {}\n", s.trailer.exit_status);
+    out += fmt::format("cudatool:  the command exited with status {}\n",
+                       s.trailer.exit_status.value_or(0));
   }
   return out;
 }
@@ -96,7 +97,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   }
   w.end_object();
   w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
-  w.kv("exit_status", s.trailer.exit_status).kv("exit_code", s.exit_code);
+  w.kv("exit_status", s.trailer.exit_status.value_or(0)).kv("exit_code", s.exit_code);
   if (s.error.empty()) {
     w.key("error").null();
   } else {
