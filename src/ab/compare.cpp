@@ -145,23 +145,14 @@ std::vector<std::string> gpu_lines(const NormalizedTrace& t) {
 
 namespace {
 
-// The names (gpu#0, gpu#0.pci …) under which the two traces hold other GPU identity values, or
-// that only one of them holds, in A's order of first appearance and then B's.
+// The names (gpu#0, gpu#0.pci …) under which the two traces hold other GPU identity values, in
+// A's order of first appearance (a name only one of them holds was not asked in the other).
 std::vector<std::string> differing_identities(const NormalizedTrace& a, const NormalizedTrace& b) {
   std::vector<std::string> out;
-  auto text_in = [](const NormalizedTrace& t, const IdentitySeen& s) -> const std::string* {
-    for (const IdentitySeen& x : t.identities) {
-      if (x.kind == s.kind && x.ordinal == s.ordinal) return &x.text;
-    }
-    return nullptr;
-  };
-  for (const NormalizedTrace* t : {&a, &b}) {
-    const NormalizedTrace& other = t == &a ? b : a;
-    for (const IdentitySeen& s : t->identities) {
-      const std::string* o = text_in(other, s);
-      std::string name = identity_name(s.kind, s.ordinal);
-      if ((o == nullptr || *o != s.text) && std::find(out.begin(), out.end(), name) == out.end()) {
-        out.push_back(std::move(name));
+  for (const IdentitySeen& s : a.identities) {
+    for (const IdentitySeen& x : b.identities) {
+      if (x.kind == s.kind && x.ordinal == s.ordinal && x.text != s.text) {
+        out.push_back(identity_name(s.kind, s.ordinal));
       }
     }
   }
