@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "analysis/relocations.hpp"
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 #include "elf/relocations.hpp"
 
 namespace cudatool {

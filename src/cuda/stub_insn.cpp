@@ -5,7 +5,7 @@
 #include <array>
 #include <string_view>
 
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 #include "cuda/stub_insn_capstone.hpp"
 
 namespace cudatool::cuda {

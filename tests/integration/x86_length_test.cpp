@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "analysis/x86_length.hpp"
 #include "base/mapped_file.hpp"
+#include "base/x86_length.hpp"
 #include "cuda/stub_insn_capstone.hpp"
 #include "elf/elf_image.hpp"
 #include "harness.hpp"
