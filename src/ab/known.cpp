@@ -7,7 +7,7 @@
 #include <iterator>
 
 #include "ab/compare.hpp"
-#include "record/glob_match.h"
+#include "base/glob_match.h"
 
 namespace cudatool::ab {
 namespace {
@@ -60,7 +60,7 @@ std::string without_indices(std::string_view f) {
 }
 
 bool glob(const std::string& pattern, const std::string& s) {
-  return nvtr_glob_match(pattern.c_str(), s.c_str()) != 0;
+  return glob_match(pattern, s);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "record/dev_nodes.hpp"
 #include "record/devices.hpp"
 #include "record/recorder.hpp"
-#include "replay/replay_abi.h"
+#include "record/shim_abi/replay_abi.h"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
