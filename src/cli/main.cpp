@@ -37,6 +37,7 @@ constexpr CommandEntry kCommands[] = {
     {"export", cudatool::cli::register_export, true},
     {"ab", cudatool::cli::register_ab, true},
     {"replay", cudatool::cli::register_replay, true},
+    {"explore", cudatool::cli::register_explore, true},
 };
 // clang-format on
 
