@@ -121,7 +121,8 @@ std::string render_explore_json(const ExploreReport& r) {
   for (size_t i = 0; i < r.experiments.size(); ++i) {
     const Experiment& e = r.experiments[i];
     const ExperimentResult& x = r.results[i];
-    w.begin_object().kv("strategy", e.strategy).kv("kind", e.kind).kv("request", e.request);
+    w.begin_object().kv("index", e.index).kv("strategy", e.strategy).kv("kind", e.kind);
+    w.kv("request", e.request);
     w.kv_or_null("member", e.member).kv("value", e.value).kv("count", e.count);
     w.kv_or_null("api", e.api).kv("outcome", replay::consequence_name(x.consequence));
     w.kv("end", x.end).kv("exit_status", x.exit_status);

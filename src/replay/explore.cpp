@@ -380,6 +380,9 @@ Result<ExploreReport> run_explore(const ExploreOptions& o) {
       if (m.size() > o.max_experiments) m.resize(o.max_experiments);
       for (Experiment& e : m) rep.experiments.push_back(std::move(e));
     }
+    for (size_t i = 0; i < rep.experiments.size(); ++i) {
+      rep.experiments[i].index = static_cast<uint32_t>(i);
+    }
     run_all(*rec, o, argv, *base, root.path(), rep);
     rep.interrupted = o.stop && o.stop();
     sort_report(rep);

@@ -27,6 +27,7 @@ struct Experiment {
   std::string api;        // the CUDA API call that made the request (the trace's stacks), ""
   uint64_t count = 0;     // instances of the request in the recording
   uint32_t priority = 0;  // mutate: lower runs first within the budget
+  uint32_t index = 0;     // in the plan: refusals, then mutations by priority (the run order)
   std::vector<Injection> injections;  // one per instance changed
 };
 

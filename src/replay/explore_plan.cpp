@@ -219,7 +219,11 @@ std::vector<Experiment> refusal_experiments(const Recording& rec) {
   Layouts lay(*rec.tables);
   std::vector<Experiment> out;
   for (const Kind& k : request_kinds(rec)) {
-    Experiment e{.strategy = "refuse", .kind = k.key, .request = k.request, .api = k.api};
+    Experiment e;
+    e.strategy = "refuse";
+    e.kind = k.key;
+    e.request = k.request;
+    e.api = k.api;
     e.count = k.events.size();
     std::string effect;
     for (uint32_t i : k.events) {
@@ -249,13 +253,14 @@ std::vector<Experiment> mutation_experiments(const Recording& rec) {
       auto place = detail::resolve_member(t, first, v, c.path);
       uint64_t recorded = read_le(*place_bytes(first, *place), place->offset, place->width);
       for (const auto& [label, value] : boundary_values(c, recorded)) {
-        Experiment e{.strategy = "mutate",
-                     .kind = k.key,
-                     .request = k.request,
-                     .member = c.path,
-                     .value = fmt::format("{:#x} ({})", value, label),
-                     .api = k.api,
-                     .priority = c.priority};
+        Experiment e;
+        e.strategy = "mutate";
+        e.kind = k.key;
+        e.request = k.request;
+        e.member = c.path;
+        e.value = fmt::format("{:#x} ({})", value, label);
+        e.api = k.api;
+        e.priority = c.priority;
         for (uint32_t i : k.events) {
           const trace::Event& ev = rec.events[i];
           auto p = detail::resolve_member(t, ev, lay.view(ev), c.path);
