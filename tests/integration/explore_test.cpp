@@ -143,16 +143,24 @@ TEST(ExploreFixture, TextAndHtmlAndTheSameOrderWhateverTheJobs) {
   EXPECT_EQ(text.err, "");
 }
 
+// trace_a imported as a trace of the build's driver version (once per test binary).
+std::string imported_trace_a(const DriverBuild& build) {
+  std::string trace = temp_dir() + "/explore-trace_a-" + build.version + ".jsonl";
+  if (read_file(trace).empty()) {
+    RunResult imp = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o",
+                         trace, "--driver-version", build.version});
+    EXPECT_EQ(imp.status, 0) << imp.err;
+  }
+  return trace;
+}
+
 // The real libcuda 580.159.04 answered from trace_a (imported), `cuda_probe … ctx`: refused, the
 // three controls replay's tests know to be fatal are found fatal with the results the H200 run
 // gives for them, and some requests are tolerated. SKIPPED without the library.
 TEST(ExploreReal, TheKnownFatalControlsAreFatalAndSomeRequestsAreTolerated) {
   DriverBuild build = shared_builds().front();
   CUDATOOL_REQUIRE_BUILD(build);
-  std::string trace = temp_dir() + "/explore-trace_a.jsonl";
-  RunResult imp = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", trace,
-                       "--driver-version", build.version});
-  ASSERT_EQ(imp.status, 0) << imp.err;
+  std::string trace = imported_trace_a(build);
   Explored e = explore(trace, {"--refuse", "-j", "2", "--deadline", "5"},
                        {fixtures_dir() + "/cuda_probe", build.lib_path, "ctx"}, 900);
   ASSERT_TRUE(e.report.is_object()) << e.run.err;
@@ -167,9 +175,14 @@ TEST(ExploreReal, TheKnownFatalControlsAreFatalAndSomeRequestsAreTolerated) {
         Fatal{"NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", "cuDevicePrimaryCtxRetain", 801}}) {
     auto x = on(e.report, "refuse", f.control);
     ASSERT_EQ(x.size(), 1u) << f.control;
-    EXPECT_EQ(x[0]["outcome"], "fails") << x[0].dump(1);
+    // Fatal: the API call fails; libcuda 580 sometimes also dies of SIGSEGV on its way out after
+    // a failed context creation (docs/explore.md: a refused FIFO_GET_CHANNELLIST crashed in 3 of
+    // 6 reruns), so a crash after the failed call is fatal as well.
+    EXPECT_TRUE(x[0]["outcome"] == "fails" || x[0]["outcome"] == "crashes") << x[0].dump(1);
     EXPECT_EQ(x[0]["api_call"], f.api) << x[0].dump(1);
-    EXPECT_EQ(x[0]["cuda_result"], f.result) << x[0].dump(1);
+    if (!x[0]["cuda_result"].is_null() || x[0]["outcome"] == "fails") {
+      EXPECT_EQ(x[0]["cuda_result"], f.result) << x[0].dump(1);
+    }
     EXPECT_EQ(x[0]["baseline_result"], 0);
   }
   size_t tolerated = 0;
@@ -185,10 +198,7 @@ TEST(ExploreReal, TheKnownFatalControlsAreFatalAndSomeRequestsAreTolerated) {
 TEST(ExploreReal, MutateFindsACrashWithinASmallBudget) {
   DriverBuild build = shared_builds().front();
   CUDATOOL_REQUIRE_BUILD(build);
-  std::string trace = temp_dir() + "/explore-trace_a-mutate.jsonl";
-  RunResult imp = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", trace,
-                       "--driver-version", build.version});
-  ASSERT_EQ(imp.status, 0) << imp.err;
+  std::string trace = imported_trace_a(build);
   Explored e = explore(trace, {"--mutate", "--max-experiments", "60", "-j", "2"},
                        {fixtures_dir() + "/cuda_probe", build.lib_path, "ctx"}, 900);
   ASSERT_TRUE(e.report.is_object()) << e.run.err;
