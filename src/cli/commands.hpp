@@ -29,5 +29,6 @@ void register_stats(CLI::App& app, int* exit_code);
 void register_export(CLI::App& app, int* exit_code);
 void register_ab(CLI::App& app, int* exit_code);
 void register_replay(CLI::App& app, int* exit_code);
+void register_explore(CLI::App& app, int* exit_code);
 
 }  // namespace cudatool::cli

@@ -45,6 +45,7 @@ constexpr CommandEntry kCommands[] = {
     {"export", register_export, Group::kDynamic, "a trace as Perfetto / Chrome trace-event JSON (timeline)", "docs/decode.md"},
     {"ab", register_ab, Group::kDynamic, "where run B first diverges from run A", "docs/ab.md"},
     {"replay", register_replay, Group::kDynamic, "run the real libcuda without a GPU, answered from a trace", "docs/replay.md"},
+    {"explore", register_explore, Group::kDynamic, "which answers libcuda needs, tolerates, or dies of (what-if replays)", "docs/explore.md"},
 };
 // clang-format on
 

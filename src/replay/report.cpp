@@ -363,8 +363,8 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   }
   // GPU work left undone (compute launches above all) is a finding even when the program ended:
   // what it computed did not happen.
-  bool finding = rep.end == "deadline" || rep.end == "signal" || !rep.unfinished.empty() ||
-                 rep.gpu_launches != 0;
+  bool finding = rep.end == "deadline" || rep.end == "time_limit" || rep.end == "stopped" ||
+                 rep.end == "signal" || !rep.unfinished.empty() || rep.gpu_launches != 0;
   for (const Deviation& d : rep.deviations) {
     if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
         d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {

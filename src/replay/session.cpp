@@ -188,6 +188,7 @@ record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
                   {RP_ENV_STATE, files.state_path},
                   {RP_ENV_LOG, files.log_path},
                   {RP_ENV_ROOT, root}};
+  spec.dir = o.work_dir;
   spec.own_group = true;  // ended as one, with what it leaves behind
   spec.output = o.capture_output  ? record::ChildOutput::kCapture
                 : o.quiet_program ? record::ChildOutput::kDiscard
@@ -261,16 +262,27 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   rep.argv = o.argv;
   record::Watch watch;
   watch.poll_ms = 20;
-  watch.end_now = stall_watch(*child, rec, *files.st(), o.deadline_s, &rep.stall);
+  bool stopped = false;
+  watch.end_now = [stall = stall_watch(*child, rec, *files.st(), o.deadline_s, &rep.stall), &o,
+                   &stopped]() mutable {
+    if (o.stop && o.stop()) return stopped = true;
+    return stall();
+  };
+  watch.time_limit_s = o.time_limit_s;
   watch.end_rest_with_command = true;  // descendants left behind are ended with it
-  bool stalled = child->wait(watch) == record::WaitEnd::kEnded;
+  record::WaitEnd how = child->wait(watch);
+  bool stalled = how == record::WaitEnd::kEnded;
   rep.wall_s = static_cast<double>(now_ns() - t0) / 1e9;
   if (child->exec_errno() != 0) {
     return err(fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(child->exec_errno())));
   }
   rep.program_output = child->take_output();
   rep.exit_status = child->status();
-  rep.end = stalled ? "deadline" : child->status() < 0 ? "signal" : "exit";
+  rep.end = stopped                              ? "stopped"
+            : stalled                            ? "deadline"
+            : how == record::WaitEnd::kTimeLimit ? "time_limit"
+            : child->status() < 0                ? "signal"
+                                                 : "exit";
   auto parsed = parse_log(ByteView(files.log.data(), files.log.size()));
   if (!parsed) return parsed.error();
   build_report(rec, *table, *parsed, *files.st(), files.state.data() + sizeof(rp_state), *env, rep);

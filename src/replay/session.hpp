@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct ReplayOptions {
   bool capture_output = false;            // collect the program's stdout+stderr (bisect --fails-if)
   bool quiet_program = false;             // send the program's stdout/stderr to /dev/null
   std::string keep_dir;                   // keep the run's files here (debugging); "" removes them
+  std::string work_dir;                   // the command's working directory ("" ours): explore's
+  double time_limit_s = 0;                // stop after this long in all (0: never): explore
+  std::function<bool()> stop;             // true ends the run at once (explore's Ctrl-C)
 };
 
 enum class Outcome : uint8_t {
@@ -81,8 +85,8 @@ struct ReplayReport {
   std::vector<Deviation> deviations;
   std::vector<std::string> synthesized, gaps, injected;
   std::string environment;  // "recorded" | "defaults (…)"
-  std::string end;          // "exit", "signal", "deadline", "refused", "not_run"
-  int exit_status = 0;      // of the program (exit code, or -signal)
+  std::string end;  // "exit", "signal", "deadline", "time_limit", "stopped", "refused", "not_run"
+  int exit_status = 0;  // of the program (exit code, or -signal)
   std::optional<Stall> stall;
   std::string refusal;  // why the shim refused (another driver's library)
   uint64_t processes = 0;

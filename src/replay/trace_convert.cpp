@@ -284,7 +284,10 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   }
   trace::Trailer tr;
   tr.events = seq;
-  tr.reason = report.end == "deadline" ? "interrupted" : report.exit_status < 0 ? "signal" : "exit";
+  tr.reason = report.end == "deadline" || report.end == "time_limit" || report.end == "stopped"
+                  ? "interrupted"
+              : report.exit_status < 0 ? "signal"
+                                       : "exit";
   tr.exit_status = report.exit_status;
   tr.lost = report.log_lost;
   if (Status s = (*w)->write_trailer(tr); !s.ok()) return s;

@@ -213,7 +213,7 @@ TEST(Cli, HelpListsEveryCommandUnderItsHeading) {
                                             "functions", "addr",    "symbolize", "xrefs",  "index",
                                             "delta",     "history", "abi"};
   const std::vector<std::string> dynamics = {"trace",  "import", "decode", "stats",
-                                             "export", "ab",     "replay"};
+                                             "export", "ab",     "replay", "explore"};
   auto check = [&](const std::string& c, bool dynamic) {
     size_t at = r.out.find("\n  " + c + " ");
     ASSERT_NE(at, std::string::npos) << c << " missing from --help:\n" << r.out;
