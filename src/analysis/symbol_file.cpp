@@ -67,10 +67,6 @@ class Strings {
   std::string s_;
 };
 
-bool is_plt(std::string_view name) {
-  return name.starts_with(".plt") || name.starts_with(".iplt");
-}
-
 // The sections the symbol file copies: the allocated ones, except any named like the tables it
 // writes itself (tools find the symbol table by name — perf: the first ".symtab" —, never two).
 bool copied(const elf::SectionHeader& s) {
@@ -238,7 +234,7 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
       ++st.unplaced;
       continue;
     }
-    if (is_plt(secs[shndx].name)) {
+    if (is_plt_section_name(secs[shndx].name)) {
       ++st.plt_skipped;
       continue;
     }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/glob.hpp"
 #include "rm/decode.hpp"
 
 namespace cudatool::rm {
@@ -69,8 +70,7 @@ struct EventFilter::Node {
   std::vector<Value> values;
 };
 
-// Case-insensitive glob ('*', '?', '[…]' with ranges and a leading '!' or '^') over byte strings;
-// `pattern` is lower-case.
-bool glob_match_lower(std::string_view pattern, std::string_view text);
+// Case-insensitive glob (base/glob.hpp); `pattern` is lower-case.
+using cudatool::glob_match_lower;
 
 }  // namespace cudatool::rm
