@@ -460,4 +460,15 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
   return Status::success();
 }
 
+bool link_file_atomic(const std::string& existing, const std::string& path) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  ::unlink(tmp.c_str());
+  if (::link(existing.c_str(), tmp.c_str()) != 0) return false;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace cudatool

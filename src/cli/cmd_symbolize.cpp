@@ -63,8 +63,13 @@ int run_uftrace(const SymbolizeOptions& o) {
   UftraceSymbols syms = build_uftrace_symbols(*img, map, img->resolved_path());
   std::vector<std::string> written;
   auto bytes = std::span(reinterpret_cast<const uint8_t*>(syms.text.data()), syms.text.size());
+  // One file, the other names hard links of it (2 MiB for the 580, six names).
   for (const auto& name : uftrace_symbol_file_names(*img)) {
     std::string path = o.out + "/" + name;
+    if (!written.empty() && link_file_atomic(written.front(), path)) {
+      written.push_back(path);
+      continue;
+    }
     if (Status s = write_file_atomic(path, bytes, false); !s) {
       print_error(s.error());
       return kExitBadInput;
@@ -93,8 +98,9 @@ int run_uftrace(const SymbolizeOptions& o) {
     w.end_object();
     w.finish();
   } else {
-    out += fmt::format("wrote {} files of {} into {}: {}\n", written.size(),
-                       human_size(syms.text.size()), o.out, fmt::join(written, " "));
+    out +=
+        fmt::format("wrote one symbol file ({}) into {}, under {} names: {}\n",
+                    human_size(syms.text.size()), o.out, written.size(), fmt::join(written, " "));
     out += fmt::format(
         "{} functions ({} exports as T, the rest as t); {} PLT FDEs left to "
         "uftrace{}\n",
