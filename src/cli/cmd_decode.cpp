@@ -8,6 +8,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_summary_output.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "rm/decode.hpp"
@@ -228,6 +229,7 @@ int run_decode(const DecodeOptions& o) {
     for (const Error& e : r.diagnostics().items()) w.value(e.message());
     w.end_array();
     if (with_api) write_libraries_json(w, *res);
+    write_function_summary_json(w, r);
     w.end_object().end_object();
     w.finish();
   } else {
@@ -237,6 +239,7 @@ int run_decode(const DecodeOptions& o) {
                                                   no_api.empty() ? "" : ": " + no_api),
                    bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
                    r.trailer() ? "" : ", no trailer (the recording did not finish)");
+    out.str() += function_summary_text(r, "# ");
   }
   out.flush();
   return bad == 0 ? kExitOk : kExitBadInput;

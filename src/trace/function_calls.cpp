@@ -224,4 +224,38 @@ std::vector<ThreadCalls> build_function_calls(const std::vector<FunctionTable>& 
   return out;
 }
 
+FunctionSummary summarize_functions(const std::vector<FunctionTable>& tables,
+                                    const std::vector<FunctionBlock>& blocks) {
+  constexpr size_t kFirstNotes = 5;
+  FunctionSummary s;
+  s.tables = tables.size();
+  s.blocks = blocks.size();
+  for (const auto& t : tables) {
+    if (std::find(s.libraries.begin(), s.libraries.end(), t.path) == s.libraries.end())
+      s.libraries.push_back(t.path);
+  }
+  std::unordered_map<uint64_t, bool> called;  // table << 32 | function
+  for (const ThreadCalls& t : build_function_calls(tables, blocks)) {
+    ++s.threads;
+    s.calls += t.calls.size() + t.not_kept;
+    s.not_kept += t.not_kept;
+    s.lost += t.lost;
+    s.device_marks += t.devices.size();
+    s.max_depth = std::max(s.max_depth, t.max_depth);
+    for (const FunctionCall& c : t.calls) {
+      s.returned += c.end == FunctionCall::End::kReturned;
+      s.unwound += c.end == FunctionCall::End::kUnwound;
+      s.open += c.end == FunctionCall::End::kOpen;
+      called.try_emplace(t.table << 32 | c.function, true);
+    }
+    s.notes += t.notes.size();
+    for (const auto& n : t.notes) {
+      if (s.first_notes.size() < kFirstNotes)
+        s.first_notes.push_back(fmt::format("pid {} tid {}: {}", t.pid, t.tid, n));
+    }
+  }
+  s.functions_called = called.size();
+  return s;
+}
+
 }  // namespace cudatool::trace

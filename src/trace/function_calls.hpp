@@ -69,4 +69,19 @@ std::vector<ThreadCalls> build_function_calls(const std::vector<FunctionTable>& 
                                               const std::vector<FunctionBlock>& blocks,
                                               const CallLimits& limits = {});
 
+// What `decode`, `stats` and `export` say of a trace's function events: counts.
+struct FunctionSummary {
+  uint64_t tables = 0, blocks = 0, threads = 0;
+  uint64_t calls = 0, returned = 0, unwound = 0, open = 0;
+  uint64_t functions_called = 0;  // distinct (table, function) pairs
+  uint64_t device_marks = 0;      // device calls the function records place
+  uint64_t lost = 0, not_kept = 0;
+  uint32_t max_depth = 0;
+  std::vector<std::string> libraries;    // the tables' paths, each once
+  uint64_t notes = 0;                    // notes of all threads
+  std::vector<std::string> first_notes;  // "pid 4711 tid 4712: …", the first few
+};
+FunctionSummary summarize_functions(const std::vector<FunctionTable>& tables,
+                                    const std::vector<FunctionBlock>& blocks);
+
 }  // namespace cudatool::trace
