@@ -2,6 +2,7 @@
  * (funcrec.h, funcrec_abi.h). Built with -mgeneral-regs-only: nothing here may touch a vector
  * register, and calls into libc that might (pthread_setspecific) go through fr_fpu_safe_call. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -92,8 +93,16 @@ static int open_chunk(struct fr_thread* t, uint64_t now) {
     return 0;
   }
   const uint64_t size = fr_g.spool->chunk_size;
-  long p = fr_sys6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE, MAP_SHARED, fr_g.spool_fd,
-                   (long)(FR_SPOOL_HEADER_SIZE + i * size));
+  const long off = (long)(FR_SPOOL_HEADER_SIZE + i * size);
+  /* The disk space first: a write through the mapping to a hole the file system cannot fill
+   * would be a SIGBUS in the program; a refusal here is only a lost chunk. */
+  long fa = fr_sys6(SYS_fallocate, fr_g.spool_fd, 0, off, (long)size, 0, 0);
+  if (fa != 0 && fa != -EOPNOTSUPP) {
+    t->no_chunk = 1;
+    return 0;
+  }
+  long p = fr_sys6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                   fr_g.spool_fd, off);
   if (p < 0 && p > -4096) {
     t->no_chunk = 1;
     return 0;
