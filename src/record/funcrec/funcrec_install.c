@@ -248,10 +248,14 @@ static void patch_site(uint64_t base, uint32_t i) {
   __atomic_store_n(fn, (uint8_t)0xe9, __ATOMIC_RELEASE);
 }
 
-static void register_table(uint64_t base, const char* path, uint64_t t0, uint32_t patched,
-                           uint32_t skipped) {
+/* A table of the spool for this install: -1 when all are taken (then nothing is patched). */
+static int64_t take_table(void) {
   uint64_t idx = __atomic_fetch_add(&fr_g.spool->next_table, 1, __ATOMIC_RELAXED);
-  if (idx >= FR_MAX_TABLES) idx = FR_MAX_TABLES - 1; /* shared: its readers are told by pid */
+  return idx < FR_MAX_TABLES ? (int64_t)idx : -1;
+}
+
+static void register_table(uint32_t idx, uint64_t base, const char* path, uint64_t t0,
+                           uint32_t patched, uint32_t skipped) {
   struct fr_spool_table* t = &fr_g.spool->tables[idx];
   t->pid = (int32_t)FR_SYS(SYS_getpid, 0, 0, 0);
   t->base = base;
@@ -277,6 +281,11 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
     say_into(why, why_len, path, ": not the build the function plan was made for");
     return -1;
   }
+  const int64_t table = take_table();
+  if (table < 0) {
+    say_into(why, why_len, "the function spool has no room for another process's table", "");
+    return -1;
+  }
   const uint64_t t0 = fr_now();
   const uint64_t lo = base + fr_g.plan->text_lo, hi = base + fr_g.plan->text_hi;
   fr_g.region_len = ((uint64_t)FR_STUB_SIZE * (fr_g.nsites + 1) + kPage - 1) & ~(kPage - 1);
@@ -298,7 +307,7 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
     return -1;
   }
   fr_g.installed = 1; /* before the first patch: a patched function may run at once */
-  register_table(base, path, t0, patched, fr_g.nsites - patched);
+  register_table((uint32_t)table, base, path, t0, patched, fr_g.nsites - patched);
   for (uint32_t i = 0; i < fr_g.nsites; ++i)
     if (ok[i]) patch_site(base, i);
   FR_SYS(SYS_mprotect, plo, phi - plo, PROT_READ | PROT_EXEC);
