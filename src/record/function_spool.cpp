@@ -147,6 +147,10 @@ Result<FunctionSpool> read_function_spool(ByteView all, const std::string& path)
   const uint64_t capacity = head->read<uint64_t>(offsetof(H, capacity)).value_or(0);
   out.handed_out = head->read<uint64_t>(offsetof(H, next_chunk)).value_or(0);
   out.lost = head->read<uint64_t>(offsetof(H, lost)).value_or(0);
+  if (head->read<uint32_t>(offsetof(H, error_taken)).value_or(0) == 2) {
+    auto e = head->clamp(offsetof(H, error), sizeof(H::error)).chars();
+    out.error = std::string(e.substr(0, e.find('\0')));
+  }
   if (chunk_size < sizeof(fr_chunk_header) ||
       capacity > (all.size() - FR_SPOOL_HEADER_SIZE) / chunk_size) {
     return make_error(path, "chunk_size", offsetof(H, chunk_size), "chunks do not fit the file");

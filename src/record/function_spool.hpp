@@ -58,6 +58,7 @@ struct FunctionSpool {
   std::vector<SpoolChunk> chunks;     // by (pid, tid, t0, part)
   uint64_t handed_out = 0;            // chunks the recorders took
   uint64_t lost = 0;                  // calls not recorded for want of a chunk
+  std::string error;                  // why a recorder could not start or install ("" none)
   std::vector<std::string> problems;  // chunks or tables left out, and why
 };
 

@@ -278,3 +278,33 @@ TEST(Funcrec, GlobsSelectTheFunctionsRecorded) {
 
 }  // namespace
 }  // namespace cudatool::test
+
+namespace cudatool::test {
+namespace {
+
+// A recorder that cannot start writes why into the spool, where cudatool finds it.
+TEST(Funcrec, WhyTheRecorderDidNotStartIsInTheSpool) {
+  auto img = DriverImage::open(fixture_lib());
+  ASSERT_TRUE(static_cast<bool>(img));
+  PatchPlan plan =
+      make_patch_plan(**img, (*img)->facet<FunctionMap>(), (*img)->facet<XrefIndex>(), "*");
+  std::string dir = temp_dir() + "/funcrec-bad-plan";
+  std::filesystem::create_directories(dir);
+  std::string plan_file = dir + "/plan.bin", spool = dir + "/spool.bin";
+  ASSERT_TRUE(record::write_function_plan(**img, plan, plan_file).ok());
+  std::string bytes = read_file(plan_file);
+  bytes[8] = 99;  // the ABI version (after the 8-byte magic)
+  write_temp("funcrec-bad-plan/plan.bin", bytes);
+  ASSERT_TRUE(record::create_function_spool(spool, 4).ok());
+  RunResult r =
+      run({"env", "LD_PRELOAD=" + fixtures_dir() + "/funcrec/libfr_preload.so",
+           "CUDATOOL_FUNCREC_PLAN=" + plan_file, "CUDATOOL_FUNCREC_SPOOL=" + spool, "true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto s = record::read_function_spool(spool);
+  ASSERT_TRUE(static_cast<bool>(s));
+  EXPECT_EQ(s->error, "a function plan of another version");
+  EXPECT_TRUE(s->tables.empty());
+}
+
+}  // namespace
+}  // namespace cudatool::test

@@ -44,6 +44,16 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
 /* Whether funcrec_install() has patched a library in this process. */
 int funcrec_installed(void);
 
+/* Whether the object with these program headers, loaded at `base`, is the plan's build. */
+int funcrec_matches(uint64_t base, const void* phdr, int phnum);
+
+/* The recorder from the environment, for a preload library: maps FR_ENV_PLAN and FR_ENV_SPOOL
+ * when both are set, installs the plan into the library of its build id if it is loaded, and
+ * otherwise when a dlopen loads it (funcrec_load.c defines `dlopen`, which the preload library
+ * exports: the program's calls come there first). A failure goes into the spool for cudatool to
+ * report (else to stderr). Idempotent; the first call decides. */
+void funcrec_load_start(void);
+
 /* A DEVICE record in the calling thread's stream: the device call `seq` is made here. */
 void funcrec_mark_device(uint64_t seq);
 

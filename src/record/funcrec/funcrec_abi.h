@@ -23,6 +23,7 @@
 /* Environment the launcher sets for the traced program. */
 #define FR_ENV_PLAN "CUDATOOL_FUNCREC_PLAN"   /* the plan file */
 #define FR_ENV_SPOOL "CUDATOOL_FUNCREC_SPOOL" /* the spool file */
+/* The recorder installs the plan into the loaded library whose GNU build id is the plan's. */
 
 /* ---- plan ---- */
 #define FR_PLAN_MAGIC 0x314e4c5046746475ULL /* "udtFPLN1" */
@@ -74,13 +75,16 @@ struct fr_spool_table {
 
 struct fr_spool_header {
   uint64_t magic;
-  uint32_t version;    /* FR_ABI_VERSION */
-  uint32_t chunk_size; /* bytes per chunk, a multiple of the page size */
-  uint64_t capacity;   /* chunks the file has room for after the header */
-  uint64_t next_chunk; /* chunks handed out (atomic); past capacity: none left */
-  uint64_t next_table; /* tables handed out (atomic) */
-  uint64_t lost;       /* calls not recorded for want of a chunk (atomic) */
-  uint64_t reserved[10];
+  uint32_t version;     /* FR_ABI_VERSION */
+  uint32_t chunk_size;  /* bytes per chunk, a multiple of the page size */
+  uint64_t capacity;    /* chunks the file has room for after the header */
+  uint64_t next_chunk;  /* chunks handed out (atomic); past capacity: none left */
+  uint64_t next_table;  /* tables handed out (atomic) */
+  uint64_t lost;        /* calls not recorded for want of a chunk (atomic) */
+  uint32_t error_taken; /* 0 until a recorder claims `error` (atomic), 2 once it is written */
+  uint32_t reserved0;
+  char error[256]; /* why the first failed install failed (NUL-terminated) */
+  uint64_t reserved[9];
   struct fr_spool_table tables[FR_MAX_TABLES];
 };
 

@@ -120,6 +120,20 @@ static const char* check_plan(const struct fr_plan_header* h, uint64_t len) {
 
 int funcrec_init(const char* plan_path, const char* spool_path, char* why, size_t why_len) {
   if (fr_g.plan != NULL) return 0;
+  /* The spool first: what goes wrong with the plan is written into it (funcrec_load.c). */
+  if (fr_g.spool == NULL) {
+    uint64_t len = 0;
+    int fd = -1;
+    struct fr_spool_header* sp = map_file(spool_path, 1, &len, &fd);
+    if (sp == NULL || len < FR_SPOOL_HEADER_SIZE || sp->magic != FR_SPOOL_MAGIC ||
+        sp->version != FR_ABI_VERSION || sp->chunk_size < kPage || sp->chunk_size % kPage != 0 ||
+        sp->capacity > (len - FR_SPOOL_HEADER_SIZE) / sp->chunk_size) {
+      say_into(why, why_len, "cannot use the function spool ", spool_path);
+      return -1;
+    }
+    fr_g.spool = sp;
+    fr_g.spool_fd = fd;
+  }
   uint64_t len = 0;
   const struct fr_plan_header* h = map_file(plan_path, 0, &len, NULL);
   if (h == NULL) {
@@ -131,20 +145,10 @@ int funcrec_init(const char* plan_path, const char* spool_path, char* why, size_
     say_into(why, why_len, bad, "");
     return -1;
   }
-  int fd = -1;
-  struct fr_spool_header* sp = map_file(spool_path, 1, &len, &fd);
-  if (sp == NULL || len < FR_SPOOL_HEADER_SIZE || sp->magic != FR_SPOOL_MAGIC ||
-      sp->version != FR_ABI_VERSION || sp->chunk_size < kPage || sp->chunk_size % kPage != 0 ||
-      sp->capacity > (len - FR_SPOOL_HEADER_SIZE) / sp->chunk_size) {
-    say_into(why, why_len, "cannot use the function spool ", spool_path);
-    return -1;
-  }
   fr_fpu_probe();
   fr_g.plan = h;
   fr_g.sites = (const struct fr_plan_site*)(h + 1);
   fr_g.nsites = h->sites;
-  fr_g.spool = sp;
-  fr_g.spool_fd = fd;
   fr_register_handlers();
   return 0;
 }
@@ -268,6 +272,10 @@ static void register_table(uint32_t idx, uint64_t base, const char* path, uint64
   t->path[k] = '\0';
   __atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
   fr_g.table = (uint32_t)idx;
+}
+
+int funcrec_matches(uint64_t base, const void* phdr, int phnum) {
+  return fr_g.plan != NULL && same_build_id(base, (const Elf64_Phdr*)phdr, phnum);
 }
 
 int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path, char* why,
