@@ -191,9 +191,9 @@ Result<FunctionSpool> read_function_spool(ByteView all, const std::string& path)
   return out;
 }
 
-FunctionRecording function_records(const FunctionSpool& spool, DriverImage& img,
-                                   const PatchPlan& plan, uint64_t t0_ns, uint64_t first_table_id) {
-  FunctionRecording out;
+FunctionRecords function_records(const FunctionSpool& spool, DriverImage& img,
+                                 const PatchPlan& plan, uint64_t t0_ns, uint64_t first_table_id) {
+  FunctionRecords out;
   out.problems = spool.problems;
   std::vector<uint64_t> starts;
   starts.reserve(plan.sites.size());

@@ -7,7 +7,7 @@
 //   create_function_spool(dir + "/spool.bin", kDefaultChunks);   // FR_ENV_SPOOL
 //   … run the program (the preload shim installs the plan when libcuda is loaded) …
 //   auto spool = read_function_spool(dir + "/spool.bin");        // untrusted: the program wrote it
-//   FunctionRecording rec = function_records(*spool, img, plan, t0_ns);
+//   FunctionRecords rec = function_records(*spool, img, plan, t0_ns);
 //   for (auto& t : rec.tables) writer.write_function_table(t);  …
 #pragma once
 
@@ -70,13 +70,13 @@ Result<FunctionSpool> read_function_spool(ByteView bytes, const std::string& pat
 
 // The trace's function records: one table per install (ids from `first_table_id`), one block per
 // chunk, times made relative to the trace's t0.
-struct FunctionRecording {
+struct FunctionRecords {
   std::vector<trace::FunctionTable> tables;
   std::vector<trace::FunctionBlock> blocks;
   std::vector<std::string> problems;
 };
-FunctionRecording function_records(const FunctionSpool& spool, DriverImage& img,
-                                   const PatchPlan& plan, uint64_t t0_ns,
-                                   uint64_t first_table_id = 1);
+FunctionRecords function_records(const FunctionSpool& spool, DriverImage& img,
+                                 const PatchPlan& plan, uint64_t t0_ns,
+                                 uint64_t first_table_id = 1);
 
 }  // namespace cudatool::record

@@ -11,10 +11,8 @@
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
-#include "analysis/patch_plan.hpp"
-#include "analysis/xrefs.hpp"
 #include "harness.hpp"
-#include "record/function_spool.hpp"
+#include "record/function_recorder.hpp"
 #include "replay_support.hpp"
 #include "trace/function_calls.hpp"
 
@@ -36,18 +34,23 @@ TEST(FuncrecReal, ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
   ASSERT_TRUE(static_cast<bool>(img));
   FunctionMap& map = (*img)->facet<FunctionMap>();
   add_driver_table_names(**img, map);
-  PatchPlan plan = make_patch_plan(**img, map, (*img)->facet<XrefIndex>(), "*");
-  std::string plan_file = dir + "/plan.bin", spool = dir + "/spool.bin";
-  ASSERT_TRUE(record::write_function_plan(**img, plan, plan_file).ok());
-  ASSERT_TRUE(record::create_function_spool(spool, 1024).ok());
+  record::FunctionRecorderOptions opt;
+  opt.libraries = record::function_libraries_for({"cuda_probe", build.lib_path, "ctx"});
+  ASSERT_FALSE(opt.libraries.empty());
+  EXPECT_EQ(opt.libraries.front(), build.lib_path);
+  opt.dir = dir;
+  opt.spool_chunks = 1024;
+  record::FunctionRecorder fr = record::FunctionRecorder::prepare(opt);
+  ASSERT_TRUE(fr.active()) << fr.why_not();
+  auto env = fr.env();
+  ASSERT_EQ(env.size(), 2u);
   std::string preload = fixtures_dir() + "/funcrec/libfr_preload.so";
-  ReplayRun r =
-      replay(trace, {"--deadline", "60"},
-             {"sh", "-c",
-              "LD_PRELOAD=\"$LD_PRELOAD:" + preload + "\" CUDATOOL_FUNCREC_PLAN=" + plan_file +
-                  " CUDATOOL_FUNCREC_SPOOL=" + spool + " exec " + fixtures_dir() + "/cuda_probe " +
-                  build.lib_path + " ctx"},
-             600);
+  ReplayRun r = replay(trace, {"--deadline", "60"},
+                       {"sh", "-c",
+                        "LD_PRELOAD=\"$LD_PRELOAD:" + preload + "\" " + env[0].first + "=" +
+                            env[0].second + " " + env[1].first + "=" + env[1].second + " exec " +
+                            fixtures_dir() + "/cuda_probe " + build.lib_path + " ctx"},
+                       600);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.err.find("fr_preload"), std::string::npos) << r.run.err;
   std::vector<std::pair<std::string, int>> printed;
@@ -56,13 +59,12 @@ TEST(FuncrecReal, ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
   ASSERT_GE(printed.size(), 11u) << r.run.out;
   EXPECT_EQ(printed.back(), std::make_pair(std::string("cuCtxSetCurrent"), 0));
 
-  auto s = record::read_function_spool(spool);
-  ASSERT_TRUE(static_cast<bool>(s)) << s.error().message();
-  auto rec = record::function_records(*s, **img, plan, 0);
+  record::FunctionRecorder::Result rec = fr.finish(0);
   EXPECT_TRUE(rec.problems.empty()) << rec.problems.front();
-  ASSERT_EQ(s->tables.size(), 1u);
-  EXPECT_EQ(s->tables[0].patched, plan.sites.size());
-  EXPECT_EQ(s->tables[0].skipped, 0u);
+  ASSERT_EQ(rec.tables.size(), 1u);
+  EXPECT_EQ(rec.tables[0].starts.size(), fr.plan().sites.size());
+  EXPECT_EQ(rec.tables[0].skipped, 0u);
+  EXPECT_EQ(rec.tables[0].not_patchable, fr.plan().refusals.size());
   auto threads = trace::build_function_calls(rec.tables, rec.blocks);
   ASSERT_FALSE(threads.empty());
   // The program's thread: the one whose calls include cuInit at the outermost level.

@@ -16,6 +16,7 @@
 #include "analysis/patch_plan.hpp"
 #include "analysis/xrefs.hpp"
 #include "harness.hpp"
+#include "record/function_recorder.hpp"
 #include "record/function_spool.hpp"
 #include "replay_support.hpp"
 #include "stacks_support.hpp"
@@ -304,6 +305,41 @@ TEST(Funcrec, WhyTheRecorderDidNotStartIsInTheSpool) {
   ASSERT_TRUE(static_cast<bool>(s));
   EXPECT_EQ(s->error, "a function plan of another version");
   EXPECT_TRUE(s->tables.empty());
+}
+
+}  // namespace
+}  // namespace cudatool::test
+
+namespace cudatool::test {
+namespace {
+
+// --functions on what cannot be planned: the run goes on without function events, and says why.
+TEST(FunctionRecorder, SaysWhyWhenNoLibraryCanBePlanned) {
+  std::string dir = temp_dir() + "/funcrec-why";
+  std::filesystem::create_directories(dir);
+  std::string text = write_temp("funcrec-why/libcuda.so.1", "not an ELF file\n");
+  record::FunctionRecorderOptions o;
+  o.libraries = {dir + "/missing.so", text};
+  o.dir = dir;
+  record::FunctionRecorder fr = record::FunctionRecorder::prepare(o);
+  EXPECT_FALSE(fr.active());
+  EXPECT_TRUE(fr.env().empty());
+  EXPECT_NE(fr.why_not().find("missing.so"), std::string::npos) << fr.why_not();
+  EXPECT_NE(fr.why_not().find(text), std::string::npos) << fr.why_not();
+  // A glob list that selects nothing patchable, and a bad one.
+  o.libraries = {fixture_lib()};
+  o.globs = "no_such_function*";
+  fr = record::FunctionRecorder::prepare(o);
+  EXPECT_FALSE(fr.active());
+  EXPECT_NE(fr.why_not().find("none patchable"), std::string::npos) << fr.why_not();
+  o.globs = "fr_tree,,";
+  fr = record::FunctionRecorder::prepare(o);
+  EXPECT_FALSE(fr.active());
+  EXPECT_NE(fr.why_not().find("empty glob"), std::string::npos) << fr.why_not();
+  // The command's own argument naming a libcuda comes first.
+  auto libs = record::function_libraries_for({"prog", text, "other"});
+  ASSERT_FALSE(libs.empty());
+  EXPECT_EQ(libs.front(), text);
 }
 
 }  // namespace
