@@ -7,7 +7,7 @@
 #include "analysis/function_map.hpp"
 #include "analysis/x86_length.hpp"
 #include "analysis/xrefs.hpp"
-#include "base/glob.hpp"
+#include "base/glob_match.h"
 
 namespace cudatool {
 namespace {
@@ -38,19 +38,17 @@ void for_each_glob(std::string_view globs, Visit&& visit) {
 }
 
 struct Globs {
-  std::vector<std::string> positive, negative;  // lower-cased
+  std::vector<std::string> positive, negative;
   explicit Globs(std::string_view list) {
-    for_each_glob(list, [&](std::string_view g, bool neg) {
-      std::string lower(g);
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      (neg ? negative : positive).push_back(std::move(lower));
-    });
+    for_each_glob(
+        list, [&](std::string_view g, bool neg) { (neg ? negative : positive).emplace_back(g); });
     if (positive.empty()) positive.emplace_back("*");
   }
   [[nodiscard]] bool match(std::string_view name) const {
     auto any = [&](const std::vector<std::string>& gs) {
-      return std::any_of(gs.begin(), gs.end(),
-                         [&](const std::string& g) { return glob_match_lower(g, name); });
+      return std::any_of(gs.begin(), gs.end(), [&](const std::string& g) {
+        return glob_match(g, name, /*fold_case=*/true);
+      });
     };
     return any(positive) && !any(negative);
   }

@@ -41,16 +41,10 @@ static __thread struct fr_thread* fr_self __attribute__((tls_model("initial-exec
 static pthread_key_t fr_key;
 static int fr_key_ok;
 
-uint64_t fr_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void* fr_map_anon(uint64_t len) {
   long p =
-      fr_sys6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p < 0 && p > -4096 ? NULL : (void*)p;
+      rt_sys6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return RT_FAILED(p) ? NULL : (void*)p;
 }
 
 void fr_say(const char* a, const char* b) {
@@ -58,7 +52,7 @@ void fr_say(const char* a, const char* b) {
   for (int i = 0; i < 2; ++i) {
     size_t n = 0;
     while (parts[i] != NULL && parts[i][n] != '\0') ++n;
-    if (n > 0) FR_SYS(SYS_write, 2, parts[i], n);
+    if (n > 0) RT_SYS(SYS_write, 2, parts[i], n);
   }
 }
 
@@ -79,7 +73,7 @@ static uint8_t* put_s(uint8_t* p, int64_t v) {
 static void close_chunk(struct fr_thread* t) {
   if (t->chunk == NULL) return;
   __atomic_store_n(&t->chunk->closed, 1, __ATOMIC_RELEASE);
-  FR_SYS(SYS_munmap, t->chunk, fr_g.spool->chunk_size, 0);
+  RT_SYS(SYS_munmap, t->chunk, fr_g.spool->chunk_size, 0);
   t->chunk = NULL;
 }
 
@@ -96,14 +90,14 @@ static int open_chunk(struct fr_thread* t, uint64_t now) {
   const long off = (long)(FR_SPOOL_HEADER_SIZE + i * size);
   /* The disk space first: a write through the mapping to a hole the file system cannot fill
    * would be a SIGBUS in the program; a refusal here is only a lost chunk. */
-  long fa = fr_sys6(SYS_fallocate, fr_g.spool_fd, 0, off, (long)size, 0, 0);
+  long fa = rt_sys6(SYS_fallocate, fr_g.spool_fd, 0, off, (long)size, 0, 0);
   if (fa != 0 && fa != -EOPNOTSUPP) {
     t->no_chunk = 1;
     return 0;
   }
-  long p = fr_sys6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+  long p = rt_sys6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                    fr_g.spool_fd, off);
-  if (p < 0 && p > -4096) {
+  if (RT_FAILED(p)) {
     t->no_chunk = 1;
     return 0;
   }
@@ -171,8 +165,8 @@ static struct fr_thread* thread_state(void) {
   if (t != NULL) return t;
   t = fr_map_anon(sizeof *t);
   if (t == NULL) return NULL;
-  t->pid = (int32_t)FR_SYS(SYS_getpid, 0, 0, 0);
-  t->tid = (int32_t)FR_SYS(SYS_gettid, 0, 0, 0);
+  t->pid = (int32_t)RT_SYS(SYS_getpid, 0, 0, 0);
+  t->tid = (int32_t)RT_SYS(SYS_gettid, 0, 0, 0);
   fr_self = t;
   if (fr_key_ok) fr_fpu_safe_call(set_key, t);
   return t;
@@ -206,7 +200,7 @@ FR_HIDDEN uint64_t fr_enter(uint64_t number, uint64_t* slot) {
   }
   t->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint64_t now = fr_now();
+  const uint64_t now = rt_now_ns();
   const uint64_t ret = *slot;
   const int tail = ret == (uint64_t)fr_return_tramp;
   close_left(t, (uint64_t)slot, tail, now);
@@ -272,8 +266,8 @@ static void lost_return(uint64_t slot) {
       "stack slot ",
       hex);
   fr_say("; stopping the program\n", NULL);
-  FR_SYS(SYS_kill, FR_SYS(SYS_getpid, 0, 0, 0), SIGABRT, 0);
-  FR_SYS(SYS_exit_group, 134, 0, 0);
+  RT_SYS(SYS_kill, RT_SYS(SYS_getpid, 0, 0, 0), SIGABRT, 0);
+  RT_SYS(SYS_exit_group, 134, 0, 0);
 }
 
 /* The C side of fr_return_tramp: records the return and gives the real return address. */
@@ -284,7 +278,7 @@ FR_HIDDEN uint64_t fr_leave(uint64_t rax, uint64_t sp) {
   const uint32_t busy = t->busy; /* set: a signal handler returned through a recorded call */
   t->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint64_t now = fr_now();
+  const uint64_t now = rt_now_ns();
   uint64_t ret = (uint64_t)fr_return_tramp;
   /* A tail call's return address is the trampoline again: the call it jumped from returns too. */
   while (ret == (uint64_t)fr_return_tramp) {
@@ -309,7 +303,7 @@ void funcrec_mark_device(uint64_t seq) {
   struct fr_thread* t = fr_self;
   if (!fr_g.installed || t == NULL || t->busy) return;
   t->busy = 1;
-  const uint64_t now = fr_now();
+  const uint64_t now = rt_now_ns();
   uint8_t* p = begin(t, now);
   if (p != NULL) {
     *p++ = FR_DEVICE;
@@ -334,12 +328,12 @@ void funcrec_thread_end(void) {
   struct fr_thread* t = fr_self;
   if (t == NULL || t->busy) return;
   t->busy = 1;
-  if (t->depth > 0 && !fr_g.ended) write_unwind(t, fr_now(), t->depth);
+  if (t->depth > 0 && !fr_g.ended) write_unwind(t, rt_now_ns(), t->depth);
   close_chunk(t);
   /* Its calls are over: a thread-specific destructor runs after the start routine returned (or
    * pthread_exit unwound them). */
   fr_self = NULL;
-  FR_SYS(SYS_munmap, t, sizeof *t, 0);
+  RT_SYS(SYS_munmap, t, sizeof *t, 0);
 }
 
 static void key_destructor(void* p) {
@@ -354,9 +348,9 @@ static void after_fork_child(void) {
   t->chunk = NULL; /* the parent's: this process's mapping of it is dropped below */
   t->no_chunk = 0;
   t->part = 0;
-  t->pid = (int32_t)FR_SYS(SYS_getpid, 0, 0, 0);
-  t->tid = (int32_t)FR_SYS(SYS_gettid, 0, 0, 0);
-  const uint64_t now = fr_now();
+  t->pid = (int32_t)RT_SYS(SYS_getpid, 0, 0, 0);
+  t->tid = (int32_t)RT_SYS(SYS_gettid, 0, 0, 0);
+  const uint64_t now = rt_now_ns();
   uint8_t* p = begin(t, now);
   if (p == NULL) return;
   /* INHERIT may be long: it gets a chunk of its own room (depth bounded by FR_MAX_DEPTH). */
@@ -373,7 +367,7 @@ static void after_fork_child(void) {
 static void atfork_child(void) {
   struct fr_thread* t = fr_self;
   if (t != NULL && t->chunk != NULL) {
-    FR_SYS(SYS_munmap, t->chunk, fr_g.spool->chunk_size, 0);
+    RT_SYS(SYS_munmap, t->chunk, fr_g.spool->chunk_size, 0);
     t->chunk = NULL;
   }
   after_fork_child();
@@ -387,7 +381,7 @@ FR_HIDDEN void fr_register_handlers(void) {
 __attribute__((destructor)) static void fr_at_exit(void) {
   if (!fr_g.installed) return;
   struct fr_thread* t = fr_self;
-  if (t != NULL && !t->busy && t->depth > 0) write_unwind(t, fr_now(), t->depth);
+  if (t != NULL && !t->busy && t->depth > 0) write_unwind(t, rt_now_ns(), t->depth);
   /* Calls made after this (later destructors) still return through the trampoline, unrecorded:
    * the shadow stacks stay. */
   fr_g.ended = 1;

@@ -77,23 +77,23 @@ static void say_into(char* why, size_t n, const char* a, const char* b) {
 
 /* Maps a whole file; NULL when it cannot be. */
 static void* map_file(const char* path, int writable, uint64_t* len, int* fd_out) {
-  long fd = FR_SYS(SYS_open, path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+  long fd = RT_SYS(SYS_open, path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
   if (fd < 0) return NULL;
   struct stat st;
-  if (FR_SYS(SYS_fstat, fd, &st, 0) != 0 || st.st_size <= 0) {
-    FR_SYS(SYS_close, fd, 0, 0);
+  if (RT_SYS(SYS_fstat, fd, &st, 0) != 0 || st.st_size <= 0) {
+    RT_SYS(SYS_close, fd, 0, 0);
     return NULL;
   }
   uint64_t size = (uint64_t)st.st_size;
   if (writable) size = FR_SPOOL_HEADER_SIZE; /* the header only; chunks are mapped one by one */
-  long p = fr_sys6(SYS_mmap, 0, (long)size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+  long p = rt_sys6(SYS_mmap, 0, (long)size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
                    MAP_SHARED, fd, 0);
   if (fd_out != NULL) {
     *fd_out = (int)fd;
   } else {
-    FR_SYS(SYS_close, fd, 0, 0);
+    RT_SYS(SYS_close, fd, 0, 0);
   }
-  if (p < 0 && p > -4096) return NULL;
+  if (RT_FAILED(p)) return NULL;
   *len = (uint64_t)st.st_size;
   return (void*)p;
 }
@@ -193,12 +193,12 @@ static uint8_t* map_region(uint64_t lo, uint64_t hi, uint64_t len) {
       uint64_t hint = dir == 0 ? (lo & ~(kPage - 1)) - len - k * step
                                : ((hi + kPage - 1) & ~(kPage - 1)) + k * step;
       if (dir == 0 && (lo < len + k * step + kPage)) break;
-      long p = fr_sys6(SYS_mmap, (long)hint, (long)len, PROT_READ | PROT_WRITE,
+      long p = rt_sys6(SYS_mmap, (long)hint, (long)len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (p < 0 && p > -4096) continue;
+      if (RT_FAILED(p)) continue;
       uint64_t a = (uint64_t)p;
       if (fits32((int64_t)(a + len - lo)) && fits32((int64_t)(hi - a))) return (uint8_t*)p;
-      FR_SYS(SYS_munmap, p, len, 0); /* an old kernel took the hint as a hint only */
+      RT_SYS(SYS_munmap, p, len, 0); /* an old kernel took the hint as a hint only */
     }
   }
   return NULL;
@@ -261,10 +261,10 @@ static int64_t take_table(void) {
 static void register_table(uint32_t idx, uint64_t base, const char* path, uint64_t t0,
                            uint32_t patched, uint32_t skipped) {
   struct fr_spool_table* t = &fr_g.spool->tables[idx];
-  t->pid = (int32_t)FR_SYS(SYS_getpid, 0, 0, 0);
+  t->pid = (int32_t)RT_SYS(SYS_getpid, 0, 0, 0);
   t->base = base;
   t->t_ns = t0;
-  t->install_ns = fr_now() - t0;
+  t->install_ns = rt_now_ns() - t0;
   t->patched = patched;
   t->skipped = skipped;
   size_t k = 0;
@@ -294,7 +294,7 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
     say_into(why, why_len, "the function spool has no room for another process's table", "");
     return -1;
   }
-  const uint64_t t0 = fr_now();
+  const uint64_t t0 = rt_now_ns();
   const uint64_t lo = base + fr_g.plan->text_lo, hi = base + fr_g.plan->text_hi;
   fr_g.region_len = ((uint64_t)FR_STUB_SIZE * (fr_g.nsites + 1) + kPage - 1) & ~(kPage - 1);
   fr_g.region = map_region(lo, hi, fr_g.region_len);
@@ -308,9 +308,9 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
   if (ok == NULL) return -1;
   uint32_t patched = 0;
   for (uint32_t i = 0; i < fr_g.nsites; ++i) patched += ok[i] = (uint8_t)build_stub(base, i);
-  FR_SYS(SYS_mprotect, fr_g.region, fr_g.region_len, PROT_READ | PROT_EXEC);
+  RT_SYS(SYS_mprotect, fr_g.region, fr_g.region_len, PROT_READ | PROT_EXEC);
   const uint64_t plo = lo & ~(kPage - 1), phi = (hi + kPage - 1) & ~(kPage - 1);
-  if (FR_SYS(SYS_mprotect, plo, phi - plo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+  if (RT_SYS(SYS_mprotect, plo, phi - plo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
     say_into(why, why_len, "cannot make the text writable: ", path);
     return -1;
   }
@@ -318,7 +318,7 @@ int funcrec_install(uint64_t base, const void* phdr, int phnum, const char* path
   register_table((uint32_t)table, base, path, t0, patched, fr_g.nsites - patched);
   for (uint32_t i = 0; i < fr_g.nsites; ++i)
     if (ok[i]) patch_site(base, i);
-  FR_SYS(SYS_mprotect, plo, phi - plo, PROT_READ | PROT_EXEC);
-  FR_SYS(SYS_munmap, ok, fr_g.nsites + 1, 0);
+  RT_SYS(SYS_mprotect, plo, phi - plo, PROT_READ | PROT_EXEC);
+  RT_SYS(SYS_munmap, ok, fr_g.nsites + 1, 0);
   return (int)patched;
 }

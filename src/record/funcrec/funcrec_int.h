@@ -8,21 +8,12 @@
 #include "funcrec.h"
 #include "funcrec_abi.h"
 
-#define FR_HIDDEN __attribute__((visibility("hidden")))
+/* The shim runtime's header-only pieces: raw system calls (rt_sys6, RT_SYS, RT_FAILED) and the
+ * clock (rt_now_ns). Only those: the recorder is linked into programs without the runtime's C
+ * file too (tests/fixtures/funcrec), so it keeps its own per-thread state and needs no lock. */
+#include "shim_rt.h"
 
-/* ---- raw system calls: return -errno on failure ---- */
-static inline long fr_sys6(long n, long a1, long a2, long a3, long a4, long a5, long a6) {
-  register long r10 __asm__("r10") = a4;
-  register long r8 __asm__("r8") = a5;
-  register long r9 __asm__("r9") = a6;
-  long ret;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
-#define FR_SYS(n, a, b, c) fr_sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define FR_HIDDEN RT_HIDDEN
 
 /* Anonymous private memory, or NULL. */
 FR_HIDDEN void* fr_map_anon(uint64_t len);
@@ -53,9 +44,6 @@ static inline uint64_t fr_continuation(uint64_t number) {
 /* The assembler side (funcrec_tramp.S). */
 FR_HIDDEN void fr_entry_common(void);
 FR_HIDDEN void fr_return_tramp(void);
-
-/* CLOCK_MONOTONIC in ns. */
-FR_HIDDEN uint64_t fr_now(void);
 
 /* Calls fn(arg) with the vector and x87 state saved around it: for the rare paths that must call
  * into libc (whose functions may use vector registers) from inside a hook. */
