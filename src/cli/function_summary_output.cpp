@@ -45,4 +45,39 @@ void write_function_summary_json(JsonWriter& w, const trace::TraceReader& r) {
   w.end_object();
 }
 
+std::string function_outcome_text(const record::FunctionOutcome& f, std::string_view prefix) {
+  if (f.globs.empty()) return "";
+  if (!f.active) {
+    return fmt::format("{}functions: none recorded ({}): the run went on without them\n", prefix,
+                       f.why_not);
+  }
+  std::string out = fmt::format(
+      "{}functions: {} planned in {} (--functions={}); {} table{}, {} block{} ({} bytes of "
+      "records)\n",
+      prefix, f.planned, f.library, f.globs, f.tables, f.tables == 1 ? "" : "s", f.blocks,
+      f.blocks == 1 ? "" : "s", f.records_bytes);
+  if (f.lost != 0) {
+    out += fmt::format("{}  {} calls not recorded: the spool was full\n", prefix, f.lost);
+  }
+  for (const auto& p : f.problems) out += fmt::format("{}  {}\n", prefix, p);
+  return out;
+}
+
+void write_function_outcome_json(JsonWriter& w, const record::FunctionOutcome& f) {
+  w.key("functions");
+  if (f.globs.empty()) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.kv("globs", f.globs).kv("active", f.active);
+  w.kv_or_null("library", f.library).kv_or_null("why_not", f.why_not);
+  w.kv("planned", f.planned).kv("tables", f.tables).kv("blocks", f.blocks);
+  w.kv("records_bytes", f.records_bytes).kv("lost", f.lost);
+  w.key("problems").begin_array();
+  for (const auto& p : f.problems) w.value(p);
+  w.end_array();
+  w.end_object();
+}
+
 }  // namespace cudatool::cli

@@ -1,10 +1,12 @@
 #include "record/function_recorder.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "analysis/driver_image.hpp"
 #include "analysis/find_library.hpp"
@@ -12,6 +14,8 @@
 #include "analysis/function_names.hpp"
 #include "analysis/xrefs.hpp"
 #include "record/funcrec/funcrec_abi.h"
+#include "trace/function_events.hpp"
+#include "trace/trace_file.hpp"
 
 namespace cudatool::record {
 namespace {
@@ -32,11 +36,39 @@ std::string_view base_name(std::string_view p) {
   return slash == std::string_view::npos ? p : p.substr(slash + 1);
 }
 
+// A private directory under $TMPDIR (or /tmp) for the plan and the spool; "" when none can be.
+std::string make_private_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudatool-functions-XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  return mkdtemp(name.data()) == nullptr ? std::string() : std::string(name.data());
+}
+
 }  // namespace
 
-FunctionRecorder::FunctionRecorder(FunctionRecorder&&) noexcept = default;
-FunctionRecorder& FunctionRecorder::operator=(FunctionRecorder&&) noexcept = default;
-FunctionRecorder::~FunctionRecorder() = default;
+FunctionRecorder::FunctionRecorder(FunctionRecorder&& o) noexcept {
+  *this = std::move(o);
+}
+FunctionRecorder& FunctionRecorder::operator=(FunctionRecorder&& o) noexcept {
+  active_ = o.active_;
+  globs_ = std::move(o.globs_);
+  why_not_ = std::move(o.why_not_);
+  library_ = std::move(o.library_);
+  plan_path_ = std::move(o.plan_path_);
+  spool_path_ = std::move(o.spool_path_);
+  own_dir_ = std::exchange(o.own_dir_, std::string());
+  img_ = std::move(o.img_);
+  plan_ = std::move(o.plan_);
+  prepare_ns_ = o.prepare_ns_;
+  return *this;
+}
+FunctionRecorder::~FunctionRecorder() {
+  if (own_dir_.empty()) return;
+  for (const char* f : {"/plan.bin", "/spool.bin"}) ::unlink((own_dir_ + f).c_str());
+  ::rmdir(own_dir_.c_str());
+}
 
 std::vector<std::string> function_libraries_for(const std::vector<std::string>& command) {
   std::vector<std::string> out;
@@ -46,6 +78,11 @@ std::vector<std::string> function_libraries_for(const std::vector<std::string>& 
   }
   if (auto sys = find_system_library("libcuda.so.1")) out.push_back(sys->path);
   return out;
+}
+
+std::vector<std::string> function_libraries(const std::string& given,
+                                            const std::vector<std::string>& command) {
+  return given.empty() ? function_libraries_for(command) : std::vector<std::string>{given};
 }
 
 bool FunctionRecorder::try_library(const std::string& path, const FunctionRecorderOptions& o,
@@ -82,10 +119,20 @@ bool FunctionRecorder::try_library(const std::string& path, const FunctionRecord
 
 FunctionRecorder FunctionRecorder::prepare(const FunctionRecorderOptions& o) {
   FunctionRecorder fr;
+  fr.globs_ = o.globs;
   const uint64_t t0 = now_ns();
   if (std::string bad = check_function_globs(o.globs); !bad.empty()) {
     fr.why_not_ = fmt::format("--functions={}: {}", o.globs, bad);
     return fr;
+  }
+  FunctionRecorderOptions opts = o;
+  if (opts.dir.empty()) {
+    fr.own_dir_ = make_private_dir();
+    if (fr.own_dir_.empty()) {
+      fr.why_not_ = "no private directory for the function plan and spool could be made in $TMPDIR";
+      return fr;
+    }
+    opts.dir = fr.own_dir_;
   }
   if (o.libraries.empty()) {
     fr.why_not_ =
@@ -93,7 +140,7 @@ FunctionRecorder FunctionRecorder::prepare(const FunctionRecorderOptions& o) {
   }
   for (const std::string& lib : o.libraries) {
     std::string why;
-    if (fr.try_library(lib, o, why)) {
+    if (fr.try_library(lib, opts, why)) {
       fr.active_ = true;
       fr.why_not_.clear();
       break;
@@ -126,6 +173,45 @@ FunctionRecorder::Result FunctionRecorder::finish(uint64_t t0_ns, uint64_t first
   if (out.tables.empty() && spool->error.empty()) {
     out.problems.push_back(fmt::format("no process loaded {} (build id {}): nothing was recorded",
                                        library_, img_->build_id().value_or("none")));
+  }
+  return out;
+}
+
+FunctionOutcome FunctionRecorder::outcome() const {
+  FunctionOutcome out;
+  out.globs = globs_;
+  out.active = active_;
+  out.library = library_;
+  out.why_not = why_not_;
+  out.planned = active_ ? plan_.sites.size() : 0;
+  return out;
+}
+
+FunctionOutcome FunctionRecorder::write_into(trace::TraceWriter& w, uint64_t t0_ns,
+                                             const SeqMap& seq_of) {
+  FunctionOutcome out = outcome();
+  if (!active_) return out;
+  Result r = finish(t0_ns);
+  out.lost = r.lost;
+  out.problems = std::move(r.problems);
+  for (const auto& t : r.tables) {
+    if (Status s = w.write_function_table(t); !s.ok()) {
+      out.problems.push_back(s.error().message());
+      return out;
+    }
+    ++out.tables;
+  }
+  for (auto& b : r.blocks) {
+    if (seq_of) {
+      if (Status s = trace::remap_device_seqs(b, seq_of); !s.ok())
+        out.problems.push_back(s.error().message());
+    }
+    if (Status s = w.write_function_block(b); !s.ok()) {
+      out.problems.push_back(s.error().message());
+      return out;
+    }
+    ++out.blocks;
+    out.records_bytes += b.data.size();
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace cudatool::trace {
 namespace {
@@ -215,6 +216,46 @@ Status decode_function_starts(const std::vector<uint8_t>& data, std::vector<uint
     out.push_back(prev);
   }
   return Status::success();
+}
+
+Status remap_device_seqs(FunctionBlock& b,
+                         const std::function<std::optional<uint64_t>(uint64_t)>& seq_of) {
+  std::vector<FunctionEvent> evs;
+  Status st = decode_function_block(b, evs);
+  FunctionRecordWriter w(b.t_ns);
+  std::vector<uint32_t> inherited;
+  for (const FunctionEvent& e : evs) {
+    if (e.kind == FunctionEvent::Kind::kInherit) {
+      inherited.push_back(e.function);
+      continue;
+    }
+    if (!inherited.empty()) w.inherit(std::exchange(inherited, {}));
+    switch (e.kind) {
+      case FunctionEvent::Kind::kEnter:
+        w.enter(e.function, e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kTail:
+        w.tail(e.function, e.t_ns);
+        break;
+      case FunctionEvent::Kind::kReturn:
+        w.ret(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kUnwind:
+        w.unwind(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kDevice:
+        if (auto seq = seq_of(e.value)) w.device(e.t_ns, *seq);
+        break;
+      case FunctionEvent::Kind::kLost:
+        w.lost(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kInherit:
+        break;
+    }
+  }
+  if (!inherited.empty()) w.inherit(inherited);
+  b.data = w.data();
+  return st;
 }
 
 }  // namespace cudatool::trace

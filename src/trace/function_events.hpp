@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,12 @@ std::string_view function_event_kind_name(FunctionEvent::Kind k);  // "enter", "
 // number over 64 bits, an INHERIT longer than the block): the error names the block (pid, tid,
 // part), the record's index and its offset in the data; the events before it are kept.
 Status decode_function_block(const FunctionBlock& b, std::vector<FunctionEvent>& out);
+
+// Rewrites the seqs of `b`'s DEVICE records through `seq_of` (a replay numbers its trace's events
+// anew); a seq it gives nullopt for loses its record. The other records are written back as they
+// were. A record that cannot be read: the error of decode_function_block, and `b` cut before it.
+Status remap_device_seqs(FunctionBlock& b,
+                         const std::function<std::optional<uint64_t>(uint64_t)>& seq_of);
 
 // Builds a block's data record by record (tests, fuzz seeds, the recorders' C++ twin).
 class FunctionRecordWriter {

@@ -201,3 +201,58 @@ TEST(FunctionCalls, ACallBudgetKeepsMemoryBounded) {
 
 }  // namespace
 }  // namespace cudatool::trace
+
+namespace cudatool::trace {
+namespace {
+
+// A replay renumbers its trace's events: the DEVICE records follow, the other records are
+// written back unchanged, a seq with no event loses its record.
+TEST(FunctionEvents, DeviceSeqsAreRenumberedAndTheRestKept) {
+  FunctionRecordWriter w(1000);
+  w.inherit({2, 5});
+  w.enter(3, 1010, 0x7f0000001234);
+  w.device(1020, 40);
+  w.enter(4, 1030, 0x7f0000001300);
+  w.device(1040, 41);
+  w.ret(1050, static_cast<uint64_t>(-1));
+  w.device(1060, 99);
+  w.unwind(1070, 1);
+  w.lost(1080, 2);
+  FunctionBlock b = block(w);
+  std::vector<FunctionEvent> before;
+  ASSERT_TRUE(decode_function_block(b, before).ok());
+  ASSERT_TRUE(remap_device_seqs(b, [](uint64_t s) -> std::optional<uint64_t> {
+                if (s == 99) return std::nullopt;
+                return s - 30;
+              }).ok());
+  std::vector<FunctionEvent> after;
+  ASSERT_TRUE(decode_function_block(b, after).ok());
+  ASSERT_EQ(after.size(), before.size() - 1);
+  size_t j = 0;
+  for (const FunctionEvent& e : before) {
+    if (e.kind == FunctionEvent::Kind::kDevice && e.value == 99) continue;
+    const FunctionEvent& a = after[j++];
+    EXPECT_EQ(a.kind, e.kind);
+    EXPECT_EQ(a.t_ns, e.t_ns);
+    EXPECT_EQ(a.function, e.function);
+    EXPECT_EQ(a.value, e.kind == FunctionEvent::Kind::kDevice ? e.value - 30 : e.value);
+  }
+}
+
+// A block cut inside a record: the error, and the records before it kept.
+TEST(FunctionEvents, RenumberingACutBlockKeepsWhatCameBefore) {
+  FunctionRecordWriter w(1000);
+  w.enter(3, 1010, 0x1234);
+  w.device(1020, 7);
+  FunctionBlock b = block(w);
+  b.data.push_back(1);  // an ENTER with nothing after its tag
+  Status st = remap_device_seqs(b, [](uint64_t s) { return std::optional<uint64_t>(s + 1); });
+  EXPECT_FALSE(st.ok());
+  std::vector<FunctionEvent> evs;
+  ASSERT_TRUE(decode_function_block(b, evs).ok());
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[1].value, 8u);
+}
+
+}  // namespace
+}  // namespace cudatool::trace
