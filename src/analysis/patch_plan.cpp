@@ -37,26 +37,9 @@ void for_each_glob(std::string_view globs, Visit&& visit) {
   }
 }
 
-struct Globs {
-  std::vector<std::string> positive, negative;
-  explicit Globs(std::string_view list) {
-    for_each_glob(
-        list, [&](std::string_view g, bool neg) { (neg ? negative : positive).emplace_back(g); });
-    if (positive.empty()) positive.emplace_back("*");
-  }
-  [[nodiscard]] bool match(std::string_view name) const {
-    auto any = [&](const std::vector<std::string>& gs) {
-      return std::any_of(gs.begin(), gs.end(), [&](const std::string& g) {
-        return glob_match(g, name, /*fold_case=*/true);
-      });
-    };
-    return any(positive) && !any(negative);
-  }
-};
-
 // By every name the function has; a function without one by its fn_<hex> name (so that `fn_*`
 // means the functions nothing names).
-bool selected(const Globs& globs, const FunctionMap& map, const Function& f) {
+bool selected(const FunctionGlobs& globs, const FunctionMap& map, const Function& f) {
   auto names = map.names(f);
   if (names.empty()) return globs.match(FunctionMap::derived_name(f.start));
   return std::any_of(names.begin(), names.end(),
@@ -138,6 +121,21 @@ std::optional<Unpatchable> entered_inside(const FunctionMap& map, const XrefInde
 
 }  // namespace
 
+FunctionGlobs::FunctionGlobs(std::string_view list) {
+  for_each_glob(
+      list, [&](std::string_view g, bool neg) { (neg ? negative_ : positive_).emplace_back(g); });
+  if (positive_.empty()) positive_.emplace_back("*");
+}
+
+bool FunctionGlobs::match(std::string_view name) const {
+  auto any = [&](const std::vector<std::string>& gs) {
+    return std::any_of(gs.begin(), gs.end(), [&](const std::string& g) {
+      return glob_match(g, name, /*fold_case=*/true);
+    });
+  };
+  return any(positive_) && !any(negative_);
+}
+
 std::string_view unpatchable_name(Unpatchable u) {
   return kNames[static_cast<size_t>(u)];
 }
@@ -156,7 +154,7 @@ std::string check_function_globs(std::string_view globs) {
 }
 
 bool function_selected(std::string_view globs, std::string_view name) {
-  return Globs(globs).match(name);
+  return FunctionGlobs(globs).match(name);
 }
 
 PatchPlan make_patch_plan(DriverImage& img, const FunctionMap& map, const XrefIndex& xrefs,
@@ -164,7 +162,7 @@ PatchPlan make_patch_plan(DriverImage& img, const FunctionMap& map, const XrefIn
   (void)img;
   PatchPlan plan;
   plan.globs = std::string(globs);
-  const Globs g(globs);
+  const FunctionGlobs g(globs);
   const auto fns = map.functions();
   plan.functions = fns.size();
   auto refuse = [&](size_t i, Unpatchable why, uint64_t detail) {

@@ -84,6 +84,16 @@ struct PatchPlan {
 
 // Checks GLOBS: a non-empty comma-separated list, no empty item. Returns why not, "" when fine.
 std::string check_function_globs(std::string_view globs);
+// GLOBS parsed once: any positive glob matches (case-insensitive) and no `!` glob does; a list
+// of only `!` globs selects everything else.
+class FunctionGlobs {
+ public:
+  explicit FunctionGlobs(std::string_view list);
+  [[nodiscard]] bool match(std::string_view name) const;
+
+ private:
+  std::vector<std::string> positive_, negative_;
+};
 // Whether a name is selected by GLOBS (any positive glob matches and no `!` glob does; a list of
 // only `!` globs selects everything else).
 bool function_selected(std::string_view globs, std::string_view name);
