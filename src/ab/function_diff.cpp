@@ -16,11 +16,18 @@ namespace {
 using trace::FunctionCall;
 using trace::ThreadCalls;
 
-bool same_value(const FunctionCall& x, const FunctionCall& y) {
+// `x` of thread `tx`, `y` of thread `ty`: a process or thread id returned (getpid, gettid) is
+// the same when it is each run's own.
+bool same_value(const FunctionCall& x, const ThreadCalls& tx, const FunctionCall& y,
+                const ThreadCalls& ty) {
   if (x.end != y.end) return false;
   if (x.end != FunctionCall::End::kReturned) return true;
   constexpr uint64_t kAddress = uint64_t{1} << 32;
-  return x.ret == y.ret || (x.ret >= kAddress && y.ret >= kAddress);
+  auto id = [](uint64_t v, int32_t want) {
+    return (v & 0xffffffff) == static_cast<uint32_t>(want);
+  };
+  return x.ret == y.ret || (x.ret >= kAddress && y.ret >= kAddress) ||
+         (id(x.ret, tx.tid) && id(y.ret, ty.tid)) || (id(x.ret, tx.pid) && id(y.ret, ty.pid));
 }
 
 // One trace's side: its threads' calls, the names of their functions, the children of each call.
@@ -100,7 +107,8 @@ struct Walk {
 
   bool pair(uint32_t x, uint32_t y) {
     if (callees(x, y)) return true;
-    if (same_value(a.threads[th].calls[x], b.threads[th].calls[y])) return false;
+    if (same_value(a.threads[th].calls[x], a.threads[th], b.threads[th].calls[y], b.threads[th]))
+      return false;
     report("return_value", "");
     return true;
   }
@@ -135,7 +143,8 @@ struct Walk {
       const FunctionCall& cx = a.threads[th].calls[x];
       const FunctionCall& cy = b.threads[th].calls[y];
       d.path.push_back({a.names[th][x], std::string(call_end_name(cx.end)),
-                        std::string(call_end_name(cy.end)), cx.ret, cy.ret, same_value(cx, cy)});
+                        std::string(call_end_name(cy.end)), cx.ret, cy.ret,
+                        same_value(cx, a.threads[th], cy, b.threads[th])});
     }
     int64_t at_a = path.empty() ? -1 : path.back().first,
             at_b = path.empty() ? -1 : path.back().second;

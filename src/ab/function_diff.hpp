@@ -6,9 +6,10 @@
 // calls made inside it in each run, and each function of the path with its return value in A
 // and in B (how the difference went up to the API call's result).
 //
-// Return values are compared as a program would act on them: equal values, and values that are
+// Return values are compared as a program would act on them: equal values, values that are
 // both addresses (2^32 and above: pointers differ between runs by address-space layout, and an
-// int returned in eax leaves the upper half of rax as it was) are the same.
+// int returned in eax leaves the upper half of rax as it was), and each run's own thread or
+// process id (gettid, getpid) are the same.
 #pragma once
 
 #include <cstdint>
