@@ -11,6 +11,8 @@ pkgs=(
   binutils elfutils gdb sqlite3 linux-perf strace xz-utils zstd jq dpkg-dev apt
   python3 python3-pyelftools hyperfine clang-format debian-archive-keyring
   chromium  # the `ab --html` page is tested in it, headless (tests/browser/ab_html_check.py)
+  uftrace   # reads `symbolize --format uftrace` files (tests/integration/uftrace_test.cpp), and
+            # is the baseline of the function-recording benchmark (bench/cases/functions_record.py)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -373,6 +373,8 @@ std::unique_ptr<NormalizedTrace> normalize_reader(trace::TraceReader& reader, st
     while (reader.next(ev)) norm.add(ev);
   }
   order_threads(*nt);
+  nt->fn_tables = reader.function_tables();
+  nt->fn_blocks = reader.function_blocks();
   nt->trailer = reader.trailer();
   nt->truncated = reader.truncated();
   nt->diagnostics = reader.diagnostics();

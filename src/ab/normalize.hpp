@@ -169,6 +169,9 @@ struct NormalizedTrace {
   // Thread roles: processes in the order they first appear, in each its main thread (tid = pid)
   // and then its other threads in the order the kernel created them (ascending tid), so that
   // threads whose first calls race get the same role in two runs.
+  // v4: the function events (ab/function_diff.hpp compares them), as the reader returned them.
+  std::vector<trace::FunctionTable> fn_tables;
+  std::vector<trace::FunctionBlock> fn_blocks;
   std::vector<int32_t> thread_tids;                 // role → tid
   std::vector<int32_t> thread_pids;                 // role → pid
   std::unordered_map<uint64_t, std::string> names;  // symbol id → display name

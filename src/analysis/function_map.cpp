@@ -90,6 +90,10 @@ FunctionMap::FunctionMap(DriverImage& img) {
   build(img);
 }
 
+bool is_plt_section_name(std::string_view section) {
+  return section.starts_with(".plt") || section.starts_with(".iplt");
+}
+
 std::string FunctionMap::derived_name(uint64_t start) {
   return fmt::format("fn_{:x}", start);
 }

@@ -55,6 +55,10 @@ struct Gap {
 };
 std::string_view gap_kind_name(Gap::Kind k);  // "padding", "code", "no bytes"
 
+// A section of PLT stubs (".plt", ".plt.got", ".plt.sec", ".iplt"): its FDE covers stubs that the
+// debuggers and tracers name themselves (foo@plt), not one function.
+bool is_plt_section_name(std::string_view section);
+
 // Where .eh_frame and the search table agree or not.
 struct HdrCheck {
   bool present = false;               // .eh_frame_hdr (or PT_GNU_EH_FRAME) was found and read

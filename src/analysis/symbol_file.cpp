@@ -67,10 +67,6 @@ class Strings {
   std::string s_;
 };
 
-bool is_plt(std::string_view name) {
-  return name.starts_with(".plt") || name.starts_with(".iplt");
-}
-
 // The sections the symbol file copies: the allocated ones, except any named like the tables it
 // writes itself (tools find the symbol table by name — perf: the first ".symtab" —, never two).
 bool copied(const elf::SectionHeader& s) {
@@ -238,7 +234,7 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
       ++st.unplaced;
       continue;
     }
-    if (is_plt(secs[shndx].name)) {
+    if (is_plt_section_name(secs[shndx].name)) {
       ++st.plt_skipped;
       continue;
     }
@@ -462,6 +458,17 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
     return make_error(path, "", std::nullopt, fmt::format("cannot write: {}", strerror(err)));
   }
   return Status::success();
+}
+
+bool link_file_atomic(const std::string& existing, const std::string& path) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  ::unlink(tmp.c_str());
+  if (::link(existing.c_str(), tmp.c_str()) != 0) return false;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace cudatool

@@ -46,5 +46,8 @@ std::string build_id_debug_path(std::string_view build_id_hex);
 // Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
 // reader never sees half a file; creates missing parent directories when `make_dirs`.
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, bool make_dirs);
+// Makes `path` a hard link of `existing` through a temporary name and a rename (replacing what
+// was there); false when the file system refuses (then write a copy).
+bool link_file_atomic(const std::string& existing, const std::string& path);
 
 }  // namespace cudatool

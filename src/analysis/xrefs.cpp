@@ -75,6 +75,9 @@ XrefIndex::XrefIndex(DriverImage& img) {
   refs_.reserve(std::min<uint64_t>(code / 32, uint64_t{1} << 24) +
                 img.facet<Relocations>().index().all().size());
   for (const auto& r : map.exec_ranges()) sweep(r);
+  std::sort(entry_targets_.begin(), entry_targets_.end());
+  entry_targets_.erase(std::unique(entry_targets_.begin(), entry_targets_.end()),
+                       entry_targets_.end());
   add_pointers(img);
   sort_by_target();
   // By function: a counting sort keeps each function's references in site order.
@@ -260,6 +263,12 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
     auto add = [&](uint64_t target, RefKind kind, uint8_t flags) {
       refs_.push_back({addr, target, from, kind, flags, in->length});
     };
+    // A jump that stays in its function: kept only when it lands in the function's first bytes.
+    auto local = [&](uint64_t target) {
+      if (from < 0) return;
+      const uint64_t start = fns[static_cast<size_t>(from)].start;
+      if (target > start && target - start < kEntryWindow) entry_targets_.push_back(target);
+    };
 
     if (in->rip_relative) {
       uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
@@ -297,18 +306,30 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
           add(target, RefKind::kCall, 0);
         } else if (outside(target)) {
           add(target, RefKind::kTailJump, 0);
+        } else {
+          local(target);
         }
-      } else if (in->opcode == 0xeb || (in->opcode >= 0x70 && in->opcode <= 0x7f)) {
+      } else if (in->opcode == 0xeb || (in->opcode >= 0x70 && in->opcode <= 0x7f) ||
+                 (in->opcode >= 0xe0 && in->opcode <= 0xe3)) {
+        // jmp rel8, jcc rel8, and loop/loopcc/jrcxz (E0-E3), which jump as a jcc does.
         auto rel = static_cast<int8_t>(insn.read<uint8_t>(in->length - 1).value_or(0));
         uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
-        if (outside(target)) {
+        if (in->opcode >= 0xe0 && in->opcode <= 0xe3) {
+          if (!outside(target)) local(target);
+        } else if (outside(target)) {
           add(target, RefKind::kTailJump, in->opcode == 0xeb ? 0 : Ref::kConditional);
+        } else {
+          local(target);
         }
       }
     } else if (in->map == 1 && in->opcode >= 0x80 && in->opcode <= 0x8f &&
                in->addr_field_size == 4) {
       uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
-      if (outside(target)) add(target, RefKind::kTailJump, Ref::kConditional);
+      if (outside(target)) {
+        add(target, RefKind::kTailJump, Ref::kConditional);
+      } else {
+        local(target);
+      }
     }
   }
 }

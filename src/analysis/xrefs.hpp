@@ -105,6 +105,11 @@ class XrefIndex {
   [[nodiscard]] std::span<const Ref> pointers_in(uint64_t lo, uint64_t hi) const;
   // The smallest referenced address greater than `addr` (code or data targets), or ~0.
   [[nodiscard]] uint64_t next_target_after(uint64_t addr) const;
+  // Targets of the jumps a function makes into its own first kEntryWindow bytes, past its first
+  // byte (a loop back to the second instruction): refs() leaves jumps inside a function out, and
+  // a patched prologue (analysis/patch_plan) must not be entered in the middle. Sorted, unique.
+  static constexpr uint64_t kEntryWindow = 32;
+  [[nodiscard]] std::span<const uint64_t> entry_window_targets() const { return entry_targets_; }
 
   [[nodiscard]] const std::vector<PltEntry>& plt() const { return plt_; }
   // The PLT entry starting at addr, or null.
@@ -142,6 +147,7 @@ class XrefIndex {
   std::vector<PltEntry> plt_;
   std::vector<GotSlot> got_;
   std::vector<CString> strings_;
+  std::vector<uint64_t> entry_targets_;
   XrefStats stats_;
 };
 

@@ -382,7 +382,8 @@ std::string comparison_data(const ab::Comparison& c, const Side& a, const Side& 
 
 }  // namespace
 
-Result<AbHtmlStats> write_ab_html(const ab::Comparison& c, const std::string& path) {
+Result<AbHtmlStats> write_ab_html(const ab::Comparison& c, const std::string& path,
+                                  std::string_view functions) {
   Side a{*c.a, c.namer_a(), 'a'};
   Side b{*c.b, c.namer_b(), 'b'};
   {
@@ -408,6 +409,15 @@ Result<AbHtmlStats> write_ab_html(const ab::Comparison& c, const std::string& pa
   put("<script type=\"application/json\" id=\"ab-data\">");
   put(data);
   put("</script>\n");
+  if (!functions.empty()) {
+    put("<section id=\"functions\"><h2>Function level</h2><pre>");
+    std::string esc;
+    for (char ch : functions) {
+      esc += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : std::string(1, ch);
+    }
+    put(esc);
+    put("</pre></section>\n");
+  }
   put(kAbHtmlTail);
   ok &= std::fclose(f) == 0;
   if (!ok) return Error{path, "", std::nullopt, std::string("write failed: ") + strerror(errno)};

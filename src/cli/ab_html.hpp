@@ -25,6 +25,8 @@ struct AbHtmlStats {
 // raw events, which normalisation does not keep), decodes every event with the tables the
 // comparison used, and writes the page to `path`. Errors: a trace that cannot be read again, a
 // page that cannot be written.
-Result<AbHtmlStats> write_ab_html(const ab::Comparison& c, const std::string& path);
+// `functions`: the function-level report (ab_functions_text), shown as a section of its own.
+Result<AbHtmlStats> write_ab_html(const ab::Comparison& c, const std::string& path,
+                                  std::string_view functions = "");
 
 }  // namespace cudatool::cli

@@ -9,6 +9,7 @@
 #include "ab/rules.hpp"
 #include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
+#include "cli/ab_functions_output.hpp"
 #include "trace/event.hpp"
 
 namespace cudatool::cli {
@@ -452,6 +453,11 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   w.kv("greedy_events", c.stats.greedy_events);
   w.kv("left_out_a", c.left_out_a).kv("left_out_b", c.left_out_b);
   w.end_object();
+  if (o.functions != nullptr) {
+    write_ab_functions_json(w, *o.functions);
+  } else {
+    w.key("functions").null();
+  }
   w.key("html");
   if (o.html_path.empty()) {
     w.null();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ab/compare.hpp"
+#include "ab/function_diff.hpp"
 
 namespace cudatool::cli {
 
@@ -14,6 +15,7 @@ struct AbReportOptions {
   // --html: the page written (JSON "html": its path, size and events decoded; null without).
   std::string html_path;
   uint64_t html_bytes = 0, html_events = 0;
+  const ab::FunctionComparison* functions = nullptr;  // JSON "functions" (null: none compared)
 };
 
 std::string render_ab_text(const ab::Comparison& c, const AbReportOptions& o);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ab/compare.hpp"
+#include "cli/ab_functions_output.hpp"
 #include "cli/ab_html.hpp"
 #include "cli/ab_output.hpp"
 #include "cli/commands.hpp"
@@ -75,9 +76,12 @@ int run_ab(const AbCliOptions& o) {
   ab::CompareOptions co;
   co.known = std::move(*known);
   ab::Comparison c = ab::compare(**ra, **rb, co);
+  // The function level (traces with function events): the first function that behaves otherwise.
+  ab::FunctionComparison functions = ab::compare_functions(**ra, **rb);
   AbReportOptions report = o.report;
+  report.functions = &functions;
   if (!o.html.empty()) {
-    Result<AbHtmlStats> page = write_ab_html(c, o.html);
+    Result<AbHtmlStats> page = write_ab_html(c, o.html, ab_functions_text(functions));
     if (!page) {
       print_error(page.error());
       return kExitBadInput;
@@ -90,11 +94,12 @@ int run_ab(const AbCliOptions& o) {
                  human_size(page->bytes), page->events);
     }
   }
-  emit(o.json ? render_ab_json(c, report) : render_ab_text(c, report));
+  emit(o.json ? render_ab_json(c, report)
+              : render_ab_text(c, report) + ab_functions_text(functions));
   int bad = report_diagnostics((*ra)->diagnostics);
   bad = std::max(bad, report_diagnostics((*rb)->diagnostics));
   if (bad != kExitOk) return kExitBadInput;
-  return c.equivalent() ? kExitOk : kExitFindings;
+  return c.equivalent() && !functions.first ? kExitOk : kExitFindings;
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 #include <charconv>
 #include <cstring>
 
+#include "analysis/patch_plan.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_summary_output.hpp"
+#include "cli/function_tree_output.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "trace/decode.hpp"
@@ -22,6 +25,8 @@ struct DecodeOptions {
   std::string branch;
   bool json = false;
   StackOptions stacks;
+  std::string functions;  // --functions[=GLOBS]: the call trees instead of the event list
+  std::string functions_lib;
 };
 
 std::string_view base_name(std::string_view path) {
@@ -154,6 +159,18 @@ int run_decode(const DecodeOptions& o) {
     print_error(filter.error());
     return kExitBadInput;
   }
+  if (!o.functions.empty()) {
+    if (std::string bad = check_function_globs(o.functions); !bad.empty()) {
+      print_error(fmt::format("decode: --functions={}: {}", o.functions, bad));
+      return kExitBadInput;
+    }
+    FunctionTreeOptions fo;
+    fo.globs = o.functions;
+    fo.lib = o.functions_lib;
+    fo.filter = o.filter;
+    fo.json = o.json;
+    return print_function_trees(*in, *filter, fo);
+  }
   OutBuffer out;
   if (o.json) {
     JsonWriter w(out.str(), false);
@@ -228,6 +245,7 @@ int run_decode(const DecodeOptions& o) {
     for (const Error& e : r.diagnostics().items()) w.value(e.message());
     w.end_array();
     if (with_api) write_libraries_json(w, *res);
+    write_function_summary_json(w, r);
     w.end_object().end_object();
     w.finish();
   } else {
@@ -237,6 +255,7 @@ int run_decode(const DecodeOptions& o) {
                                                   no_api.empty() ? "" : ": " + no_api),
                    bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
                    r.trailer() ? "" : ", no trailer (the recording did not finish)");
+    out.str() += function_summary_text(r, "# ");
   }
   out.flush();
   return bad == 0 ? kExitOk : kExitBadInput;
@@ -260,6 +279,18 @@ void register_decode(CLI::App& app, int* exit_code) {
                 "JSON lines: a header object (schema cudatool.decode/1), one object per event, "
                 "a summary object");
   add_stack_options(*cmd, o->stacks, true);
+  cmd->add_option("--functions", o->functions,
+                  "print the call trees of the function events (trace/replay --functions): each "
+                  "call indented with its return value, the device calls nested in the function "
+                  "that made them; GLOBS (comma-separated, case-insensitive, '!' excludes; write "
+                  "--functions=GLOBS) show the matching calls with the path down to them and "
+                  "their subtrees; --filter keeps the outermost calls with a matching device "
+                  "call inside (api= names the outermost call)")
+      ->expected(0, 1)
+      ->default_str("*");
+  cmd->add_option("--functions-lib", o->functions_lib,
+                  "--functions: name the functions by this file (default: the library the trace "
+                  "names, when it is here with the same build id; else fn_<address>)");
   cmd->footer(
       "Examples:\n"
       "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
@@ -272,6 +303,8 @@ void register_decode(CLI::App& app, int* exit_code) {
       "sort\n"
       "  cudatool decode run.jsonl --filter 'api=cuDevicePrimaryCtxRetain' --stacks\n"
       "  cudatool decode run.jsonl --stacks --lib-path ./libs-of-the-recording-machine\n"
+      "  cudatool decode f.jsonl --functions --filter 'api=cuDevicePrimaryCtxRetain'\n"
+      "  cudatool decode f.jsonl --functions='*Ctx*,!fn_*'     # those calls, their paths\n"
       "\n"
       "Each line: seq, time since the start (s), duration (-: not recorded), tid, device, then\n"
       "the call: escape or UVM ioctl, its argument members (handles, class, control command and\n"

@@ -10,6 +10,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_summary_output.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "trace/decode.hpp"
@@ -95,6 +96,7 @@ int run_export(const ExportOptions& o) {
     w.kv("format", o.format).kv("output", o.output);
     write_branch_json(w, *in);
     w.kv("events", events).kv("exported", exported).kv("bad_lines", bad);
+    write_function_summary_json(w, r);
     w.end_object();
     w.finish();
     // With -o - the document is standard output: the summary goes beside it, to stderr.
@@ -103,11 +105,11 @@ int run_export(const ExportOptions& o) {
     else
       emit(s);
   } else if (o.output != "-") {
-    emit(
-        fmt::format("exported {} of {} events to {} (trace-event JSON: open it in "
-                    "ui.perfetto.dev){}\n",
-                    exported, events, o.output,
-                    bad == 0 ? "" : fmt::format("; {} bad lines (on stderr)", bad)));
+    emit(fmt::format("exported {} of {} events to {} (trace-event JSON: open it in "
+                     "ui.perfetto.dev){}\n",
+                     exported, events, o.output,
+                     bad == 0 ? "" : fmt::format("; {} bad lines (on stderr)", bad)) +
+         function_summary_text(r, "  (not exported) "));
   }
   return bad == 0 ? kExitOk : kExitBadInput;
 }

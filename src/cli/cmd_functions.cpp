@@ -10,10 +10,13 @@
 #include <memory>
 
 #include "analysis/function_map.hpp"
+#include "analysis/patch_plan.hpp"
+#include "analysis/xrefs.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/patch_plan_output.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -23,7 +26,32 @@ struct FunctionsOptions {
   std::string lib;
   bool json = false;
   bool gaps = false;
+  std::string patch_plan;  // GLOBS of --patch-plan; "" when not asked
 };
+
+// --patch-plan: which functions the function recorder can patch, and why not the others.
+int run_patch_plan(DriverImage& img, const FunctionMap& map, const FunctionsOptions& o) {
+  if (std::string why = check_function_globs(o.patch_plan); !why.empty()) {
+    print_error(fmt::format("--patch-plan {}: {}", o.patch_plan, why));
+    return kExitBadInput;
+  }
+  PatchPlan plan = make_patch_plan(img, map, img.facet<XrefIndex>(), o.patch_plan);
+  std::string out;
+  if (o.json) {
+    JsonWriter w(out);
+    w.begin_object().kv("schema", "cudatool.patch-plan/1").kv("path", img.path());
+    write_patch_plan_json(w, map, plan, true);
+    w.key("diagnostics").begin_array();
+    for (const auto& e : img.diagnostics().items()) w.value(e.message());
+    w.end_array();
+    w.end_object();
+    w.finish();
+  } else {
+    out = fmt::format("{}\n{}", img.path(), patch_plan_text(map, plan));
+  }
+  emit(out);
+  return report_diagnostics(img.diagnostics());
+}
 
 // Written out in chunks as it grows (the writer keeps its state apart from the text).
 void render_json(DriverImage& img, const FunctionMap& map, const std::vector<Gap>& gaps,
@@ -278,6 +306,7 @@ int run_functions(const FunctionsOptions& o) {
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
+  if (!o.patch_plan.empty()) return run_patch_plan(*img, map, o);
   if (o.json) {
     render_json(*img, map, map.gaps(true), o);
   } else {
@@ -300,6 +329,13 @@ void register_functions(CLI::App& app, int* exit_code) {
   cmd->add_flag("--gaps", o->gaps,
                 "list the executable ranges no FDE covers (PLT, padding, code without unwind "
                 "data) instead of the functions; with --json, add them as \"gaps\"");
+  cmd->add_option("--patch-plan", o->patch_plan,
+                  "instead of the map: which functions matching GLOBS (comma-separated, "
+                  "case-insensitive, '!' excludes; '*' for all) trace --functions can record "
+                  "through a patched prologue, and why the others cannot (JSON schema "
+                  "cudatool.patch-plan/1)")
+      ->expected(0, 1)
+      ->default_str("*");
   cmd->footer(
       "Every FDE (frame description entry) of .eh_frame is one function: its start, end and\n"
       "size are those of the FDE; exported symbols name the functions they start; the others\n"
@@ -310,6 +346,7 @@ void register_functions(CLI::App& app, int* exit_code) {
       "  cudatool functions ~/.cache/cudatool/drivers/libcuda.so.550.163.01 | head\n"
       "  cudatool functions LIB --gaps\n"
       "  cudatool functions LIB --json | jq -r '.functions[] | select(.size > 65536) | .name'\n"
+      "  cudatool functions LIB --patch-plan 'cuCtx*,*.impl'\n"
       "See also: cudatool addr (which function holds an address), cudatool symbolize (a symbol\n"
       "file for gdb, perf and addr2line).");
   cmd->callback([o, exit_code] { *exit_code = run_functions(*o); });

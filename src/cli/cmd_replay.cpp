@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -25,6 +26,8 @@ struct ReplayCliOptions {
   std::string shim;
   std::string keep;
   std::string fails_if;
+  std::string functions;  // --functions[=GLOBS]; "" not given
+  std::string functions_lib;
   double deadline = 10;
   bool bisect = false;
   bool json = false;
@@ -100,9 +103,11 @@ int run_replay_cmd(ReplayCliOptions& o) {
   std::ofstream report_file;
   if (!open_report(o, report_file)) return kExitBadInput;
   if (o.bisect) {
-    if (!o.injects.empty() || !o.output.empty() || !o.keep.empty() || o.program_status) {
+    if (!o.injects.empty() || !o.output.empty() || !o.keep.empty() || o.program_status ||
+        !o.functions.empty()) {
       print_error(
-          "replay --bisect: --inject, -o, --keep and --program-status belong to a single replay");
+          "replay --bisect: --inject, -o, --keep, --program-status and --functions belong to a "
+          "single replay");
       return kExitBadInput;
     }
     replay::BisectOptions bo;
@@ -152,6 +157,13 @@ int run_replay_cmd(ReplayCliOptions& o) {
   ro.deadline_s = o.deadline;
   ro.shim = o.shim;
   ro.keep_dir = o.keep;
+  ro.functions = o.functions;
+  ro.functions_lib = o.functions_lib;
+  if (!o.functions.empty() && o.output.empty()) {
+    fmt::print(stderr,
+               "cudatool: note: --functions records into the replayed trace: give -o FILE to "
+               "keep the function events\n");
+  }
   auto r = replay::run_replay(*rec, ro);
   if (!r) {
     print_error(r.error());
@@ -201,6 +213,17 @@ void register_replay(CLI::App& app, int* exit_code) {
                   "--bisect: a try fails when a line of the program's output (stdout and "
                   "stderr) matches this regex, POSIX extended as grep -E (default: BAD's exit "
                   "status)");
+  cmd->add_option("--functions", o->functions,
+                  "record every call of libcuda's functions into the -o trace (function events: "
+                  "entry, caller, return value, the device calls inside); GLOBS (comma-separated, "
+                  "case-insensitive, '!' excludes; write --functions=GLOBS) select by cudatool's "
+                  "names, all by default. The library planned is the libcuda.so* file CMD names, "
+                  "else the system's libcuda.so.1")
+      ->expected(0, 1)
+      ->default_str("*");
+  cmd->add_option("--functions-lib", o->functions_lib,
+                  "--functions: the library whose functions are recorded (default: a libcuda.so* "
+                  "file CMD names, else the system's libcuda.so.1)");
   cmd->add_option("--shim", o->shim,
                   "the replay shim (default: libcudatool_replay.so beside cudatool)");
   cmd->add_option("--keep", o->keep,
@@ -221,6 +244,8 @@ void register_replay(CLI::App& app, int* exit_code) {
       "  cudatool replay a.trace -o replayed.trace -- ./work && cudatool ab a.trace "
       "replayed.trace\n"
       "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
+      "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB && cudatool "
+      "decode f.trace --functions\n"
       "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"
       "/dev/nvidia* calls are answered from TRACE (never the host's device nodes; nothing is\n"
       "created), its view of /proc/driver/nvidia and /sys comes from the trace, and a minimal\n"
@@ -233,6 +258,11 @@ void register_replay(CLI::App& app, int* exit_code) {
       "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
       "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.");
   cmd->callback([o, exit_code] {
+    // `--functions TRACE`: CLI11 gave the trace to --functions as its GLOBS.
+    if (o->trace.empty() && !o->functions.empty() && o->functions.find('*') == std::string::npos &&
+        access(o->functions.c_str(), R_OK) == 0) {
+      o->trace = std::exchange(o->functions, "*");
+    }
     o->bisect = !o->bisect_good.empty();
     if (o->bisect) o->args.push_back(o->bisect_good);
     if (!o->trace.empty()) o->args.push_back(o->trace);

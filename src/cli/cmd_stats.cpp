@@ -5,6 +5,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_summary_output.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
 #include "trace/decode.hpp"
@@ -101,6 +102,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const trace
     out += "durations: none recorded (an imported capture): no times per call, no slowest calls\n";
   }
   if (bad != 0) fmt::format_to(std::back_inserter(out), "bad lines: {} (on stderr)\n", bad);
+  out += function_summary_text(*in.reader, "");
   if (const trace::Milestone* m = s.first_context()) {
     fmt::format_to(std::back_inserter(out),
                    "\ntime to first context: {} s after the first event (seq {}: {} {:#010x} "
@@ -215,6 +217,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const trace
   w.kv("events", s.events).kv("ioctls", s.ioctls).kv("failed", s.failed);
   w.kv("first_t_ns", s.first_t_ns).kv("last_t_ns", s.last_t_ns);
   w.kv("with_duration", s.with_duration);
+  write_function_summary_json(w, *in.reader);
   json_rows(w, "devices", s.by_device, "", durs);
   json_rows(w, "calls", s.by_call, "", durs);
   json_rows(w, "controls", s.by_control, "cmd", durs);

@@ -9,6 +9,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/function_summary_output.hpp"
 #include "record/dev_nodes.hpp"
 #include "record/devices.hpp"
 #include "record/recorder.hpp"
@@ -32,6 +33,8 @@ struct TraceOptions {
   bool quiet = false;
   bool no_stacks = false;
   bool force = false;
+  std::string functions;  // --functions[=GLOBS]; "" not given
+  std::string functions_lib;
   std::vector<std::string> command;
 };
 
@@ -96,6 +99,7 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
         "that interrupted the recorder)\n",
         s.trailer.lost);
   }
+  out += function_outcome_text(s.functions, "cudatool:  ");
   if (s.trailer.reason == "detached") {
     out += "cudatool:  detached; the process runs on\n";
   } else if (s.trailer.reason == "interrupted") {
@@ -137,6 +141,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s,
   w.end_object();
   w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
   w.kv("exit_status", s.trailer.exit_status.value_or(0)).kv("exit_code", s.exit_code);
+  write_function_outcome_json(w, s.functions);
   w.key("created_device_nodes").begin_array();
   for (const auto& n : nodes) w.value(node_text(n));
   w.end_array();
@@ -163,6 +168,18 @@ int run_trace(TraceOptions& o) {
   if (o.mode != "ptrace" && o.mode != "preload") {
     print_error(fmt::format("trace: --mode {}: expected ptrace or preload", o.mode));
     return kExitBadInput;
+  }
+  if (!o.functions.empty() && o.mode == "ptrace") {
+    if (o.mode_given || o.pid != 0) {
+      print_error(
+          "trace: --functions is not supported in ptrace mode yet (function calls are recorded "
+          "by the preload shim, in process): use --mode preload");
+      return kExitBadInput;
+    }
+    o.mode = "preload";
+    fmt::print(stderr,
+               "cudatool: note: --functions records in preload mode (ptrace mode does not record "
+               "function calls yet)\n");
   }
   if (o.pid == 0 && under_replay() && o.mode == "ptrace") {
     if (o.mode_given) {
@@ -201,6 +218,8 @@ int run_trace(TraceOptions& o) {
   ro.preload_lib = o.preload_lib;
   ro.count_events = !o.quiet;
   ro.stacks = !o.no_stacks;
+  ro.functions = o.functions;
+  ro.functions_lib = o.functions_lib;
   auto nodes_before = record::device_nodes("/dev");
   Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
@@ -277,6 +296,17 @@ void register_trace(CLI::App& app, int* exit_code) {
                 "record no call stacks (each device call carries its stack and the trace its "
                 "module map by default: ptrace mode unwinds with libdw, preload mode in process "
                 "from .eh_frame; each distinct stack is written once, later events name it)");
+  cmd->add_option("--functions", o->functions,
+                  "also record every call of libcuda's functions (entry, caller, return value, "
+                  "the device calls inside) as function events; GLOBS (comma-separated, "
+                  "case-insensitive, '!' excludes) select by cudatool's names (exports, *.impl, "
+                  "export-table slots, fn_<addr>); all by default. Preload mode only. When the "
+                  "library's function map cannot be read the trace goes on without them")
+      ->expected(0, 1)
+      ->default_str("*");
+  cmd->add_option("--functions-lib", o->functions_lib,
+                  "--functions: the library whose functions are recorded (default: a libcuda.so* "
+                  "file the command names, else the system's libcuda.so.1)");
   cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
   cmd->positionals_at_end();
   cmd->footer(
@@ -289,6 +319,8 @@ void register_trace(CLI::App& app, int* exit_code) {
       "  cudatool decode run.jsonl --stacks                  # the stacks, by function name\n"
       "  cudatool trace --env '/tmp/fake-sys/*' -- ./test-program   # a fake /sys tree\n"
       "  cudatool trace --env none -- ./work kern.cubin          # device calls only\n"
+      "  cudatool trace --functions -o f.jsonl -- ./work kern.cubin   # + libcuda's calls\n"
+      "  cudatool decode f.jsonl --functions api=cuInit          # the call tree of cuInit\n"
       "The trace (docs/trace-format.md) is written as calls complete, so a crash or kill of the\n"
       "program or of cudatool loses nothing already recorded. Exit status: the command's own\n"
       "(128+N when signal N killed it; 127/126 when it could not be run); 2 when tracing could\n"

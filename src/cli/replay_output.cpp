@@ -5,6 +5,7 @@
 
 #include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
+#include "cli/function_summary_output.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -162,6 +163,7 @@ std::string render_replay_text(const replay::ReplayReport& r) {
   }
   out += end_line(r) + "\n";
   if (!r.output.empty()) out += "replayed trace: " + r.output + "\n";
+  out += function_outcome_text(r.functions, "");
   if (r.log_lost != 0)
     out += fmt::format("warning: {} replayed calls did not fit the log\n", r.log_lost);
   out += fmt::format("verdict: {}\n", r.verdict == 0   ? "faithful (0)"
@@ -258,6 +260,7 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   }
   w.end_array().end_object();
   w.kv("processes", r.processes).kv("log_lost", r.log_lost).kv_or_null("output", r.output);
+  write_function_outcome_json(w, r.functions);
   w.kv("wall_s", r.wall_s).kv("verdict", r.verdict);
   w.end_object();
   w.finish();

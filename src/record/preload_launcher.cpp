@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "record/launch.hpp"
 #include "record/recorder.hpp"
@@ -78,12 +79,14 @@ class ControlBlock {
 
 // The header line, written before the command starts: the shims append after it. Returns the
 // driver's major (the shims read UVM arguments by its branch's sizes; 0: the newest).
-Result<int> write_header(const RecordOptions& o, const std::string& events_path) {
+Result<int> write_header(const RecordOptions& o, const std::string& events_path,
+                         const std::string& functions) {
   auto w = TraceWriter::create(events_path, TraceWriter::Compression::kNone);
   if (!w) return w.error();
   Header h = make_header(o.argv, "preload", o.devices);
   h.stacks = o.stacks;
   h.env = o.env;
+  h.functions = functions;
   int uvm_major = h.driver_version ? nvtr_driver_major(h.driver_version->c_str()) : 0;
   if (Status st = (*w)->write_header(h); !st.ok()) return st.error();
   if (Status st = (*w)->close(); !st.ok()) return st.error();
@@ -109,7 +112,8 @@ LaunchSpec launch_spec(const RecordOptions& o, const std::string& shim,
 // Ends the recording (no shim writes past the offset it reads), cuts the preallocated tail, and
 // appends the exit event (when the command ran and ended) and the trailer.
 Status finish_trace(ControlBlock& ctl, const std::string& events_path, const Child& child,
-                    bool interrupted, uint64_t t0, Trailer& tr) {
+                    bool interrupted, uint64_t t0, FunctionRecorder* fr, RecordSummary& sum) {
+  Trailer& tr = sum.trailer;
   uint64_t end = __atomic_fetch_or(&ctl->write_off, CUDATOOL_PRELOAD_CLOSED, __ATOMIC_ACQ_REL) &
                  ~CUDATOOL_PRELOAD_CLOSED;
   if (truncate(events_path.c_str(), static_cast<off_t>(end)) != 0) {
@@ -129,6 +133,7 @@ Status finish_trace(ControlBlock& ctl, const std::string& events_path, const Chi
     if (Status s = tail->write_event(ex); !s.ok()) return s;
     ++written;
   }
+  if (fr != nullptr) sum.functions = fr->write_into(*tail, t0);
   tr.events = written;
   tr.reason = interrupted ? "interrupted" : child.status() < 0 ? "signal" : "exit";
   tr.exit_status = child.status();
@@ -201,7 +206,14 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   bool zst = out_path.size() > 4 && out_path.compare(out_path.size() - 4, 4, ".zst") == 0;
   // The shims write plain lines; a .zst trace is compressed from this spool at the end.
   std::string events_path = absolute_path(zst ? out_path + ".spool" : out_path);
-  auto uvm_major = write_header(o, events_path);
+  std::optional<FunctionRecorder> fr;
+  if (!o.functions.empty()) {
+    FunctionRecorderOptions fo;
+    fo.globs = o.functions;
+    fo.libraries = function_libraries(o.functions_lib, o.argv);
+    fr = FunctionRecorder::prepare(fo);
+  }
+  auto uvm_major = write_header(o, events_path, fr && fr->active() ? o.functions : "");
   if (!uvm_major) return uvm_major.error();
   struct stat st {};
   if (stat(events_path.c_str(), &st) != 0) return err(events_path + ": " + std::strerror(errno));
@@ -215,7 +227,11 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   // Descendants that outlive the command are reparented here (the launcher's subreaper), so the
   // recording ends only when no process can still write to it.
   RecorderSignals signals;
-  auto child = Child::start(launch_spec(o, *shim, events_path, ctl.path()), "trace");
+  LaunchSpec spec = launch_spec(o, *shim, events_path, ctl.path());
+  if (fr) {
+    for (auto& kv : fr->env()) spec.set_env.push_back(std::move(kv));
+  }
+  auto child = Child::start(spec, "trace");
   if (!child) return child.error();
   signals.forward_to(child->pid());
   Watch watch;
@@ -223,7 +239,9 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
   bool interrupted = child->wait(watch) == WaitEnd::kEnded;
 
   RecordSummary sum;
-  if (Status s = finish_trace(ctl, events_path, *child, interrupted, t0, sum.trailer); !s.ok()) {
+  if (fr) sum.functions = fr->outcome();
+  if (Status s = finish_trace(ctl, events_path, *child, interrupted, t0, fr ? &*fr : nullptr, sum);
+      !s.ok()) {
     return s.error();
   }
   sum.processes = __atomic_load_n(&ctl->processes, __ATOMIC_ACQUIRE);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/function_recorder.hpp"
 #include "trace/event.hpp"
 #include "trace/trace_file.hpp"
 
@@ -40,6 +41,10 @@ struct RecordOptions {
   // v2: record each device call's user-space stack and the module records that resolve it
   // (--no-stacks turns it off: header `stacks` false, no module lines).
   bool stacks = true;
+  // --functions GLOBS (preload mode): every call of the selected libcuda functions, as function
+  // events in the trace (record/function_recorder.hpp); "" records none.
+  std::string functions;
+  std::string functions_lib;  // the library to plan ("" the libcuda CMD names, or the system's)
 };
 
 struct RecordSummary {
@@ -59,6 +64,7 @@ struct RecordSummary {
   int exit_code = 0;
   int term_signal = 0;  // the signal that killed the command, 0 if it exited
   std::string placement;
+  FunctionOutcome functions;  // --functions: what was planned and written
   // A problem to report that did not stop the recording from producing a valid trace (the
   // command could not be run: exit_code is then 127 or 126, as in shells).
   std::string error;

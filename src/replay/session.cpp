@@ -254,10 +254,21 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   RunFiles files;
   if (Status s = files.create(dir.path(), *table); !s.ok()) return s.error();
 
+  std::optional<record::FunctionRecorder> fr;
+  record::LaunchSpec spec = launch_spec(o, *shim, files, env->root);
+  if (!o.functions.empty()) {
+    record::FunctionRecorderOptions fo;
+    fo.globs = o.functions;
+    fo.libraries = record::function_libraries(o.functions_lib, o.argv);
+    fo.dir = dir.path();
+    fr = record::FunctionRecorder::prepare(fo);
+    for (auto& kv : fr->env()) spec.set_env.push_back(std::move(kv));
+  }
   uint64_t t0 = now_ns();
-  auto child = record::Child::start(launch_spec(o, *shim, files, env->root), "replay");
+  auto child = record::Child::start(spec, "replay");
   if (!child) return child.error();
   ReplayReport rep;
+  if (fr) rep.functions = fr->outcome();
   rep.trace = rec.path;
   rep.argv = o.argv;
   record::Watch watch;
@@ -287,7 +298,9 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   if (!parsed) return parsed.error();
   build_report(rec, *table, *parsed, *files.st(), files.state.data() + sizeof(rp_state), *env, rep);
   if (!o.output.empty()) {
-    if (Status s = write_replayed_trace(rec, *table, *parsed, rep, o.output); !s.ok()) {
+    if (Status s = write_replayed_trace(rec, *table, *parsed, rep, o.output, fr ? &*fr : nullptr,
+                                        &rep.functions);
+        !s.ok()) {
       return s.error();
     }
     rep.output = o.output;

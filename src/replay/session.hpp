@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/function_recorder.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
 #include "replay/replay_log.hpp"
@@ -31,6 +32,8 @@ struct ReplayOptions {
   std::string work_dir;                   // the command's working directory ("" ours): explore's
   double time_limit_s = 0;                // stop after this long in all (0: never): explore
   std::function<bool()> stop;             // true ends the run at once (explore's Ctrl-C)
+  std::string functions;      // --functions GLOBS: libcuda's function calls into -o ("" none)
+  std::string functions_lib;  // --functions-lib: the library to plan ("" as CMD names it)
 };
 
 enum class Outcome : uint8_t {
@@ -100,8 +103,9 @@ struct ReplayReport {
   };
   std::vector<Unfinished> unfinished;
   uint64_t log_lost = 0;
-  std::string output;          // the replayed trace written
-  std::string program_output;  // capture_output
+  std::string output;                 // the replayed trace written
+  record::FunctionOutcome functions;  // --functions: what was planned and written
+  std::string program_output;         // capture_output
   double wall_s = 0;
   int verdict = 0;  // 0 faithful, 1 findings (deviations, stopped), 2 refused / not run
 };
@@ -114,7 +118,11 @@ std::string_view acquire_op_name(uint32_t op);
 Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& options);
 
 // The replayed calls as a trace (header mode "replay", source = the recording).
+// With `functions` (--functions), the function events follow the calls, their device marks
+// numbered as the trace numbers the calls, and what was written goes into *fn_out.
 Status write_replayed_trace(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
-                            const ReplayReport& report, const std::string& path);
+                            const ReplayReport& report, const std::string& path,
+                            record::FunctionRecorder* functions = nullptr,
+                            record::FunctionOutcome* fn_out = nullptr);
 
 }  // namespace cudatool::replay

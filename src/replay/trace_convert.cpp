@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -236,7 +237,8 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
 }
 
 Status write_replayed_trace(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
-                            const ReplayReport& report, const std::string& path) {
+                            const ReplayReport& report, const std::string& path,
+                            record::FunctionRecorder* functions, record::FunctionOutcome* fn_out) {
   auto w = trace::TraceWriter::create(path);
   if (!w) return w.error();
   trace::Header h = rec.header;
@@ -249,6 +251,7 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   h.env.clear();
   h.placement.clear();
   h.extra.clear();
+  h.functions = functions != nullptr && functions->active() ? functions->outcome().globs : "";
   utsname u{};
   if (uname(&u) == 0) {
     h.host = u.nodename;
@@ -262,11 +265,13 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   uint64_t t0 = log.records.empty() ? 0 : log.records.front().t_ns;
   uint64_t seq = 0, last_t = 0;
   int main_pid = 0;
+  std::unordered_map<uint64_t, uint64_t> seq_of_log;  // the shims' numbers → the trace's
   for (const LogRecord& r : log.records) {
     trace::Event ev = event_of(r, table);
     if (ev.sys == trace::Sys::kUnknown) continue;
     if (main_pid == 0) main_pid = r.pid;
     name_members(rec, table, r, ev);
+    seq_of_log[r.seq] = seq;
     ev.seq = seq++;
     ev.t_ns = r.t_ns >= t0 ? r.t_ns - t0 : 0;
     last_t = std::max(last_t, ev.t_ns + ev.dur_ns);
@@ -281,6 +286,14 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
     ex.sys = trace::Sys::kExit;
     ex.ret = report.exit_status;
     if (Status s = (*w)->write_event(ex); !s.ok()) return s;
+  }
+  if (functions != nullptr) {
+    auto seq_of = [&](uint64_t s) -> std::optional<uint64_t> {
+      auto it = seq_of_log.find(s);
+      return it == seq_of_log.end() ? std::nullopt : std::optional(it->second);
+    };
+    record::FunctionOutcome out = functions->write_into(**w, t0, seq_of);
+    if (fn_out != nullptr) *fn_out = std::move(out);
   }
   trace::Trailer tr;
   tr.events = seq;

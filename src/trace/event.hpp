@@ -17,9 +17,10 @@ namespace cudatool::trace {
 // Version 2 added call stacks and module records, the environment events (stat, file, mknod,
 // symlink, readlink, chmod, unlink), nested buffers behind pointer members ("params.<member>")
 // and `unrecorded`. Version 3 added stack records: a stack written once as a record line and
-// named by later events with "stack_ref" (the preload recorder's repeated stacks). Version 1 and 2
-// traces read as before (docs/trace-format.md).
-inline constexpr int kFormatVersion = 3;
+// named by later events with "stack_ref" (the preload recorder's repeated stacks). Version 4 added
+// function events: function tables and blocks of per-thread function records (`--functions`).
+// Older traces read as before (docs/trace-format.md).
+inline constexpr int kFormatVersion = 4;
 
 // A member this build does not know (written by a newer recorder), kept as its raw JSON text so
 // that reading and writing a trace loses nothing.
@@ -160,6 +161,39 @@ struct StackRecord {
   std::vector<uint64_t> stack;
 };
 
+// v4: the functions of one library whose calls a process recorded ({"fn_table":…}, before the
+// blocks that name it). Function number i in a block's records is the function at ELF virtual
+// address starts[i] of `path`; at runtime base + starts[i]. A forked child's blocks name its
+// parent's table (the same mapping); an exec'd image installs a table of its own.
+struct FunctionTable {
+  uint64_t id = 0;               // > 0, unique in the trace
+  int32_t pid = 0;               // the process that installed it
+  std::string path;              // the library as the process loaded it
+  std::string build_id;          // hex of its NT_GNU_BUILD_ID
+  uint64_t base = 0;             // load bias
+  std::vector<uint64_t> starts;  // by function number, ascending
+  std::string globs;             // the selection (`--functions=GLOBS`), "*" for all
+  uint64_t selected = 0;         // functions of the map the globs selected
+  uint64_t not_patchable = 0;    // of them, the patch plan could not patch (functions --patch-plan)
+  uint64_t skipped = 0;          // planned but left alone at install (other bytes, out of reach)
+  uint64_t install_ns = 0;       // how long the patching took in the process
+  std::vector<ExtraField> extra;
+};
+
+// v4: a piece of one thread's function records ({"fn_block":…}). A thread's blocks have parts
+// 0, 1, 2, … (a gap: a block was lost); a new part 0 of the same (pid, tid) is a new thread (a tid
+// reused, or an exec'd image). The records are decoded by trace/function_events.hpp.
+struct FunctionBlock {
+  uint64_t table = 0;  // the FunctionTable its function numbers index
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint64_t part = 0;
+  uint64_t t_ns = 0;    // ns since the trace's t0 that the first record's time counts from
+  bool closed = false;  // the thread ended, or went on in the next part
+  std::vector<uint8_t> data;
+  std::vector<ExtraField> extra;
+};
+
 struct Header {
   int format_version = kFormatVersion;
   std::vector<std::string> argv;              // traced command line
@@ -176,6 +210,7 @@ struct Header {
   std::string placement;                      // ptrace: "same-cpu 1", "any"; "" when not set
   bool stacks = false;                        // v2: events carry call stacks
   std::string env;                            // v2: globs of the environment paths recorded
+  std::string functions;  // v4: `--functions` GLOBS when function calls were recorded, else ""
   std::vector<ExtraField> extra;
 };
 

@@ -169,6 +169,18 @@ Status TraceWriter::write_module(const Module& m) {
   return emit(line_);
 }
 
+Status TraceWriter::write_function_table(const FunctionTable& t) {
+  line_.clear();
+  append_function_table_line(line_, t);
+  return emit(line_);
+}
+
+Status TraceWriter::write_function_block(const FunctionBlock& b) {
+  line_.clear();
+  append_function_block_line(line_, b);
+  return emit(line_);
+}
+
 Status TraceWriter::write_stack_record(const StackRecord& s) {
   line_.clear();
   append_stack_record_line(line_, s);
@@ -313,6 +325,10 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
       }
       return false;
     }
+    case LineKind::kFunctionTable:
+    case LineKind::kFunctionBlock:
+      take_function_line(piece, offset);
+      return false;
     case LineKind::kEvent:
       break;
   }
@@ -327,6 +343,32 @@ bool TraceReader::take(std::string_view piece, uint64_t offset, bool complete, E
   }
   resolve_stack(ev, offset);
   return true;
+}
+
+void TraceReader::take_function_line(std::string_view piece, uint64_t offset) {
+  if (classify_line(piece) == LineKind::kFunctionBlock) {
+    FunctionBlock b;
+    Status st = parse_function_block_line(piece, offset, b);
+    if (!st.ok()) {
+      report(st.error().offset.value_or(offset), st.error().field, st.error().reason);
+    } else {
+      fn_blocks_.push_back(std::move(b));
+    }
+    return;
+  }
+  FunctionTable t;
+  Status st = parse_function_table_line(piece, offset, t);
+  if (!st.ok()) {
+    report(st.error().offset.value_or(offset), st.error().field, st.error().reason);
+    return;
+  }
+  for (const auto& have : fn_tables_) {
+    if (have.id == t.id) {
+      report(offset, "id", fmt::format("a second function table {}: ignored", t.id));
+      return;
+    }
+  }
+  fn_tables_.push_back(std::move(t));
 }
 
 void TraceReader::resolve_stack(Event& ev, uint64_t offset) {

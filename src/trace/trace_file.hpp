@@ -55,6 +55,9 @@ class TraceWriter {
   Status write_module(const Module& m);
   // A stack record (v3): before the first event that names it with stack_ref.
   Status write_stack_record(const StackRecord& s);
+  // Function records (v4): a table before the blocks that name it.
+  Status write_function_table(const FunctionTable& t);
+  Status write_function_block(const FunctionBlock& b);
   // From now on write_event() writes each distinct stack once, as a stack record, and names it by
   // its id in the events that have it (ids from 1; after kMaxStackRecords distinct stacks, the
   // rest inline). Only for a writer that is the one source of stack records in its file.
@@ -123,6 +126,11 @@ class TraceReader {
   // The module records (v2) read so far, in file order: every module an event's stack refers to
   // precedes that event, so after next() returned it they are all here.
   [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
+  // Function tables and blocks (v4) read so far, in file order (a recorder writes a thread's
+  // blocks when they fill or the program ends: read the whole trace before using them; see
+  // trace/function_calls.hpp). A second table of one id is reported and left out.
+  [[nodiscard]] const std::vector<FunctionTable>& function_tables() const { return fn_tables_; }
+  [[nodiscard]] const std::vector<FunctionBlock>& function_blocks() const { return fn_blocks_; }
   [[nodiscard]] const Diagnostics& diagnostics() const { return diag_; }
   // Line number (1-based) of the line the last event came from.
   [[nodiscard]] uint64_t line_number() const { return line_no_; }
@@ -136,6 +144,8 @@ class TraceReader {
   void report(uint64_t offset, std::string field, std::string reason);
   // Parses one NUL-free piece of a line; true when it produced an event in ev.
   bool take(std::string_view piece, uint64_t offset, bool complete, Event& ev);
+  // A function table or block line (v4).
+  void take_function_line(std::string_view piece, uint64_t offset);
   // Fills ev.stack from the stack record ev.stack_ref names (v3).
   void resolve_stack(Event& ev, uint64_t offset);
 
@@ -144,6 +154,8 @@ class TraceReader {
   std::optional<Trailer> trailer_;
   std::vector<Module> modules_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> stack_records_;  // v3: id → frames
+  std::vector<FunctionTable> fn_tables_;                               // v4
+  std::vector<FunctionBlock> fn_blocks_;
   Diagnostics diag_;
   uint64_t line_no_ = 0;
   bool truncated_ = false;

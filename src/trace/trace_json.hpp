@@ -20,11 +20,22 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref = 0)
 void append_trailer_line(std::string& out, const Trailer& t);
 void append_module_line(std::string& out, const Module& m);
 void append_stack_record_line(std::string& out, const StackRecord& s);
+void append_function_table_line(std::string& out, const FunctionTable& t);  // v4
+void append_function_block_line(std::string& out, const FunctionBlock& b);  // v4
 
-enum class LineKind { kHeader, kEvent, kTrailer, kModule, kStackRecord };
+enum class LineKind {
+  kHeader,
+  kEvent,
+  kTrailer,
+  kModule,
+  kStackRecord,
+  kFunctionTable,
+  kFunctionBlock
+};
 
 // What a line is, from its first member: {"cudatool_trace": …} header, {"end": …} trailer,
-// {"module": …} module record (v2), {"stack_record": …} stack record (v3), anything else an event.
+// {"module": …} module record (v2), {"stack_record": …} stack record (v3), {"fn_table": …} and
+// {"fn_block": …} function records (v4), anything else an event.
 // Does not validate the rest.
 LineKind classify_line(std::string_view line);
 
@@ -35,6 +46,8 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
 Status parse_module_line(std::string_view line, uint64_t offset, Module& out);
 Status parse_stack_record_line(std::string_view line, uint64_t offset, StackRecord& out);
+Status parse_function_table_line(std::string_view line, uint64_t offset, FunctionTable& out);
+Status parse_function_block_line(std::string_view line, uint64_t offset, FunctionBlock& out);
 
 // Whether `key` is a member parse_event_line reads into an Event field (the rest it keeps as
 // ExtraField). Whoever fills Event::extra from outside (import) must keep such keys out of it, or

@@ -37,6 +37,7 @@ void append_header_line(std::string& out, const Header& h) {
   if (!h.placement.empty()) w.kv("placement", h.placement);
   if (h.stacks) w.kv("stacks", true);
   if (!h.env.empty()) w.kv("env", h.env);
+  if (!h.functions.empty()) w.kv("functions", h.functions);
   write_extra(w, h.extra);
   w.end_object();
   w.finish();
@@ -101,6 +102,8 @@ LineKind classify_line(std::string_view line) {
     if (k == "end") return LineKind::kTrailer;
     if (k == "module") return LineKind::kModule;
     if (k == "stack_record") return LineKind::kStackRecord;
+    if (k == "fn_block") return LineKind::kFunctionBlock;
+    if (k == "fn_table") return LineKind::kFunctionTable;
   }
   return LineKind::kEvent;
 }
@@ -247,6 +250,8 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
         ok = r.boolean(h.stacks);
       } else if (k == "env") {
         ok = p.str(h.env);
+      } else if (k == "functions") {
+        ok = p.str(h.functions);
       } else {
         ok = p.extra(h.extra, k);
       }

@@ -10,6 +10,7 @@
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 
+#include "funcrec.h"
 #include "shim.h"
 
 static struct rt_once once;
@@ -101,6 +102,7 @@ static void shim_start(void) {
   /* This image was started by execve: record it as the ptrace recorder does. */
   const char* fn = (const char*)getauxval(AT_EXECFN);
   emit_process_event(SHIM_EXECVE, rt_pid, rt_tid(), fn != NULL ? fn : "", 0);
+  funcrec_load_start(); /* --functions: patches libcuda now, or when a dlopen loads it */
 }
 
 int shim_ready(void) {

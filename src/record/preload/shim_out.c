@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "funcrec.h"
 #include "shim.h"
 
 /* ---- output ---- */
@@ -206,6 +207,8 @@ void shim_emit(struct shim_event* ev) {
   ev->stack_ref = ev->nframes > 0 ? stack_ref_of(ev, (char*)out) : 0;
   uint64_t seq = __atomic_fetch_add(&shim_ctl->seq, 1, __ATOMIC_RELAXED);
   size_t len = shim_format_event((char*)out, seq, ev, shim_max_buffer());
+  /* --functions: where among the calls of libcuda's functions this device call was made */
+  if (ev->sys <= SHIM_MUNMAP) funcrec_mark_device(seq);
   if (!write_line((const char*)out, len)) {
     shim_count(&shim_ctl->lost);
     return;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "funcrec.h"
 #include "unwind.h"
 
 /* A direct-mapped cache of rules by PC. Each slot has a sequence number (odd while it is being
@@ -287,6 +288,7 @@ static int step(struct regs* r, const struct uw_rule* rule, const struct bounds*
     *why = say("unreadable stack at ", ra_at);
     return 0;
   }
+  ra = funcrec_real_return(ra, ra_at); /* --functions put its return trampoline there */
   switch (rule->bp_rule) {
     case UW_R_OFFSET: {
       uint64_t bp, at = cfa + (uint64_t)(int64_t)rule->bp_off;

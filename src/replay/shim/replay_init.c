@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "funcrec.h"
 #include "replay_shim.h"
 
 static struct rt_once once;
@@ -92,6 +93,7 @@ static void replay_start(void) {
   __atomic_fetch_add(&st->processes, 1, __ATOMIC_RELAXED);
   rt_once_done(&once, 1);
   log_exec();
+  funcrec_load_start(); /* --functions: patches libcuda now, or when a dlopen loads it */
 }
 
 int rs_ready(void) {

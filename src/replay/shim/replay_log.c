@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "funcrec.h"
 #include "replay_shim.h"
 
 static uint64_t align8(uint64_t n) {
@@ -23,6 +24,8 @@ int rs_log_begin(struct rs_rec* w, uint32_t sys, uint64_t payload) {
   memset(r, 0, sizeof *r);
   r->size = (uint32_t)need;
   r->seq = __atomic_fetch_add(&rs.st->seq, 1, __ATOMIC_RELAXED);
+  /* --functions: where among the calls of libcuda's functions this device call is made */
+  if (sys >= RP_OPEN && sys <= RP_MUNMAP) funcrec_mark_device(r->seq);
   r->t_ns = rt_now_ns();
   r->pid = rt_pid;
   r->tid = rt_tid();

@@ -1,0 +1,261 @@
+#include "trace/function_events.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace cudatool::trace {
+namespace {
+
+constexpr std::string_view kKindNames[] = {"?",      "enter",  "tail", "return",
+                                           "unwind", "device", "lost", "inherit"};
+
+// LEB128 reads that stop at the end of the data and at numbers over 64 bits.
+class Leb {
+ public:
+  explicit Leb(const std::vector<uint8_t>& d) : d_(d) {}
+  bool u(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ >= d_.size()) return fail("a number cut by the end of the data");
+      const uint8_t b = d_[at_++];
+      if (shift == 63 && (b & 0x7e) != 0) return fail("a number over 64 bits");
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return fail("a number over 64 bits");
+  }
+  bool s(int64_t& v) {
+    uint64_t z = 0;
+    if (!u(z)) return false;
+    v = static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1);
+    return true;
+  }
+  bool byte(uint8_t& b) {
+    if (at_ >= d_.size()) return false;
+    b = d_[at_++];
+    return true;
+  }
+  [[nodiscard]] size_t at() const { return at_; }
+  [[nodiscard]] size_t left() const { return d_.size() - at_; }
+  [[nodiscard]] const char* why() const { return why_; }
+
+ private:
+  bool fail(const char* why) {
+    why_ = why;
+    return false;
+  }
+  const std::vector<uint8_t>& d_;
+  size_t at_ = 0;
+  const char* why_ = "";
+};
+
+}  // namespace
+
+std::string_view function_event_kind_name(FunctionEvent::Kind k) {
+  auto i = static_cast<size_t>(k);
+  return i < std::size(kKindNames) ? kKindNames[i] : "?";
+}
+
+Status decode_function_block(const FunctionBlock& b, std::vector<FunctionEvent>& out) {
+  Leb in(b.data);
+  uint64_t t = b.t_ns, caller = 0, index = 0;
+  auto error = [&](size_t at, std::string reason) {
+    return make_error(fmt::format("fn_block pid {} tid {} part {}", b.pid, b.tid, b.part),
+                      fmt::format("record {}", index), at, std::move(reason));
+  };
+  auto dt = [&](uint64_t& v) {
+    if (!in.u(v)) return false;
+    t = v > ~t ? ~uint64_t{0} : t + v;  // saturates: a hostile dt must not wrap the clock
+    return true;
+  };
+  for (; in.left() > 0; ++index) {
+    const size_t at = in.at();
+    uint8_t tag = 0;
+    in.byte(tag);
+    FunctionEvent ev;
+    ev.kind = static_cast<FunctionEvent::Kind>(tag);
+    uint64_t fn = 0, d = 0;
+    int64_t sv = 0;
+    bool ok = true;
+    switch (tag) {
+      case 1:  // ENTER
+        ok = in.u(fn) && dt(d) && in.s(sv);
+        caller += static_cast<uint64_t>(sv);
+        ev.value = caller;
+        break;
+      case 2:  // TAIL
+        ok = in.u(fn) && dt(d);
+        break;
+      case 3:  // RETURN
+        ok = dt(d) && in.s(sv);
+        ev.value = static_cast<uint64_t>(sv);
+        break;
+      case 4:  // UNWIND
+      case 5:  // DEVICE
+      case 6:  // LOST
+        ok = dt(d) && in.u(ev.value);
+        break;
+      case 7: {  // INHERIT
+        uint64_t n = 0;
+        if (!in.u(n)) {
+          ok = false;
+          break;
+        }
+        if (n > in.left())
+          return error(at, fmt::format("INHERIT of {} functions is longer than "
+                                       "the block",
+                                       n));
+        for (uint64_t i = 0; i < n; ++i) {
+          if (!in.u(fn)) return error(at, in.why());
+          if (fn > UINT32_MAX) return error(at, "a function number over 32 bits");
+          out.push_back({FunctionEvent::Kind::kInherit, t, static_cast<uint32_t>(fn), 0});
+        }
+        continue;
+      }
+      default:
+        return error(at, fmt::format("unknown record tag {}", tag));
+    }
+    if (!ok) return error(at, in.why());
+    if (fn > UINT32_MAX) return error(at, "a function number over 32 bits");
+    ev.function = static_cast<uint32_t>(fn);
+    ev.t_ns = t;
+    out.push_back(ev);
+  }
+  return Status::success();
+}
+
+void FunctionRecordWriter::u(uint64_t v) {
+  while (v >= 0x80) {
+    data_.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  data_.push_back(static_cast<uint8_t>(v));
+}
+void FunctionRecordWriter::s(int64_t v) {
+  u((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+void FunctionRecordWriter::dt(uint64_t t) {
+  u(t > last_t_ ? t - last_t_ : 0);
+  last_t_ = std::max(t, last_t_);
+}
+void FunctionRecordWriter::enter(uint32_t function, uint64_t t, uint64_t caller) {
+  data_.push_back(1);
+  u(function);
+  dt(t);
+  s(static_cast<int64_t>(caller - last_caller_));
+  last_caller_ = caller;
+  ++records_;
+}
+void FunctionRecordWriter::tail(uint32_t function, uint64_t t) {
+  data_.push_back(2);
+  u(function);
+  dt(t);
+  ++records_;
+}
+void FunctionRecordWriter::ret(uint64_t t, uint64_t rax) {
+  data_.push_back(3);
+  dt(t);
+  s(static_cast<int64_t>(rax));
+  ++records_;
+}
+void FunctionRecordWriter::unwind(uint64_t t, uint64_t n) {
+  data_.push_back(4);
+  dt(t);
+  u(n);
+  ++records_;
+}
+void FunctionRecordWriter::device(uint64_t t, uint64_t seq) {
+  data_.push_back(5);
+  dt(t);
+  u(seq);
+  ++records_;
+}
+void FunctionRecordWriter::lost(uint64_t t, uint64_t n) {
+  data_.push_back(6);
+  dt(t);
+  u(n);
+  ++records_;
+}
+void FunctionRecordWriter::inherit(const std::vector<uint32_t>& functions) {
+  data_.push_back(7);
+  u(functions.size());
+  for (uint32_t f : functions) u(f);
+  ++records_;
+}
+
+std::vector<uint8_t> encode_function_starts(const std::vector<uint64_t>& starts) {
+  std::vector<uint8_t> out;
+  uint64_t prev = 0;
+  for (uint64_t s : starts) {
+    uint64_t v = s - prev;
+    while (v >= 0x80) {
+      out.push_back(static_cast<uint8_t>(v | 0x80));
+      v >>= 7;
+    }
+    out.push_back(static_cast<uint8_t>(v));
+    prev = s;
+  }
+  return out;
+}
+
+Status decode_function_starts(const std::vector<uint8_t>& data, std::vector<uint64_t>& out) {
+  Leb in(data);
+  uint64_t prev = 0;
+  while (in.left() > 0) {
+    uint64_t d = 0;
+    if (!in.u(d)) return make_error("", "", in.at(), in.why());
+    if (!out.empty() && d == 0) {
+      return make_error("", "", in.at(),
+                        fmt::format("start {} repeats the one before it", out.size()));
+    }
+    if (d > ~prev) return make_error("", "", in.at(), "a start past the end of the address space");
+    prev += d;
+    out.push_back(prev);
+  }
+  return Status::success();
+}
+
+Status remap_device_seqs(FunctionBlock& b,
+                         const std::function<std::optional<uint64_t>(uint64_t)>& seq_of) {
+  std::vector<FunctionEvent> evs;
+  Status st = decode_function_block(b, evs);
+  FunctionRecordWriter w(b.t_ns);
+  std::vector<uint32_t> inherited;
+  for (const FunctionEvent& e : evs) {
+    if (e.kind == FunctionEvent::Kind::kInherit) {
+      inherited.push_back(e.function);
+      continue;
+    }
+    if (!inherited.empty()) w.inherit(std::exchange(inherited, {}));
+    switch (e.kind) {
+      case FunctionEvent::Kind::kEnter:
+        w.enter(e.function, e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kTail:
+        w.tail(e.function, e.t_ns);
+        break;
+      case FunctionEvent::Kind::kReturn:
+        w.ret(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kUnwind:
+        w.unwind(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kDevice:
+        if (auto seq = seq_of(e.value)) w.device(e.t_ns, *seq);
+        break;
+      case FunctionEvent::Kind::kLost:
+        w.lost(e.t_ns, e.value);
+        break;
+      case FunctionEvent::Kind::kInherit:
+        break;
+    }
+  }
+  if (!inherited.empty()) w.inherit(inherited);
+  b.data = w.data();
+  return st;
+}
+
+}  // namespace cudatool::trace
