@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/crash.hpp"
 #include "trace/event.hpp"
 #include "trace/trace_file.hpp"
 
@@ -40,6 +41,9 @@ struct RecordOptions {
   // v2: record each device call's user-space stack and the module records that resolve it
   // (--no-stacks turns it off: header `stacks` false, no module lines).
   bool stacks = true;
+  // Preload mode: trace the command with ptrace for a crash report (crash.hpp); ptrace mode
+  // always reads a fatal signal.
+  bool crash_report = true;
 };
 
 struct RecordSummary {
@@ -59,6 +63,10 @@ struct RecordSummary {
   int exit_code = 0;
   int term_signal = 0;  // the signal that killed the command, 0 if it exited
   std::string placement;
+  // A fatal signal reached the command (crash.hpp), resolved; its summary is in the trailer.
+  // crash_note: why there can be no crash report (ptrace refused), "" normally.
+  std::optional<CrashReport> crash;
+  std::string crash_note;
   // A problem to report that did not stop the recording from producing a valid trace (the
   // command could not be run: exit_code is then 127 or 126, as in shells).
   std::string error;
@@ -71,6 +79,10 @@ void count_event(RecordSummary& s, const Event& ev);
 
 Header make_header(const std::vector<std::string>& argv, const std::string& mode,
                    const std::string& devices);
+
+// A crash the recorder caught: when fatal (it ended the command), resolved into sum.crash and
+// the trailer's summary; else dropped (a handler of the program recovered from it).
+void keep_crash(std::optional<CrashReport> crash, RecordSummary& sum);
 
 // Runs options.argv (or attaches to options.attach_pid) under ptrace and records it into `out`.
 // Errors: the command cannot be started, ptrace is not permitted, the pid does not exist.
