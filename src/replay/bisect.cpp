@@ -26,6 +26,12 @@ std::vector<std::vector<uint32_t>> split(const std::vector<uint32_t>& c, size_t 
   return parts;
 }
 
+// A try fails as BAD failed: killed by the same signal in the same function.
+bool same_crash(const trace::CrashSummary& bad, const std::optional<record::CrashReport>& c) {
+  return c && c->exit_status == -bad.signal && c->signal == bad.signal &&
+         c->function() == bad.function;
+}
+
 }  // namespace
 
 std::vector<uint32_t> ddmin(uint32_t count,
@@ -151,6 +157,12 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
                       rep.bad_exit_status));
     }
     rep.criterion = fmt::format("exit status {} (BAD's trailer)", rep.bad_exit_status);
+    // A crash is a failure of its own kind: the same signal in the same function.
+    if (const auto& c = bad->trailer->crash; c && rep.bad_exit_status == -c->signal) {
+      rep.bad_crash = *c;
+      rep.criterion = fmt::format("killed by {} in {} (BAD's trailer)",
+                                  record::signal_name(c->signal), c->function);
+    }
   }
   rep.diffs = differing_answers(*good, *bad);
   if (rep.diffs.empty()) {
@@ -175,8 +187,10 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     t.exit_status = r->exit_status;
     t.end = r->end;
     t.wall_s = r->wall_s;
-    t.failed = re ? re->search_lines(r->program_output)
-                  : r->end != "refused" && r->exit_status == rep.bad_exit_status;
+    if (r->crash) t.crash = r->crash->signature();
+    t.failed = re              ? re->search_lines(r->program_output)
+               : rep.bad_crash ? same_crash(*rep.bad_crash, r->crash)
+                               : r->end != "refused" && r->exit_status == rep.bad_exit_status;
     rep.tries.push_back(t);
     return t.failed;
   };

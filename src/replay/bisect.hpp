@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct BisectTry {
   int exit_status = 0;
   std::string end;
   bool failed = false;  // failed as BAD failed
+  std::string crash;    // killed by a signal: "SIGSEGV in fn_2a3b00" (record::CrashReport)
   double wall_s = 0;
 };
 
@@ -46,6 +48,9 @@ struct BisectReport {
   std::vector<std::string> argv;
   std::string criterion;  // "exit status 1 (BAD's trailer)", "output matches /…/"
   int bad_exit_status = 0;
+  // BAD was killed by a signal and its trailer names where: a try fails when it is killed by the
+  // same signal in the same function.
+  std::optional<trace::CrashSummary> bad_crash;
   std::vector<AnswerDiff> diffs;
   std::vector<BisectTry> tries;   // in the order run, the two baselines first
   std::vector<uint32_t> culprit;  // indices into diffs; empty when not found

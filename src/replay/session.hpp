@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/crash.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
 #include "replay/replay_log.hpp"
@@ -27,6 +28,7 @@ struct ReplayOptions {
   bool capture_output = false;            // collect the program's stdout+stderr (bisect --fails-if)
   bool quiet_program = false;             // send the program's stdout/stderr to /dev/null
   std::string keep_dir;                   // keep the run's files here (debugging); "" removes them
+  bool crash_report = true;  // trace the command for a crash report (record::LaunchSpec)
 };
 
 enum class Outcome : uint8_t {
@@ -83,6 +85,10 @@ struct ReplayReport {
   std::string end;          // "exit", "signal", "deadline", "refused", "not_run"
   int exit_status = 0;      // of the program (exit code, or -signal)
   std::optional<Stall> stall;
+  // A fatal signal ended the program (record/crash.hpp), resolved; crash_note: why there can be
+  // no crash report (ptrace refused), "" normally.
+  std::optional<record::CrashReport> crash;
+  std::string crash_note;
   std::string refusal;  // why the shim refused (another driver's library)
   uint64_t processes = 0;
   uint64_t gpu_entries = 0, gpu_releases = 0;

@@ -287,6 +287,7 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   tr.reason = report.end == "deadline" ? "interrupted" : report.exit_status < 0 ? "signal" : "exit";
   tr.exit_status = report.exit_status;
   tr.lost = report.log_lost;
+  if (report.crash) tr.crash = record::crash_summary(*report.crash);
   if (Status s = (*w)->write_trailer(tr); !s.ok()) return s;
   return (*w)->close();
 }
