@@ -6,6 +6,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/crash_output.hpp"
 #include "record/devices.hpp"
 #include "record/recorder.hpp"
 #include "trace/trace_file.hpp"
@@ -25,6 +26,7 @@ struct TraceOptions {
   bool json = false;
   bool quiet = false;
   bool no_stacks = false;
+  bool no_crash_report = false;
   std::vector<std::string> command;
 };
 
@@ -68,6 +70,8 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
   } else {
     out += fmt::format("cudatool:  the command exited with status {}\n", s.trailer.exit_status);
   }
+  if (s.crash) out += "cudatool: " + crash_text(*s.crash, "made");
+  if (!s.crash_note.empty()) out += "cudatool:  " + s.crash_note + "\n";
   return out;
 }
 
@@ -102,6 +106,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   } else {
     w.kv("error", s.error);
   }
+  write_crash_json(w, s.crash, s.crash_note);
   w.end_object();
   w.finish();
   return out;
@@ -135,6 +140,7 @@ int run_trace(TraceOptions& o) {
   ro.preload_lib = o.preload_lib;
   ro.count_events = !o.quiet;
   ro.stacks = !o.no_stacks;
+  ro.crash_report = !o.no_crash_report;
   Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
     sum = record::record_preload(ro, o.output);
@@ -155,6 +161,7 @@ int run_trace(TraceOptions& o) {
     return kExitBadInput;
   }
   if (!sum->error.empty()) print_error(sum->error);
+  if (sum->crash) record::set_last_call(*sum->crash, o.output);
   if (!o.quiet) {
     std::string text = o.json ? render_json(o, *sum) : render_text(o, *sum);
     (void)!write(STDERR_FILENO, text.data(), text.size());
@@ -202,6 +209,9 @@ void register_trace(CLI::App& app, int* exit_code) {
                 "record no call stacks (each device call carries its stack and the trace its "
                 "module map by default: ptrace mode unwinds with libdw, preload mode in process "
                 "from .eh_frame; each distinct stack is written once, later events name it)");
+  cmd->add_flag("--no-crash-report", o->no_crash_report,
+                "preload mode: do not trace the command with ptrace (which names where a fatal "
+                "signal hit it: the summary's `crash`); leaves it free for a debugger");
   cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
   cmd->positionals_at_end();
   cmd->footer(
