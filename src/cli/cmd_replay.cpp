@@ -34,6 +34,7 @@ struct ReplayCliOptions {
   bool program_status = false;
   bool quiet = false;
   bool force = false;
+  bool no_crash_report = false;
 };
 
 // Opens --report before anything runs, so that a report that cannot be written is said at
@@ -164,6 +165,7 @@ int run_replay_cmd(ReplayCliOptions& o) {
                "cudatool: note: --functions records into the replayed trace: give -o FILE to "
                "keep the function events\n");
   }
+  ro.crash_report = !o.no_crash_report;
   auto r = replay::run_replay(*rec, ro);
   if (!r) {
     print_error(r.error());
@@ -230,6 +232,9 @@ void register_replay(CLI::App& app, int* exit_code) {
                   "work in DIR (new, or an empty directory) and leave the answer table, log and "
                   "environment tree there");
   cmd->add_flag("-q,--quiet", o->quiet, "print no report");
+  cmd->add_flag("--no-crash-report", o->no_crash_report,
+                "do not trace the command with ptrace (which names where a fatal signal hit it: "
+                "the report's `crash`); leaves it free for a debugger to attach");
   // TRACE, then -- CMD [ARGS...] (CLI11 drops the "--"). --bisect takes GOOD.trace as its value,
   // so that `--bisect GOOD BAD -- CMD` leaves one trace positional.
   cmd->add_option("TRACE", o->trace, "the recording (BAD.trace with --bisect GOOD.trace)");

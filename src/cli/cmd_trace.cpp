@@ -9,6 +9,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/crash_output.hpp"
 #include "cli/function_summary_output.hpp"
 #include "record/dev_nodes.hpp"
 #include "record/devices.hpp"
@@ -35,6 +36,7 @@ struct TraceOptions {
   bool force = false;
   std::string functions;  // --functions[=GLOBS]; "" not given
   std::string functions_lib;
+  bool no_crash_report = false;
   std::vector<std::string> command;
 };
 
@@ -111,6 +113,8 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
     out += fmt::format("cudatool:  the command exited with status {}\n",
                        s.trailer.exit_status.value_or(0));
   }
+  if (s.crash) out += "cudatool: " + crash_text(*s.crash, "made");
+  if (!s.crash_note.empty()) out += "cudatool:  " + s.crash_note + "\n";
   return out;
 }
 
@@ -150,6 +154,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s,
   } else {
     w.kv("error", s.error);
   }
+  write_crash_json(w, s.crash, s.crash_note);
   w.end_object();
   w.finish();
   return out;
@@ -221,6 +226,7 @@ int run_trace(TraceOptions& o) {
   ro.functions = o.functions;
   ro.functions_lib = o.functions_lib;
   auto nodes_before = record::device_nodes("/dev");
+  ro.crash_report = !o.no_crash_report;
   Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
     sum = record::record_preload(ro, o.output);
@@ -246,6 +252,7 @@ int run_trace(TraceOptions& o) {
     if (record::seen_by_ancestors(n.first)) nodes.push_back(std::move(n));
   }
   warn_new_nodes(nodes);
+  if (sum->crash) record::set_last_call(*sum->crash, o.output);
   if (!o.quiet) {
     std::string text = o.json ? render_json(o, *sum, nodes) : render_text(o, *sum);
     (void)!write(STDERR_FILENO, text.data(), text.size());
@@ -307,6 +314,9 @@ void register_trace(CLI::App& app, int* exit_code) {
   cmd->add_option("--functions-lib", o->functions_lib,
                   "--functions: the library whose functions are recorded (default: a libcuda.so* "
                   "file the command names, else the system's libcuda.so.1)");
+  cmd->add_flag("--no-crash-report", o->no_crash_report,
+                "preload mode: do not trace the command with ptrace (which names where a fatal "
+                "signal hit it: the summary's `crash`); leaves it free for a debugger");
   cmd->add_option("CMD", o->command, "the command to run and trace, after --")->take_all();
   cmd->positionals_at_end();
   cmd->footer(

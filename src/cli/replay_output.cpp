@@ -5,6 +5,7 @@
 
 #include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
+#include "cli/crash_output.hpp"
 #include "cli/function_summary_output.hpp"
 
 namespace cudatool::cli {
@@ -25,7 +26,10 @@ std::string end_line(const replay::ReplayReport& r) {
     return fmt::format("stopped after {:.1f} s without progress: {}",
                        r.stall ? r.stall->idle_s : 0.0, r.stall ? r.stall->message : "");
   }
-  if (r.end == "signal") return fmt::format("the program was killed by signal {}", -r.exit_status);
+  if (r.end == "signal") {
+    return fmt::format("the program was killed by signal {} ({})", -r.exit_status,
+                       record::signal_name(-r.exit_status));
+  }
   return fmt::format("the program exited with status {}", r.exit_status);
 }
 
@@ -162,6 +166,8 @@ std::string render_replay_text(const replay::ReplayReport& r) {
     }
   }
   out += end_line(r) + "\n";
+  if (r.crash) out += crash_text(*r.crash, "answered");
+  if (!r.crash_note.empty()) out += r.crash_note + "\n";
   if (!r.output.empty()) out += "replayed trace: " + r.output + "\n";
   out += function_outcome_text(r.functions, "");
   if (r.log_lost != 0)
@@ -216,6 +222,7 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   }
   w.end_array();
   w.kv("end", r.end).kv("exit_status", r.exit_status).kv_or_null("refusal", r.refusal);
+  write_crash_json(w, r.crash, r.crash_note);
   w.key("stall");
   if (r.stall) {
     w.begin_object().kv("idle_s", r.stall->idle_s).kv("message", r.stall->message);
@@ -287,8 +294,9 @@ std::string render_bisect_text(const replay::BisectReport& r) {
     } else {
       for (uint32_t k : t.subset) set += fmt::format("{}{}", set.empty() ? "" : ",", k);
     }
-    out += fmt::format("  {:>5} BAD's answers [{}] → {} {} ({:.2f} s)\n", t.failed ? "fails" : "ok",
-                       set, t.end, t.exit_status, t.wall_s);
+    out +=
+        fmt::format("  {:>5} BAD's answers [{}] → {} {}{} ({:.2f} s)\n", t.failed ? "fails" : "ok",
+                    set, t.end, t.exit_status, t.crash.empty() ? "" : ", " + t.crash, t.wall_s);
   }
   out += (r.found ? "culprit: " : "no culprit: ") + r.message + "\n";
   return out;
@@ -307,6 +315,13 @@ std::string render_bisect_json(const replay::BisectReport& r) {
   } else {
     w.key("departure").null();
   }
+  w.key("bad_crash");
+  if (r.bad_crash) {
+    w.begin_object().kv("signal", r.bad_crash->signal).kv("function", r.bad_crash->function);
+    w.kv("where", r.bad_crash->where).end_object();
+  } else {
+    w.null();
+  }
   w.key("diffs").begin_array();
   for (const auto& d : r.diffs) {
     w.begin_object().kv("good_seq", d.good_seq).kv("bad_seq", d.bad_seq).kv("kind", d.kind);
@@ -318,6 +333,7 @@ std::string render_bisect_json(const replay::BisectReport& r) {
     w.begin_object().key("subset").begin_array();
     for (uint32_t k : t.subset) w.value(k);
     w.end_array().kv("failed", t.failed).kv("end", t.end).kv("exit_status", t.exit_status);
+    w.kv_or_null("crash", t.crash);
     w.kv("wall_s", t.wall_s).end_object();
   }
   w.end_array();

@@ -58,16 +58,20 @@ void write_frames_json(JsonWriter& w, const std::vector<trace::ResolvedFrame>& f
     } else {
       w.key("module").null().key("offset").null();
     }
-    w.kv_or_null("function", f.function);
-    if (f.function.empty()) {
-      w.key("function_offset").null();
-    } else {
-      w.kv_hex("function_offset", f.function_offset);
-    }
+    write_function_json(w, f.function, f.function_offset);
     w.end_object();
   }
   w.end_array();
   w.kv_or_null("stack_error", stack_error);
+}
+
+void write_function_json(JsonWriter& w, std::string_view function, uint64_t offset) {
+  w.kv_or_null("function", function);
+  if (function.empty()) {
+    w.key("function_offset").null();
+  } else {
+    w.kv_hex("function_offset", offset);
+  }
 }
 
 std::string library_note(const trace::Library& lib) {

@@ -33,6 +33,8 @@ std::unique_ptr<trace::StackResolver> make_resolver(const StackOptions& o);
 // "          #0 0x7f…  libc.so.6+0xfdd6b  ioctl+0x3b\n" per frame, then the stack_error line.
 void append_frames_text(std::string& out, const std::vector<trace::ResolvedFrame>& frames,
                         const std::string& stack_error);
+// "function": name, "function_offset": "0x…" (both null when the name is unknown).
+void write_function_json(JsonWriter& w, std::string_view function, uint64_t offset);
 // "stack": [{"addr", "module", "offset", "function", "function_offset"}…], "stack_error".
 void write_frames_json(JsonWriter& w, const std::vector<trace::ResolvedFrame>& frames,
                        const std::string& stack_error);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,9 +78,16 @@ std::vector<char*> pointers(std::vector<std::string>& v) {
 }
 
 // Between fork and exec: async-signal-safe calls only (a parallel launcher may have threads).
+// go[0] >= 0 (catch_crashes): wait until the parent has seized this process (it closes its end).
 [[noreturn]] void exec_child(const LaunchSpec& spec, char* const* argv, char* const* envp,
-                             int out_w, int err_w) {
+                             int out_w, int err_w, const int go[2]) {
   if (spec.own_group) setpgid(0, 0);
+  if (go[0] >= 0) {
+    ::close(go[1]);
+    char b = 0;
+    while (::read(go[0], &b, 1) < 0 && errno == EINTR) {
+    }
+  }
   if (spec.output == ChildOutput::kCapture) {
     dup2(out_w, 1);
     dup2(out_w, 2);
@@ -104,6 +112,24 @@ std::vector<char*> pointers(std::vector<std::string>& v) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every new thread and process stops once on being traced, and each of its clone, fork and exec
+// too: after a stop, wait() looks again within this long, not after its poll_ms (which would
+// add poll_ms per thread a replayed libcuda starts).
+constexpr int64_t kBusyAfterStopNs = 200'000'000;
+
+constexpr unsigned kSeizeOptions =
+    PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC;
+
+bool is_stop_signal(int sig) {
+  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
 }  // namespace
@@ -143,13 +169,13 @@ Result<Child> Child::start(const LaunchSpec& spec, std::string_view structure) {
   std::vector<std::string> args = spec.argv;
   std::vector<std::string> env = child_environment(spec);
   std::vector<char*> argv = pointers(args), envp = pointers(env);
-  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
   if (spec.output == ChildOutput::kCapture && pipe2(out, O_CLOEXEC) != 0) return fail("pipe");
-  if (pipe2(err, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (pipe2(err, O_CLOEXEC | O_NONBLOCK) != 0 ||
+      (spec.catch_crashes && pipe2(go, O_CLOEXEC) != 0)) {
     Error e = fail("pipe");
-    if (out[0] >= 0) {
-      ::close(out[0]);
-      ::close(out[1]);
+    for (int fd : {out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) ::close(fd);
     }
     return e;
   }
@@ -159,20 +185,64 @@ Result<Child> Child::start(const LaunchSpec& spec, std::string_view structure) {
   subreaper_hold();
   c.subreaper_ = true;
   pid_t pid = fork();
-  if (pid == 0) exec_child(spec, argv.data(), envp.data(), out[1], err[1]);
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), out[1], err[1], go);
   if (pid < 0) {
     Error e = fail("fork");
-    for (int fd : {err[0], err[1], out[1]}) {
+    for (int fd : {err[0], err[1], out[1], go[0], go[1]}) {
       if (fd >= 0) ::close(fd);
     }
     return e;
   }
+  c.pid_ = pid;
+  if (go[0] >= 0) {
+    ::close(go[0]);
+    c.seize(go[1]);
+  }
   ::close(err[1]);
   if (out[1] >= 0) ::close(out[1]);
   if (spec.own_group) setpgid(pid, pid);  // as the child does: whichever runs first
-  c.pid_ = pid;
   c.err_fd_ = err[0];
   return c;
+}
+
+// The child waits before its exec until go_w is closed.
+void Child::seize(int go_w) {
+  if (ptrace(PTRACE_SEIZE, pid_, nullptr, kSeizeOptions) == 0) {
+    traced_ = true;
+  } else {
+    crash_note_ = fmt::format(
+        "no crash report: ptrace(PTRACE_SEIZE) of the command: {} (ptrace may be restricted: "
+        "/proc/sys/kernel/yama/ptrace_scope, a container's seccomp profile)",
+        std::strerror(errno));
+  }
+  ::close(go_w);
+}
+
+void Child::on_stop(pid_t tid, int st) {
+  last_stop_ns_ = now_ns();
+  int sig = WSTOPSIG(st);
+  int event = (st >> 16) & 0xff;
+  if (event == PTRACE_EVENT_STOP) {
+    // A new tracee's first stop, or a group-stop (stays stopped until SIGCONT).
+    bool first = started_.insert(tid).second;
+    if (!first && is_stop_signal(sig)) {
+      ptrace(PTRACE_LISTEN, tid, nullptr, nullptr);
+    } else {
+      ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+    }
+    return;
+  }
+  if (event != 0) {  // clone, fork, vfork, exec
+    ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+    return;
+  }
+  // Signal-delivery-stop: a fatal one is read before the program's handler sees it; a fault is
+  // kept over a signal sent (a handler that re-raises, abort() after a fault).
+  if (is_crash_signal(sig) && (!crash_ || crash_->sent)) {
+    CrashReport c = capture_crash(tid, sig);
+    if (!crash_ || !c.sent) crash_ = std::move(c);
+  }
+  ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
 }
 
 Child::Child(Child&& o) noexcept
@@ -184,8 +254,14 @@ Child::Child(Child&& o) noexcept
       out_fd_(o.out_fd_),
       err_fd_(o.err_fd_),
       output_(std::move(o.output_)),
-      subreaper_(o.subreaper_) {
+      subreaper_(o.subreaper_),
+      traced_(o.traced_),
+      crash_(std::move(o.crash_)),
+      crash_note_(std::move(o.crash_note_)),
+      started_(std::move(o.started_)),
+      last_stop_ns_(o.last_stop_ns_) {
   o.pid_ = -1;
+  o.traced_ = false;
   o.out_fd_ = o.err_fd_ = -1;
   o.subreaper_ = false;
 }
@@ -193,7 +269,13 @@ Child::Child(Child&& o) noexcept
 Child::~Child() {
   if (pid_ > 0 && !done_) {
     kill();
-    waitpid(pid_, nullptr, 0);
+    if (traced_) {
+      // Traced threads are reaped one by one; the command's own end comes after its threads'.
+      while (reap(true) == Reaped::kOne && !done_) {
+      }
+    } else {
+      waitpid(pid_, nullptr, 0);
+    }
   }
   if (out_fd_ >= 0) ::close(out_fd_);
   if (err_fd_ >= 0) ::close(err_fd_);
@@ -202,12 +284,18 @@ Child::~Child() {
 
 Child::Reaped Child::reap(bool block) {
   int st = 0;
-  pid_t w = waitpid(own_group_ ? -pid_ : -1, &st, block ? 0 : WNOHANG);
+  int flags = (block ? 0 : WNOHANG) | (traced_ ? __WALL : 0);
+  pid_t w = waitpid(own_group_ ? -pid_ : -1, &st, flags);
   if (w < 0) return errno == EINTR ? Reaped::kNone : Reaped::kAllGone;
   if (w == 0) return Reaped::kNone;
+  if (traced_ && WIFSTOPPED(st)) {
+    on_stop(w, st);
+    return Reaped::kOne;
+  }
   if (w == pid_ && (WIFEXITED(st) || WIFSIGNALED(st))) {
     done_ = true;
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    if (crash_) crash_->exit_status = status_;
     // The child wrote its errno before it exited, if exec failed (the pipe does not block).
     int e = 0;
     if (err_fd_ >= 0 && ::read(err_fd_, &e, sizeof e) == static_cast<ssize_t>(sizeof e)) {
@@ -265,7 +353,9 @@ WaitEnd Child::wait(const Watch& w) {
     if (r == Reaped::kAllGone) break;
     if (r == Reaped::kOne) continue;  // reap all there is before anything else
     if (done_ && w.end_rest_with_command && own_group_) ::kill(-pid_, SIGKILL);
-    if (w.poll_ms > 0 && !pump_output(w.poll_ms)) usleep(static_cast<useconds_t>(w.poll_ms) * 1000);
+    int nap = w.poll_ms;
+    if (traced_ && nap > 1 && now_ns() - last_stop_ns_ < kBusyAfterStopNs) nap = 1;
+    if (nap > 0 && !pump_output(nap)) usleep(static_cast<useconds_t>(nap) * 1000);
   }
   drain_output();
   if (subreaper_) {

@@ -27,12 +27,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/crash.hpp"
 
 namespace cudatool::record {
 
@@ -64,6 +67,12 @@ struct LaunchSpec {
   // group, and Child::reap waits for the group alone (parallel launches).
   bool own_group = false;
   ChildOutput output = ChildOutput::kInherit;
+  // Crash reports (crash.hpp): the command is traced (PTRACE_SEIZE before its exec, following
+  // its threads, forks and execs) and the first fatal signal that reaches one of its threads is
+  // captured before the program's own handler runs. The launch must then be started and waited
+  // for by one thread (ptrace requests come from the tracer thread). When ptrace is refused the
+  // command runs untraced and Child::crash_note says why.
+  bool catch_crashes = false;
 };
 
 // How Child::wait watches a launch.
@@ -120,9 +129,18 @@ class Child {
   // The output captured so far (moved out).
   std::string take_output() { return std::move(output_); }
 
+  // catch_crashes: the first fatal signal that reached a thread of the launch (a fault preferred
+  // to a signal sent, when both came), captured, not yet resolved; exit_status is the command's.
+  [[nodiscard]] const std::optional<CrashReport>& crash() const { return crash_; }
+  // catch_crashes: why the launch is not traced ("" when it is).
+  [[nodiscard]] const std::string& crash_note() const { return crash_note_; }
+
  private:
   Child() = default;
   void drain_output();
+  // A tracee stopped (catch_crashes): a fatal signal is captured; every stop is resumed.
+  void on_stop(pid_t tid, int status);
+  void seize(int go_w);
 
   pid_t pid_ = -1;
   bool own_group_ = false;
@@ -133,6 +151,11 @@ class Child {
   int err_fd_ = -1;  // the read end of the exec-error pipe
   std::string output_;
   bool subreaper_ = false;  // this launch holds the subreaper count
+  bool traced_ = false;     // catch_crashes, and the seize succeeded
+  std::optional<CrashReport> crash_;
+  std::string crash_note_;
+  std::unordered_set<pid_t> started_;  // tracees whose first stop was seen
+  int64_t last_stop_ns_ = 0;           // when a tracee last stopped (wait() looks again soon after)
 };
 
 }  // namespace cudatool::record

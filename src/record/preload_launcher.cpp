@@ -106,6 +106,7 @@ LaunchSpec launch_spec(const RecordOptions& o, const std::string& shim,
   } else {
     spec.set_env.emplace_back(CUDATOOL_ENV_ENV, o.env);
   }
+  spec.catch_crashes = o.crash_report;
   return spec;
 }
 
@@ -240,6 +241,8 @@ Result<RecordSummary> record_preload(const RecordOptions& o, const std::string& 
 
   RecordSummary sum;
   if (fr) sum.functions = fr->outcome();
+  sum.crash_note = child->crash_note();
+  keep_crash(child->crash(), sum);
   if (Status s = finish_trace(ctl, events_path, *child, interrupted, t0, fr ? &*fr : nullptr, sum);
       !s.ok()) {
     return s.error();

@@ -349,6 +349,7 @@ void PtraceRecorder::on_gone(int tid, int status) {
   if (tid == main_pid_) {
     main_status_ = code;
     main_done_ = true;
+    if (crash_) crash_->exit_status = code;
   }
   if (it == threads_.end()) return;
   Thread& t = it->second;
@@ -398,8 +399,13 @@ void PtraceRecorder::on_wait(int tid, int status) {
       return;
     }
     case 0:
-      // Signal-delivery-stop: the signal goes on to the program.
+      // Signal-delivery-stop: the signal goes on to the program. A fatal one is read first,
+      // before the program's handler runs (crash.hpp).
       t.started = true;
+      if (is_crash_signal(sig) && (!crash_ || crash_->sent)) {
+        CrashReport c = capture_crash(tid, sig);
+        if (!crash_ || !c.sent) crash_ = std::move(c);
+      }
       resume(tid, sig);
       return;
     default:
@@ -533,6 +539,7 @@ Result<RecordSummary> PtraceRecorder::run() {
   Trailer& tr = sum_.trailer;
   tr.events = seq_;
   if (end_reason_.empty()) end_reason_ = main_status_ < 0 ? "signal" : "exit";
+  if (main_done_) keep_crash(std::move(crash_), sum_);
   tr.reason = end_reason_;
   tr.exit_status = main_status_;
   if (Status w = out_.write_trailer(tr); !w.ok() && write_error_.empty()) {

@@ -153,6 +153,7 @@ class PtraceRecorder {
   std::vector<trace::Module> module_records_;
   std::string write_error_;
   std::string end_reason_;
+  std::optional<CrashReport> crash_;  // the first fatal signal (a fault over a signal sent)
 };
 
 }  // namespace cudatool::record

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/crash.hpp"
 #include "record/function_recorder.hpp"
 #include "trace/event.hpp"
 #include "trace/trace_file.hpp"
@@ -45,6 +46,9 @@ struct RecordOptions {
   // events in the trace (record/function_recorder.hpp); "" records none.
   std::string functions;
   std::string functions_lib;  // the library to plan ("" the libcuda CMD names, or the system's)
+  // Preload mode: trace the command with ptrace for a crash report (crash.hpp); ptrace mode
+  // always reads a fatal signal.
+  bool crash_report = true;
 };
 
 struct RecordSummary {
@@ -65,6 +69,10 @@ struct RecordSummary {
   int term_signal = 0;  // the signal that killed the command, 0 if it exited
   std::string placement;
   FunctionOutcome functions;  // --functions: what was planned and written
+  // A fatal signal reached the command (crash.hpp), resolved; its summary is in the trailer.
+  // crash_note: why there can be no crash report (ptrace refused), "" normally.
+  std::optional<CrashReport> crash;
+  std::string crash_note;
   // A problem to report that did not stop the recording from producing a valid trace (the
   // command could not be run: exit_code is then 127 or 126, as in shells).
   std::string error;
@@ -77,6 +85,10 @@ void count_event(RecordSummary& s, const Event& ev);
 
 Header make_header(const std::vector<std::string>& argv, const std::string& mode,
                    const std::string& devices);
+
+// A crash the recorder caught: when fatal (it ended the command), resolved into sum.crash and
+// the trailer's summary; else dropped (a handler of the program recovered from it).
+void keep_crash(std::optional<CrashReport> crash, RecordSummary& sum);
 
 // Runs options.argv (or attaches to options.attach_pid) under ptrace and records it into `out`.
 // Errors: the command cannot be started, ptrace is not permitted, the pid does not exist.

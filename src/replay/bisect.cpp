@@ -27,6 +27,12 @@ std::vector<std::vector<uint32_t>> split(const std::vector<uint32_t>& c, size_t 
   return parts;
 }
 
+// A try fails as BAD failed: killed by the same signal in the same function.
+bool same_crash(const trace::CrashSummary& bad, const std::optional<record::CrashReport>& c) {
+  return c && c->exit_status == -bad.signal && c->signal == bad.signal &&
+         c->function() == bad.function;
+}
+
 }  // namespace
 
 std::vector<uint32_t> ddmin(uint32_t count,
@@ -162,6 +168,13 @@ Status choose_criterion(const BisectOptions& o, const Recording& good, const Rec
     rep.bad_exit_status = *bad_status;
     rep.criterion = fmt::format("exit status {} (BAD's trailer)", *bad_status);
     rep.criterion_kind = "exit_status";
+    // A crash is a failure of its own kind: the same signal in the same function.
+    if (const auto& c = bad.trailer->crash; c && *bad_status == -c->signal) {
+      rep.bad_crash = *c;
+      rep.criterion = fmt::format("killed by {} in {} (BAD's trailer)",
+                                  record::signal_name(c->signal), c->function);
+      rep.criterion_kind = "crash";
+    }
     return Status::success();
   }
   std::string why = !bad.trailer ? fmt::format("{} has no trailer", o.bad)
@@ -227,8 +240,11 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     t.exit_status = r->exit_status;
     t.end = r->end;
     t.wall_s = r->wall_s;
+    if (r->crash) t.crash = r->crash->signature();
     if (re) {
       t.failed = re->search_lines(r->program_output);
+    } else if (rep.bad_crash) {
+      t.failed = same_crash(*rep.bad_crash, r->crash);
     } else if (rep.criterion_kind == "exit_status") {
       t.failed = r->end != "refused" && r->exit_status == rep.bad_exit_status;
     } else {  // BAD's path: GOOD's call where BAD's path departs is not reached

@@ -41,6 +41,7 @@ struct BisectTry {
   int exit_status = 0;
   std::string end;
   bool failed = false;  // failed as BAD failed
+  std::string crash;    // killed by a signal: "SIGSEGV in fn_2a3b00" (record::CrashReport)
   double wall_s = 0;
 };
 
@@ -50,12 +51,15 @@ struct BisectReport {
   // "exit status 1 (BAD's trailer)", "the program's output matches /…/", "its device calls end
   // where BAD's ended: it does not reach GOOD's seq 45 (…)"
   std::string criterion;
-  std::string criterion_kind;  // "output" (--fails-if), "exit_status", "path"
+  std::string criterion_kind;  // "output" (--fails-if), "exit_status", "crash", "path"
   int bad_exit_status = 0;
   // BAD's path: the first of GOOD's calls that BAD never made, not a teardown (trace index in
   // GOOD), where BAD stopped early against GOOD (ab's early end). A try whose program does not
   // reach it fails as BAD failed, when neither --fails-if nor an exit status decides.
   std::optional<uint32_t> departure;
+  // BAD was killed by a signal and its trailer names where: a try fails when it is killed by the
+  // same signal in the same function.
+  std::optional<trace::CrashSummary> bad_crash;
   std::vector<AnswerDiff> diffs;
   std::vector<BisectTry> tries;   // in the order run, the two baselines first
   std::vector<uint32_t> culprit;  // indices into diffs; empty when not found

@@ -89,7 +89,8 @@ bool is_plumbing(const std::string& path) {
 // on the stack (a scan: libcuda has no frame pointers; the first such word is its caller's).
 void sample(pid_t tid, const std::vector<MapEntry>& maps, ThreadStop& t) {
   t.tid = tid;
-  if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) return;
+  // EPERM: traced already, by this thread (the launcher's crash reports): interrupt it as is.
+  if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0 && errno != EPERM) return;
   if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) return;
   int st = 0;
   if (waitpid(tid, &st, __WALL) != tid) return;
@@ -250,9 +251,27 @@ void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall
   (void)rec;
 }
 
+// The crash report's last device call of the faulting thread: the last the shims answered.
+void set_crash_last_call(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
+                         record::CrashReport& c) {
+  const LogRecord* last = nullptr;
+  for (const LogRecord& r : log.records) {
+    if (r.tid == c.tid && r.sys >= RP_OPEN && r.sys <= RP_MUNMAP) last = &r;
+  }
+  if (last == nullptr) return;
+  c.last_call_seq = last->seq;
+  c.last_call = describe(rec, event_of(*last, table)).line;
+  bool has_event = last->answered >= 0 && static_cast<size_t>(last->answered) < table.calls.size();
+  if (has_event) {
+    c.last_call += fmt::format(" (answered as recorded seq {})",
+                               table.calls[static_cast<size_t>(last->answered)].seq);
+  }
+}
+
 void build_report(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
                   const rp_state& state, const uint8_t* answered, const Environment& env,
                   ReplayReport& rep) {
+  if (rep.crash) set_crash_last_call(rec, table, log, *rep.crash);
   rep.driver_version = rec.header.driver_version.value_or("");
   if (rec.norm != nullptr) rep.libcuda_version = rec.norm->libcuda_version;
   rep.recorded_calls = table.calls.size();

@@ -190,6 +190,7 @@ record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
                   {RP_ENV_ROOT, root}};
   spec.dir = o.work_dir;
   spec.own_group = true;  // ended as one, with what it leaves behind
+  spec.catch_crashes = o.crash_report;
   spec.output = o.capture_output  ? record::ChildOutput::kCapture
                 : o.quiet_program ? record::ChildOutput::kDiscard
                                   : record::ChildOutput::kInherit;
@@ -294,6 +295,11 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
             : how == record::WaitEnd::kTimeLimit ? "time_limit"
             : child->status() < 0                ? "signal"
                                                  : "exit";
+  rep.crash_note = child->crash_note();
+  if (const auto& c = child->crash(); c && c->fatal() && !stalled) {
+    rep.crash = *c;
+    record::resolve_crash(*rep.crash);
+  }
   auto parsed = parse_log(ByteView(files.log.data(), files.log.size()));
   if (!parsed) return parsed.error();
   build_report(rec, *table, *parsed, *files.st(), files.state.data() + sizeof(rp_state), *env, rep);

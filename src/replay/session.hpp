@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "record/crash.hpp"
 #include "record/function_recorder.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
@@ -34,6 +35,7 @@ struct ReplayOptions {
   std::function<bool()> stop;             // true ends the run at once (explore's Ctrl-C)
   std::string functions;      // --functions GLOBS: libcuda's function calls into -o ("" none)
   std::string functions_lib;  // --functions-lib: the library to plan ("" as CMD names it)
+  bool crash_report = true;   // trace the command for a crash report (record::LaunchSpec)
 };
 
 enum class Outcome : uint8_t {
@@ -91,6 +93,10 @@ struct ReplayReport {
   std::string end;  // "exit", "signal", "deadline", "time_limit", "stopped", "refused", "not_run"
   int exit_status = 0;  // of the program (exit code, or -signal)
   std::optional<Stall> stall;
+  // A fatal signal ended the program (record/crash.hpp), resolved; crash_note: why there can be
+  // no crash report (ptrace refused), "" normally.
+  std::optional<record::CrashReport> crash;
+  std::string crash_note;
   std::string refusal;  // why the shim refused (another driver's library)
   uint64_t processes = 0;
   uint64_t gpu_entries = 0, gpu_releases = 0;

@@ -303,6 +303,7 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
                                        : "exit";
   tr.exit_status = report.exit_status;
   tr.lost = report.log_lost;
+  if (report.crash) tr.crash = record::crash_summary(*report.crash);
   if (Status s = (*w)->write_trailer(tr); !s.ok()) return s;
   return (*w)->close();
 }

@@ -216,6 +216,17 @@ struct Header {
 
 // Optional last line: how the recording ended. A trace without it is still valid (the recorder
 // was killed); readers report its absence.
+// The fatal signal that reached the traced command (crash reports: docs/tracing.md), as the
+// trailer keeps it: enough to tell one crash from another (replay --bisect).
+struct CrashSummary {
+  int signal = 0;
+  std::string function;  // cudatool's name of the pc's function, else the pc's module+offset
+  std::string where;     // the pc as module+offset ("libcuda.so.1+0x2a3b47")
+  std::optional<uint64_t> fault_addr;
+  int tid = 0;
+  std::string api;  // the CUDA API call in progress ("" unknown)
+};
+
 struct Trailer {
   uint64_t events = 0;
   std::string reason;  // "exit", "signal", "detached", "interrupted"
@@ -227,6 +238,7 @@ struct Trailer {
   // Device calls the recorder saw but could not record (preload: a device call made by a signal
   // handler that interrupted the recorder in the same thread). 0 normally.
   uint64_t lost = 0;
+  std::optional<CrashSummary> crash;  // a fatal signal reached the command (crash reports)
   std::vector<ExtraField> extra;
 };
 

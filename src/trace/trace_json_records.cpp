@@ -59,6 +59,18 @@ void append_trailer_line(std::string& out, const Trailer& t) {
     w.end_object();
   }
   if (t.lost != 0) w.kv("lost", t.lost);
+  if (t.crash) {
+    const CrashSummary& c = *t.crash;
+    w.key("crash").begin_object();
+    w.kv("signal", c.signal).kv("function", c.function).kv("where", c.where);
+    if (c.fault_addr) {
+      w.kv_hex("fault_addr", *c.fault_addr);
+    } else {
+      w.key("fault_addr").null();
+    }
+    w.kv("tid", c.tid).kv("api", c.api);
+    w.end_object();
+  }
   write_extra(w, t.extra);
   w.end_object();
   w.end_object();
@@ -267,6 +279,46 @@ Status parse_header_line(std::string_view line, uint64_t offset, Header& h) {
   return Status::success();
 }
 
+namespace {
+
+// The trailer's "crash" object (CrashSummary); unknown members are skipped.
+bool parse_crash(LineParser& p, CrashSummary& c) {
+  auto& r = p.r();
+  if (!r.enter_object()) return false;
+  std::string_view k;
+  while (r.next_member(k)) {
+    bool ok = true;
+    int32_t v = 0;
+    if (k == "signal") {
+      ok = p.i32(v);
+      c.signal = v;
+    } else if (k == "tid") {
+      ok = p.i32(v);
+      c.tid = v;
+    } else if (k == "function") {
+      ok = p.str(c.function);
+    } else if (k == "where") {
+      ok = p.str(c.where);
+    } else if (k == "api") {
+      ok = p.str(c.api);
+    } else if (k == "fault_addr") {
+      if (r.peek() == JsonReader::Kind::kNull) {
+        ok = r.null();
+      } else {
+        uint64_t a = 0;
+        ok = p.u64(a);
+        c.fault_addr = a;
+      }
+    } else {
+      ok = r.skip();
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& t) {
   t = Trailer{};
   LineParser p(line, offset);
@@ -296,6 +348,8 @@ Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& t) {
           }
         } else if (k == "lost") {
           ok = p.u64(t.lost);
+        } else if (k == "crash") {
+          ok = parse_crash(p, t.crash.emplace());
         } else if (k == "routes") {
           if ((ok = r.enter_object())) {
             std::string_view route;
