@@ -148,10 +148,12 @@ void what_instead(const Baseline& b, const std::string& replayed, ExperimentResu
   r.added.assign(added.begin(), added.end());
 }
 
-// The one place a crash's libcuda function is named: the crash reports of the inside-libcuda
-// issue (branch `crash`) will name the function the signal came from; until they land, this
-// leaves it empty and the report says "signal N" alone.
-void fill_crash_function(const ReplayReport& /*report*/, ExperimentResult& /*r*/) {}
+// The one place a crash's libcuda function is named: the replay's crash report (record/crash.hpp)
+// names the function the signal came from; without one (ptrace refused) it stays empty and the
+// report says "signal N" alone.
+void fill_crash_function(const ReplayReport& report, ExperimentResult& r) {
+  if (report.crash) r.function = report.crash->function();
+}
 
 ExperimentResult classify(const Baseline& b, const Run& run) {
   const ReplayReport& rep = run.report;

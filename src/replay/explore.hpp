@@ -45,9 +45,7 @@ struct ExperimentResult {
   std::string end;      // the replay's: "exit", "signal", "deadline"
   int exit_status = 0;  // the program's exit code, or -signal
   int signal = 0;       // crashes: from the exit status
-  // crashes: the libcuda function the signal came from. Filled by the crash reports of the
-  // inside-libcuda issue (branch `crash`) when they land: see fill_crash_function() in
-  // explore.cpp, the one place it is set. "" until then.
+  // crashes: the libcuda function the signal came from (the replay's crash report), "" unknown
   std::string function;
   // fails and crashes: the first API call whose result changed (or was not reached), with the
   // baseline's and this run's results.
