@@ -102,6 +102,8 @@ TEST(ExploreFixture, FindsTheNeededTheOptionalAndTheCrashingCount) {
     EXPECT_EQ(c["strategy"], "mutate");
     EXPECT_EQ(c["member"], "params.fbInfoListSize") << c.dump(1);
     EXPECT_EQ(c["signal"], 11);  // SIGSEGV
+    // The crash report names the fixture's function the loop over the count runs in.
+    EXPECT_NE(c["function"].get<std::string>().find("nvf_"), std::string::npos) << c.dump(1);
     EXPECT_NE(c["reproduce"].get<std::string>().find("cudatool replay "), std::string::npos);
   }
   // Crashes are listed first.
@@ -209,6 +211,8 @@ TEST(ExploreReal, MutateFindsACrashWithinASmallBudget) {
     if (x["outcome"] == "crashes") crashes.push_back(x);
   }
   ASSERT_FALSE(crashes.empty()) << e.report.dump(1);
+  // The crash report names a libcuda function (the library is stripped: fn_<addr> or an export).
+  EXPECT_FALSE(crashes[0]["function"].get<std::string>().empty()) << crashes[0].dump(1);
   std::string cmd = crashes[0]["reproduce"];
   cmd.replace(0, std::string("cudatool replay").size(),
               cudatool_bin() + " replay --program-status");
