@@ -5,9 +5,9 @@
 
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
-#include "analysis/x86_length.hpp"
 #include "analysis/xrefs.hpp"
 #include "base/glob_match.h"
+#include "base/x86_length.hpp"
 
 namespace cudatool {
 namespace {
