@@ -19,10 +19,13 @@ generator fails otherwise). --check fails when FILE differs from what would be w
 Standard library only (Debian's /usr/bin/python3).
 """
 
-import argparse
+import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_gpu_methods  # noqa: E402  (its command line, its `git show`)
+from gen_gpu_methods import show  # noqa: E402
 
 DIR = "classes/compute/"
 HOPPER, AMPERE, ADA = "cbc0", "c6c0", "c9c0"
@@ -199,11 +202,6 @@ def check_same(ours, theirs, names, prefix_ours, prefix_theirs, what, widths):
     return same
 
 
-def show(git_dir, rev, path):
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{rev}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
 def generate(read, rev):
     """read(path) -> text of a header at the revision."""
     methods = {c: parse(read(f"{DIR}cl{c}.h")) for c in (HOPPER, AMPERE, ADA)}
@@ -253,20 +251,10 @@ def generate(read, rev):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--git-dir", required=True)
-    ap.add_argument("--rev", default="c8607fe576b53ff821ffcf97e7548d2de11c4eaf")
-    ap.add_argument("--out", default="src/replay/generated/gpu_compute.h")
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args()
-    text = generate(lambda path: show(a.git_dir, a.rev, path), a.rev)
-    if a.check:
-        with open(a.out) as f:
-            if f.read() != text:
-                sys.exit(f"gen_gpu_compute: {a.out} differs from what {a.rev} gives")
-        return
-    with open(a.out, "w") as f:
-        f.write(text)
+    gen_gpu_methods.run(__doc__, "gen_gpu_compute",
+                        lambda git_dir, rev: generate(lambda p: show(git_dir, rev, p), rev),
+                        "c8607fe576b53ff821ffcf97e7548d2de11c4eaf",
+                        "src/replay/generated/gpu_compute.h")
 
 
 if __name__ == "__main__":
