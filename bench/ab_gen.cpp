@@ -11,7 +11,7 @@
 // INDEX to NV_ERR_INVALID_ARGUMENT; --drop leaves event INDEX out; --stop ends the trace before
 // event INDEX (a run that stopped early; its trailer says exit status 1).
 //
-// Handles are the values RM alloc/free/control calls name (rm::decode_event's h_client,
+// Handles are the values RM alloc/free/control calls name (trace::decode_event's h_client,
 // h_parent, h_object), replaced wherever they occur as aligned 32-bit words of any buffer;
 // pointers are aligned 64-bit words in the user range 0x7f0000000000–0x800000000000 (stacks,
 // mmap areas), shifted by a page-aligned amount per repetition and run.
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/bytes.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 #include "trace/trace_file.hpp"
 
 using namespace cudatool;
@@ -115,9 +115,9 @@ int main(int argc, char** argv) {
   std::vector<trace::Event> pattern;
   std::set<uint32_t> handles;
   trace::Event ev;
-  rm::Decoded d;
+  trace::Decoded d;
   while ((*r)->next(ev)) {
-    rm::decode_event(t, ev, d);
+    trace::decode_event(t, ev, d);
     for (auto h : {d.h_client, d.h_parent, d.h_object}) {
       if (h && *h >= 0x10000) handles.insert(*h);
     }

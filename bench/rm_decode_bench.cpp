@@ -1,4 +1,4 @@
-// Speed of the RM/UVM decoders (rm/decode.hpp) on the events of a real capture
+// Speed of the RM/UVM decoders (trace/decode.hpp) on the events of a real capture
 // (tests/data/captures/trace_a.jsonl.xz, or $CUDATOOL_CAPTURES), replicated to a large in-memory
 // trace: events per second of decode_event alone, with the one-line text rendering, and with the
 // JSON rendering. Reading the trace file is not measured here (that is the trace reader's).
@@ -21,7 +21,7 @@
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
 #include "base/mapped_file.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace {
 
@@ -100,10 +100,10 @@ const rm::Tables& tables() {
 
 void BM_Decode(benchmark::State& state) {
   const auto& evs = events();
-  rm::Decoded d;
+  trace::Decoded d;
   size_t i = 0;
   for (auto _ : state) {
-    rm::decode_event(tables(), evs[i], d);
+    trace::decode_event(tables(), evs[i], d);
     benchmark::DoNotOptimize(d.call);
     if (++i == evs.size()) i = 0;
   }
@@ -113,11 +113,11 @@ BENCHMARK(BM_Decode);
 
 void BM_DecodeFormatLine(benchmark::State& state) {
   const auto& evs = events();
-  rm::Decoded d;
+  trace::Decoded d;
   size_t i = 0;
   for (auto _ : state) {
-    rm::decode_event(tables(), evs[i], d);
-    std::string line = rm::format_line(d);
+    trace::decode_event(tables(), evs[i], d);
+    std::string line = trace::format_line(d);
     benchmark::DoNotOptimize(line.data());
     if (++i == evs.size()) i = 0;
   }
@@ -127,14 +127,14 @@ BENCHMARK(BM_DecodeFormatLine);
 
 void BM_DecodeJson(benchmark::State& state) {
   const auto& evs = events();
-  rm::Decoded d;
+  trace::Decoded d;
   std::string out;
   size_t i = 0;
   for (auto _ : state) {
-    rm::decode_event(tables(), evs[i], d);
+    trace::decode_event(tables(), evs[i], d);
     out.clear();
     JsonWriter w(out, false);
-    rm::write_json(w, d);
+    trace::write_json(w, d);
     benchmark::DoNotOptimize(out.data());
     if (++i == evs.size()) i = 0;
   }
@@ -149,11 +149,11 @@ int decode_capture(const char* path) {
     fprintf(stderr, "rm_decode_bench: cannot read %s\n", path);
     return 2;
   }
-  rm::Decoded d;
+  trace::Decoded d;
   std::string out;
   for (const trace::Event& ev : evs) {
-    rm::decode_event(tables(), ev, d);
-    out += rm::format_line(d);
+    trace::decode_event(tables(), ev, d);
+    out += trace::format_line(d);
     out += '\n';
   }
   fwrite(out.data(), 1, out.size(), stdout);

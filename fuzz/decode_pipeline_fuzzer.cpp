@@ -8,11 +8,11 @@
 #include <string>
 
 #include "base/json_writer.hpp"
-#include "rm/decode.hpp"
-#include "rm/event_filter.hpp"
-#include "rm/perfetto.hpp"
-#include "rm/trace_stats.hpp"
+#include "trace/decode.hpp"
+#include "trace/event_filter.hpp"
+#include "trace/perfetto.hpp"
 #include "trace/trace_file.hpp"
+#include "trace/trace_stats.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;
@@ -23,33 +23,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* kExprs[] = {"failed or status!=NV_OK", "class=*CHANNEL* and tid<100",
                                  "call=NV_ESC_RM_ALLOC,UVM_* or not device=nvidiactl",
                                  "dur>=1us or handle=0x5c000001 or errno=ENOTTY"};
-  std::vector<rm::EventFilter> filters;
+  std::vector<trace::EventFilter> filters;
   for (const char* e : kExprs) {
-    auto f = rm::EventFilter::parse(e, t);
+    auto f = trace::EventFilter::parse(e, t);
     if (!f) __builtin_trap();
     filters.push_back(std::move(*f));
   }
-  rm::StatsBuilder stats(t, 5);
-  rm::PerfettoWriter pw(t, (*r)->header(), "fuzz");
+  trace::StatsBuilder stats(t, 5);
+  trace::PerfettoWriter pw(t, (*r)->header(), "fuzz");
   std::string perfetto, line, js;
   pw.begin(perfetto);
   trace::Event ev;
-  rm::Decoded d;
+  trace::Decoded d;
   uint64_t n = 0;
   while ((*r)->next(ev) && n < 20000) {
     ++n;
-    rm::decode_event(t, ev, d);
+    trace::decode_event(t, ev, d);
     for (const auto& f : filters) (void)f.matches(ev, d);
     stats.add(ev, d);
     pw.add(perfetto, ev, d);
     line.clear();
-    rm::append_line(line, d);
+    trace::append_line(line, d);
     js.clear();
     JsonWriter w(js, false);
-    rm::write_json(w, d);
+    trace::write_json(w, d);
     if (!nlohmann::json::accept(js)) __builtin_trap();
   }
-  rm::TraceStats s = stats.finish();
+  trace::TraceStats s = stats.finish();
   (void)s.first_context();
   pw.finish(perfetto, n, (*r)->diagnostics().count());
   if (!nlohmann::json::accept(perfetto)) __builtin_trap();

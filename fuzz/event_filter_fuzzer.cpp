@@ -1,17 +1,17 @@
-// Fuzzes the --filter language (rm/event_filter.hpp): the input is an expression. It must parse
+// Fuzzes the --filter language (trace/event_filter.hpp): the input is an expression. It must parse
 // or fail with a one-line error; a parsed filter is evaluated on a few events of every kind.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "rm/decode.hpp"
-#include "rm/event_filter.hpp"
+#include "trace/decode.hpp"
+#include "trace/event_filter.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;
   std::string_view expr(reinterpret_cast<const char*>(data), size);
   const rm::Tables& t = rm::all_branches().back();
-  auto f = rm::EventFilter::parse(expr, t);
+  auto f = trace::EventFilter::parse(expr, t);
   if (!f) {
     std::string m = f.error().message();
     if (m.empty()) __builtin_trap();
@@ -46,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return v;
   }();
-  rm::Decoded d;
+  trace::Decoded d;
   for (const trace::Event& ev : events) {
-    rm::decode_event(t, ev, d);
+    trace::decode_event(t, ev, d);
     (void)f->matches(ev, d);
   }
   return 0;

@@ -12,9 +12,9 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
+#include "record/shim_abi/replay_abi.h"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
-#include "replay/replay_abi.h"
 #include "replay/replay_log.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes the RM/UVM ioctl decoders (rm/decode.hpp): bytes → one trace event → decode → text and
+// Fuzzes the RM/UVM ioctl decoders (trace/decode.hpp): bytes → one trace event → decode → text and
 // JSON renderings. Input layout (all little-endian; fuzz/seeds/rm_decode_fuzzer.sh writes the
 // real captures in it):
 //   u8 branch index, u8 device (index into kPaths), u8 flags (bit 0: nested role "xfer" instead
@@ -10,7 +10,7 @@
 
 #include "base/bytes.hpp"
 #include "base/json_writer.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace {
 
@@ -55,11 +55,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     n.before.assign(rest.data(), rest.data() + rest.size());
     ev.nested.push_back(std::move(n));
   }
-  rm::Decoded d;
-  rm::decode_event(t, ev, d);
-  std::string line = rm::format_line(d);
+  trace::Decoded d;
+  trace::decode_event(t, ev, d);
+  std::string line = trace::format_line(d);
   std::string json;
   JsonWriter w(json, false);
-  rm::write_json(w, d);
+  trace::write_json(w, d);
   return 0;
 }

@@ -17,9 +17,9 @@
 
 #include "base/bytes.hpp"
 #include "fuzz_check.hpp"
-#include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 
 namespace {
 
@@ -134,9 +134,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_pointees(rm, t, p, params, max, ev);
   }
   // The decoder over the same event: the buffers behind pointers decoded by their rules.
-  rm::Decoded d;
-  rm::decode_event(t, ev, d);
-  std::string line = rm::format_line(d);
+  trace::Decoded d;
+  trace::decode_event(t, ev, d);
+  std::string line = trace::format_line(d);
   FUZZ_CHECK(!line.empty());
   return 0;
 }

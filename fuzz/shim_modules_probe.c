@@ -1,5 +1,6 @@
-/* shim_modules_probe.h: the preload shim's module code (src/record/preload/modules.c, included
- * here whole so that its static readers are reachable) over an object image held in memory, as
+/* shim_modules_probe.h: the preload shim's module code (src/record/preload/modules.c and the
+ * bounds its reads are checked against, module_bounds.c, included here whole so that their static
+ * readers are reachable) over an object image held in memory, as
  * dl_iterate_phdr would describe it. The loader guarantees that an object's PT_LOAD segments are
  * mapped; the probe gives that guarantee by cutting them to the image. Everything else in the
  * program headers (PT_NOTE, PT_GNU_EH_FRAME, offsets, sizes) is the fuzzer's. */
@@ -9,17 +10,15 @@
 #include <link.h>
 #include <string.h>
 
+#include "../src/record/preload/module_bounds.c"
 #include "../src/record/preload/modules.c"
 
-/* What modules.c needs of the rest of the shim. */
-__thread struct shim_tls shim_t __attribute__((tls_model("initial-exec")));
-int shim_pid = 1;
+/* What modules.c needs of the rest of the shim (the runtime's thread state and pid, the output). */
+__thread struct rt_tls rt_t __attribute__((tls_model("initial-exec")));
+int rt_pid = 1;
 void shim_emit_line(const char* line, size_t len) {
   (void)line;
   (void)len;
-}
-void shim_capture_stack(struct shim_event* ev) {
-  (void)ev;
 }
 
 const char* shim_modules_probe(const uint8_t* image, size_t n, const uint8_t* phdrs, size_t nph,
@@ -44,9 +43,9 @@ const char* shim_modules_probe(const uint8_t* image, size_t n, const uint8_t* ph
 
   /* The build id: hex digits only, at most 32 bytes' worth, read inside the segments. */
   char id[65];
-  set_segments(&info);
+  shim_module_bounds_set(&info);
   build_id_of(&info, id);
-  cur_segs.n = 0;
+  shim_module_bounds_clear();
   size_t len = strnlen(id, sizeof id);
   if (len == sizeof id) return "build id not terminated";
   if (len % 2 != 0) return "build id of an odd number of digits";

@@ -1,5 +1,5 @@
 """Issue #6 (knowledge base and decoders): decoding a real capture. cudatool's side is the
-decoder pipeline of bench/rm_decode_bench.cpp (xz, JSON lines, rm::decode_event, one text line per
+decoder pipeline of bench/rm_decode_bench.cpp (xz, JSON lines, trace::decode_event, one text line per
 event; the `decode` command adds only the trace reader); the baseline is a Python decoder using the
 same committed tables (bench/baselines/rm_decode_python.py), which decodes less (no parameter
 structures). Events per second of the decoder alone come from the Google Benchmark binary

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-#include "record/glob_match.h"
+#include "base/glob_match.h"
 #include "trace/capture_import.hpp"
 
 namespace cudatool::ab {

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 #include "trace/event.hpp"
 
 namespace cudatool::trace {

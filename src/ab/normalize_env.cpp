@@ -12,7 +12,7 @@
 
 #include "ab/normalize_state.hpp"
 #include "base/bytes.hpp"
-#include "record/glob_match.h"
+#include "base/glob_match.h"
 
 namespace cudatool::ab::detail {
 namespace {

@@ -1,12 +1,13 @@
 // One ioctl: which call it is (RM escape, XFER's inner escape, UVM ioctl), the RM objects it
 // creates or frees, its status, and the normalised images of its argument and nested buffers.
-// Layouts come from the driver branch's tables (rm/tables.hpp), as in rm/decode.cpp.
+// Layouts come from the driver branch's tables (rm/tables.hpp), as in trace/decode.cpp.
 #include <algorithm>
 #include <cstring>
 
 #include "ab/normalize_state.hpp"
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
+#include "rm/call_semantics.hpp"
 #include "trace/capture_import.hpp"
 
 namespace cudatool::ab::detail {
@@ -47,6 +48,7 @@ struct Plan {
   uint64_t arg_size = 0;                    // bytes of the argument the call uses
   const rm::EscapeEntry* escape = nullptr;  // effective escape (XFER: the inner one)
   const rm::UvmEntry* uvm = nullptr;
+  const rm::CallRow* row = nullptr;  // the effective call's row (rm/call_semantics.hpp)
   // Where the RM identity members are read: a structure over one buffer's bytes at an offset.
   const rm::StructEntry* id_layout = nullptr;
   const std::vector<uint8_t>* id_bytes = nullptr;
@@ -105,6 +107,7 @@ Plan plan_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
     p.uvm = ev.request <= 0xffffffffu ? t.find_uvm(ne.nr) : nullptr;
     if (p.uvm != nullptr) {
       ne.call = p.uvm->name;
+      p.row = rm::row_of(t, *p.uvm);
       p.arg_layout = s.layout(p.uvm->params);
       if (p.uvm->params_size >= 0) {
         p.arg_size = static_cast<uint64_t>(p.uvm->params_size);
@@ -143,9 +146,10 @@ Plan plan_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   p.arg_layout = s.layout(type_name);
   p.arg_array = e->array;
   p.escape = e;
+  p.row = rm::row_of(t, *e);
   p.id_layout = p.arg_layout;
   p.id_bytes = arg ? &side_bytes(*arg) : nullptr;
-  if (e->name == "NV_ESC_IOCTL_XFER_CMD" && p.id_bytes != nullptr) {
+  if (p.row != nullptr && (p.row->does & rm::kCallWraps) && p.id_bytes != nullptr) {
     // nv_ioctl_xfer_t names the escape whose argument is in the "xfer" buffer.
     auto inner = read_field(s.field(p.arg_layout, "cmd"), *p.id_bytes, 0);
     const rm::EscapeEntry* ie = inner ? t.find_escape(static_cast<uint32_t>(*inner)) : nullptr;
@@ -153,21 +157,18 @@ Plan plan_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
     if (ie != nullptr) {
       ne.nr = ie->nr;
       p.escape = ie;
+      p.row = rm::row_of(t, *ie);
       p.xfer_layout = s.layout(ie->type);
       p.id_layout = p.xfer_layout;
       p.id_bytes = x ? &side_bytes(*x) : nullptr;
     }
   }
-  // The *_with_fd wrappers (nv-ioctl.h) hold the RM structure (NVOS02, NVOS33) in their member
-  // "params", next to an fd.
-  if (p.id_layout != nullptr && find_object_shape(p.id_layout->name) == nullptr &&
-      s.field_of_kind(p.id_layout, rm::ValueKind::kStatus) == nullptr) {
-    if (const rm::FieldEntry* f = s.field(p.id_layout, "params")) {
-      if (const rm::StructEntry* inner = s.layout(f->type)) {
-        p.id_layout = inner;
-        p.id_base = f->offset;
-      }
-    }
+  // The *_with_fd wrappers (nv-ioctl.h) hold the RM structure (NVOS02, NVOS33) in a member,
+  // next to an fd: the row says which.
+  if (p.id_layout != nullptr) {
+    rm::CallLayout l = rm::locate_call(t, p.row, *p.id_layout);
+    p.id_layout = l.rm;
+    p.id_base = l.rm_base;
   }
   return p;
 }
@@ -214,10 +215,14 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
   // Identity: command, class, status, client, and the object created or freed.
   static const std::vector<uint8_t> kEmpty;
   const std::vector<uint8_t>& idb = p.id_bytes ? *p.id_bytes : kEmpty;
-  if (const rm::FieldEntry* f = s.field_of_kind(p.id_layout, rm::ValueKind::kControl)) {
-    ne.cmd = read_field(f, idb, p.id_base);
-  }
-  if (auto c = read_field(s.field(p.id_layout, "hClass"), idb, p.id_base)) {
+  // The members the call's row names (none for a call without one).
+  static const rm::CallRow kNoRow;
+  const rm::CallRow& row = p.row ? *p.row : kNoRow;
+  auto member = [&](std::string_view name) {
+    return name.empty() ? nullptr : s.field(p.id_layout, name);
+  };
+  if (const rm::FieldEntry* f = member(row.control)) ne.cmd = read_field(f, idb, p.id_base);
+  if (auto c = read_field(member(row.cls), idb, p.id_base)) {
     ne.cls = static_cast<uint32_t>(*c);
   }
   // Status: read after the call only.
@@ -230,29 +235,23 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
         ne.status = ByteView(status_buf->after.data(), status_buf->after.size())
                         .read<uint32_t>(static_cast<uint64_t>(p.uvm->rm_status_offset));
       }
-    } else if (const rm::FieldEntry* f = s.field_of_kind(p.id_layout, rm::ValueKind::kStatus)) {
+    } else if (const rm::FieldEntry* f = member(row.status)) {
       auto v = read_field(f, status_buf->after, p.id_base);
       if (v) ne.status = static_cast<uint32_t>(*v);
     }
   }
   std::string_view id_name = p.id_layout ? p.id_layout->name : std::string_view();
   s.scope = mix(ne.nr + uint64_t{1}, ne.cmd ? *ne.cmd : ~uint64_t{0});
-  const ObjectShape* shape = p.id_layout ? find_object_shape(id_name) : nullptr;
-  std::string_view client_member = shape ? shape->client : "hClient";
-  std::optional<uint64_t> client_raw =
-      read_field(s.field(p.id_layout, client_member), idb, p.id_base);
-  if (!client_raw && shape == nullptr) {
-    client_member = "hRoot";
-    client_raw = read_field(s.field(p.id_layout, client_member), idb, p.id_base);
-  }
+  const rm::CallIdentity id = rm::call_identity(row);
+  std::optional<uint64_t> client_raw = read_field(member(id.client), idb, p.id_base);
   if (client_raw && *client_raw != 0) {
-    s.client = s.client_symbol(static_cast<uint32_t>(*client_raw), Place{id_name, client_member});
+    s.client = s.client_symbol(static_cast<uint32_t>(*client_raw), Place{id_name, id.client});
   }
 
   // Nested layouts: control parameters by command, allocation parameters by class.
-  if (p.escape != nullptr && ne.cmd && p.escape->name == "NV_ESC_RM_CONTROL") {
+  if (p.escape != nullptr && ne.cmd && (row.does & rm::kCallControl)) {
     if (const rm::CtrlEntry* c = t.find_control(*ne.cmd)) p.params_layout = s.layout(c->params);
-  } else if (p.escape != nullptr && ne.cls && p.escape->name == "NV_ESC_RM_ALLOC") {
+  } else if (p.escape != nullptr && ne.cls && (row.does & rm::kCallAlloc)) {
     if (const rm::ClassEntry* c = t.find_class(*ne.cls))
       p.params_layout = s.layout(c->alloc_params);
   }
@@ -295,9 +294,9 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
       // Behind a pointer member (v2): an array of the rule's element structure, the bytes
       // compared member by member; the pointer itself, in `params`, is a pointer symbol.
       const rm::PointerRule* r = nullptr;
-      if (p.escape != nullptr && ne.cmd && p.escape->name == "NV_ESC_RM_CONTROL") {
+      if (p.escape != nullptr && ne.cmd && (row.does & rm::kCallControl)) {
         r = t.find_pointer_rule(rm::PointerKind::kControl, *ne.cmd, b.role);
-      } else if (p.escape != nullptr && ne.cls && p.escape->name == "NV_ESC_RM_ALLOC") {
+      } else if (p.escape != nullptr && ne.cls && (row.does & rm::kCallAlloc)) {
         r = t.find_pointer_rule(rm::PointerKind::kAlloc, *ne.cls, b.role);
       }
       const rm::StructEntry* elem = r ? s.layout(r->elem_type) : nullptr;
@@ -312,16 +311,15 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
 
   // Objects created or freed.
   uint32_t freed = 0;
-  if (shape != nullptr) {
-    uint32_t obj = static_cast<uint32_t>(
-        read_field(s.field(p.id_layout, shape->object), idb, p.id_base).value_or(0));
-    uint32_t parent = static_cast<uint32_t>(
-        read_field(s.field(p.id_layout, shape->parent), idb, p.id_base).value_or(0));
+  if (id.creates || id.frees) {
+    uint32_t obj = static_cast<uint32_t>(read_field(member(id.object), idb, p.id_base).value_or(0));
+    uint32_t parent =
+        static_cast<uint32_t>(read_field(member(id.parent), idb, p.id_base).value_or(0));
     bool ok = !ne.status || *ne.status == kNvOk;
-    if (shape->frees) {
+    if (id.frees) {
       freed = obj;
-      if (obj != 0) ne.h_object = s.lookup_handle(obj, Place{id_name, shape->object});
-    } else if (obj != 0 && ne.cls && is_client_class(*ne.cls)) {
+      if (obj != 0) ne.h_object = s.lookup_handle(obj, Place{id_name, id.object});
+    } else if (obj != 0 && ne.cls && is_client_class(t, *ne.cls)) {
       if (ok || s.clients.count(obj) == 0) s.client = s.create_client(obj);
       ne.h_object = s.client;
     } else if (obj != 0) {
@@ -340,20 +338,17 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
         uint32_t cls = ne.cls ? *ne.cls : 0xffffffffu;  // NVOS55 (dup): no class
         ne.h_object = s.create_object(parent, obj, cls, content);
       } else {
-        ne.h_object = s.lookup_handle(obj, Place{id_name, shape->object});
+        ne.h_object = s.lookup_handle(obj, Place{id_name, id.object});
       }
     }
-    if (parent != 0) ne.h_parent = s.lookup_handle(parent, Place{id_name, shape->parent});
-  } else {
-    // The object the call is about: hObject (controls), else hMemory (map/unmap memory).
-    for (std::string_view member : {std::string_view("hObject"), std::string_view("hMemory")}) {
-      const rm::FieldEntry* f = s.field(p.id_layout, member);
-      // Of a UVM argument, only within the bytes compared (capture_view cuts it short).
-      if (f != nullptr && p.uvm != nullptr && uint64_t{f->offset} + f->size > p.arg_size) break;
-      auto h = read_field(f, idb, p.id_base);
-      if (!h) continue;
-      if (*h != 0) ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, member});
-      break;
+    if (parent != 0) ne.h_parent = s.lookup_handle(parent, Place{id_name, id.parent});
+  } else if (const rm::FieldEntry* f = member(id.object)) {
+    // The object the call is about (hObject of a control, hMemory of a mapping); of a UVM
+    // argument, only within the bytes compared (capture_view cuts it short).
+    bool compared = p.uvm == nullptr || uint64_t{f->offset} + f->size <= p.arg_size;
+    auto h = compared ? read_field(f, idb, p.id_base) : std::nullopt;
+    if (h && *h != 0) {
+      ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, id.object});
     }
   }
   ne.h_client = s.client;
@@ -384,23 +379,6 @@ const rm::FieldEntry* Normalizer::State::field(const rm::StructEntry* s, std::st
                              detail::mix(reinterpret_cast<uintptr_t>(name.data()), name.size()));
   auto [it, inserted] = lookups.try_emplace(key, nullptr);
   if (inserted) it->second = t.find_field(*s, name);
-  return static_cast<const rm::FieldEntry*>(it->second);
-}
-
-const rm::FieldEntry* Normalizer::State::field_of_kind(const rm::StructEntry* s,
-                                                       rm::ValueKind kind) {
-  if (s == nullptr) return nullptr;
-  uint64_t key =
-      detail::mix(detail::mix(reinterpret_cast<uintptr_t>(s), 2), static_cast<uint64_t>(kind));
-  auto [it, inserted] = lookups.try_emplace(key, nullptr);
-  if (inserted) {
-    for (const rm::FieldEntry& f : t.fields(*s)) {
-      if (f.size == f.elem_size && f.size == 4 && rm::member_kind(s->name, f) == kind) {
-        it->second = &f;
-        break;
-      }
-    }
-  }
   return static_cast<const rm::FieldEntry*>(it->second);
 }
 

@@ -76,7 +76,6 @@ struct Normalizer::State {
   std::unordered_map<uint64_t, const void*> lookups;
   const rm::StructEntry* layout(std::string_view name);
   const rm::FieldEntry* field(const rm::StructEntry* s, std::string_view name);
-  const rm::FieldEntry* field_of_kind(const rm::StructEntry* s, rm::ValueKind kind);
 
   std::unordered_map<int32_t, uint32_t> threads;  // tid → role
 

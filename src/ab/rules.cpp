@@ -2,7 +2,8 @@
 
 #include <array>
 
-#include "rm/decode.hpp"
+#include "rm/call_semantics.hpp"
+#include "rm/field.hpp"
 
 namespace cudatool::ab {
 namespace {
@@ -21,18 +22,6 @@ constexpr std::array kMaskRules{
     MaskRule{"RS_SHARE_POLICY", "target", MemberClass::kHandle,
              "holds the client's handle (libcuda passes hClient), which RM assigns anew in "
              "every run"},
-};
-
-// nvos.h: NVOS21/NVOS64 (NV_ESC_RM_ALLOC), NVOS02 (NV_ESC_RM_ALLOC_MEMORY), NVOS05
-// (NV_ESC_RM_ALLOC_OBJECT), NVOS55 (NV_ESC_RM_DUP_OBJECT: a new handle for an existing object),
-// NVOS00 (NV_ESC_RM_FREE).
-constexpr std::array kShapes{
-    ObjectShape{"NVOS21_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
-    ObjectShape{"NVOS64_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
-    ObjectShape{"NVOS02_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
-    ObjectShape{"NVOS05_PARAMETERS", "hRoot", "hObjectParent", "hObjectNew", false},
-    ObjectShape{"NVOS55_PARAMETERS", "hClient", "hParent", "hObject", false},
-    ObjectShape{"NVOS00_PARAMETERS", "hRoot", "hObjectParent", "hObjectOld", true},
 };
 
 }  // namespace
@@ -74,16 +63,8 @@ MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m,
   return MemberClass::kLiteral;
 }
 
-const ObjectShape* find_object_shape(std::string_view structure) {
-  for (const ObjectShape& s : kShapes) {
-    if (s.structure == structure) return &s;
-  }
-  return nullptr;
-}
-
-bool is_client_class(uint32_t cls) {
-  // cl0000.h NV01_ROOT (0x0), cl0001.h NV01_ROOT_NON_PRIV (0x1), cl0041.h NV01_ROOT_CLIENT (0x41)
-  return cls == 0x0 || cls == 0x1 || cls == 0x41;
+bool is_client_class(const rm::Tables& t, uint32_t cls) {
+  return (rm::class_does(t, cls) & rm::kClassClient) != 0;
 }
 
 }  // namespace cudatool::ab

@@ -40,17 +40,8 @@ MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m,
 bool is_address_name(std::string_view name);
 bool is_fd_name(std::string_view name);
 
-// Structures that create or destroy RM objects, and the members that say which.
-struct ObjectShape {
-  std::string_view structure;
-  std::string_view client;  // member holding the client handle
-  std::string_view parent;  // member holding the parent handle ("" when none)
-  std::string_view object;  // the object created or freed
-  bool frees;               // NVOS00: the call frees `object` (and its children)
-};
-const ObjectShape* find_object_shape(std::string_view structure);
-
-// Classes whose allocation creates a client (NV01_ROOT, NV01_ROOT_NON_PRIV, NV01_ROOT_CLIENT).
-bool is_client_class(uint32_t cls);
+// Classes whose allocation creates a client (the class rows of rm/call_semantics.cpp:
+// NV01_ROOT, NV01_ROOT_NON_PRIV, NV01_ROOT_CLIENT).
+bool is_client_class(const rm::Tables& t, uint32_t cls);
 
 }  // namespace cudatool::ab

@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "ab/verdict.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
@@ -141,7 +141,7 @@ void members(std::string& out, Strings& s, const std::vector<rm::Field>& fields)
       out += ',';
       num(out, f.total);
     } else {
-      str(out, rm::format_value(f));
+      str(out, trace::format_value(f));
     }
     out += ']';
   }
@@ -161,9 +161,9 @@ struct Side {
   uint64_t events = 0;
   std::optional<Error> error;
 
-  void event(const trace::Event& ev, const ab::NormEvent& ne, rm::Decoded& d, std::string& o) {
+  void event(const trace::Event& ev, const ab::NormEvent& ne, trace::Decoded& d, std::string& o) {
     const rm::Tables& tb = *t.tables;
-    rm::decode_event(tb, ev, d);
+    trace::decode_event(tb, ev, d);
     o += '[';
     str(o, ab::summarize(names, ne));
     auto sid = [&](std::string_view v) {  // names from the tables, or literals
@@ -258,7 +258,7 @@ struct Side {
       return;
     }
     trace::Event ev;
-    rm::Decoded d;
+    trace::Decoded d;
     std::string block;
     auto flush = [&](uint64_t chunk) {
       blocks += "<script type=\"application/json\" id=\"";

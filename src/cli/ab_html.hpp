@@ -1,6 +1,6 @@
 // `cudatool ab --html FILE`: the comparison as one self-contained page (no network: the styles,
 // the script and the data are inline) — the two runs side by side in the merged order, divergences
-// highlighted, every call expandable to its decoded members (rm::decode_event) and the members
+// highlighted, every call expandable to its decoded members (trace::decode_event) and the members
 // that differ, the first divergence in view on open, and a filter box (docs/ab.md).
 #pragma once
 

@@ -10,8 +10,8 @@
 #include "cli/common.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
-#include "rm/decode.hpp"
-#include "rm/event_filter.hpp"
+#include "trace/decode.hpp"
+#include "trace/event_filter.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -49,7 +49,7 @@ void append_uint(std::string& out, uint64_t v, size_t width, size_t zero_pad = 0
 
 // "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
 // (written without a format library: this is the command's inner loop).
-void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d,
+void append_text(std::string& out, const trace::Event& ev, const trace::Decoded& d,
                  std::string_view api) {
   append_uint(out, ev.seq, 7);
   out += ' ';
@@ -70,7 +70,7 @@ void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d,
   std::string_view dev = ev.path.empty() ? std::string_view("-") : base_name(ev.path);
   out += dev;
   out.append(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
-  rm::append_line(out, d);
+  trace::append_line(out, d);
   if (ev.err != 0) {
     const char* name = strerrorname_np(ev.err);
     fmt::format_to(std::back_inserter(out), " = {} {}", ev.ret,
@@ -104,7 +104,7 @@ void append_text(std::string& out, const trace::Event& ev, const rm::Decoded& d,
 
 // `w` writes into the output buffer and is reused across events (a writer per event would
 // allocate its container stack each time).
-void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d, bool with_api,
+void append_json(JsonWriter& w, const trace::Event& ev, const trace::Decoded& d, bool with_api,
                  std::string_view api, const std::vector<trace::ResolvedFrame>* frames) {
   w.begin_object();
   w.kv("seq", ev.seq).kv("t", ev.t_ns);
@@ -137,7 +137,7 @@ void append_json(JsonWriter& w, const trace::Event& ev, const rm::Decoded& d, bo
   } else {
     w.null();
   }
-  rm::write_json_members(w, d);
+  trace::write_json_members(w, d);
   if (with_api) w.kv_or_null("api", api);
   if (frames != nullptr) write_frames_json(w, *frames, ev.stack_error);
   w.end_object();
@@ -149,7 +149,7 @@ const std::vector<trace::ResolvedFrame> kNoFrames;
 int run_decode(const DecodeOptions& o) {
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
-  auto filter = rm::EventFilter::parse(o.filter, *in->tables);
+  auto filter = trace::EventFilter::parse(o.filter, *in->tables);
   if (!filter) {
     print_error(filter.error());
     return kExitBadInput;
@@ -175,7 +175,7 @@ int run_decode(const DecodeOptions& o) {
   DiagnosticStream diag;
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
-  rm::Decoded d;
+  trace::Decoded d;
   JsonWriter event_writer(out.str(), false);
   uint64_t events = 0, shown = 0, stacked = 0;
   // Call stacks (docs/decode.md, "Call stacks"): the API call of each event, its frames.
@@ -186,7 +186,7 @@ int run_decode(const DecodeOptions& o) {
     ++events;
     stacked += !ev.stack.empty();
     res->follow(r.modules(), ev);
-    rm::decode_event(*in->tables, ev, d);
+    trace::decode_event(*in->tables, ev, d);
     std::string_view api;
     if (with_api && !ev.stack.empty()) api = res->api_of(ev).value_or(std::string_view());
     if (!filter->matches(ev, d, api)) continue;

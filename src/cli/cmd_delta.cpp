@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "analysis/abi_layout.hpp"
+#include "analysis/abi_surface.hpp"
 #include "analysis/delta.hpp"
 #include "base/json_writer.hpp"
+#include "cli/abi_output.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/doc.hpp"
@@ -87,7 +90,38 @@ void changes(Doc& doc, bool md, const std::string& title, const std::vector<RowC
   if (v.size() > limit) doc.bullet(fmt::format("… and {} more", v.size() - limit));
 }
 
-std::string render_doc(const Delta& d, bool md, bool all) {
+// The kernel-ABI section (`abi OLD NEW` in short): what the builds' code asks of the kernel.
+struct AbiFold {
+  const AbiSurface* old_s = nullptr;
+  const AbiSurface* new_s = nullptr;
+  AbiDiff diff;
+};
+
+void abi_section(Doc& doc, bool md, const AbiFold& f, size_t limit) {
+  doc.heading(3, "Kernel ABI (cudatool abi OLD NEW)");
+  auto names = [&](const std::vector<const AbiRequest*>& v) {
+    std::vector<std::string> out;
+    for (const AbiRequest* r : v) {
+      if (r->confidence == AbiConfidence::kLow) continue;
+      out.push_back(
+          fmt::format("{} {}", abi_kind_name(r->kind),
+                      r->name.empty() ? fmt::format("{:#x}?", r->value) : std::string(r->name)));
+    }
+    return out;
+  };
+  list(doc, md, "Requests new in the newer build's code (high and medium confidence)",
+       names(f.diff.added), limit);
+  list(doc, md, "Requests gone from it (high and medium confidence)", names(f.diff.removed), limit);
+  std::vector<std::string> changed;
+  for (const AbiLayoutChange& c : f.diff.changed) {
+    changed.push_back(fmt::format("{} {}: {} {} → {} {}", abi_kind_name(c.kind),
+                                  c.name.empty() ? "?" : c.name, c.old_params, c.old_size,
+                                  c.new_params, c.new_size));
+  }
+  list(doc, md, "Layout changes of requests both use", changed, limit);
+}
+
+std::string render_doc(const Delta& d, bool md, bool all, const AbiFold* abi) {
   size_t limit = all ? SIZE_MAX : 40;
   Doc doc(md);
   std::string a = d.old_version.value_or(d.old_path), b = d.new_version.value_or(d.new_path);
@@ -146,6 +180,7 @@ std::string render_doc(const Delta& d, bool md, bool all) {
                     t.export_tables_removed.size(), t.export_tables_changed.size(),
                     t.errors_added.size(), t.errors_removed.size(), t.errors_changed.size()));
   }
+  if (abi != nullptr) doc.bullet("kernel ABI: " + abi_diff_summary(abi->diff));
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : d.sizes) {
     rows.push_back({s.what, fmt::format("{}", s.old_value), fmt::format("{}", s.new_value),
@@ -231,6 +266,7 @@ std::string render_doc(const Delta& d, bool md, bool all) {
     list(doc, md, "Error codes removed", t.errors_removed, limit);
     changes(doc, md, "Error codes changed", t.errors_changed, limit);
   }
+  if (abi != nullptr) abi_section(doc, md, *abi, limit);
   return doc.str();
 }
 
@@ -244,14 +280,28 @@ int run_delta(const DeltaOptions& o) {
   BuildFacts a = collect_facts(*old_img, fo);
   BuildFacts b = collect_facts(*new_img, fo);
   Delta d = compute_delta(a, b);
+  std::optional<AbiFold> abi;
+  if (!o.fast) {
+    abi.emplace();
+    abi->old_s = &old_img->facet<AbiSurface>();
+    abi->new_s = &new_img->facet<AbiSurface>();
+    abi->diff = diff_abi(*abi->old_s, *abi->new_s);
+  }
   if (o.json) {
     std::string out;
     JsonWriter w(out);
-    write_delta_json(w, d);
+    write_delta_json(w, d, [&](JsonWriter& jw) {
+      if (!abi) {
+        jw.key("abi").null();
+        return;
+      }
+      jw.key("abi");
+      write_abi_diff_json(jw, abi->diff, *abi->old_s, *abi->new_s);
+    });
     w.finish();
     emit(out);
   } else {
-    emit(render_doc(d, o.markdown, o.all));
+    emit(render_doc(d, o.markdown, o.all, abi ? &*abi : nullptr));
   }
   int diag = std::max(report_diagnostics(old_img->diagnostics()),
                       report_diagnostics(new_img->diagnostics()));
@@ -281,7 +331,8 @@ void register_delta(CLI::App& app, int* exit_code) {
       "Compares facts, never bytes: exports grouped by API base name (new APIs, new _vN versions,\n"
       "new _ptsz/_ptds variants), imports (new glibc requirements), the fwd-compat note, section\n"
       "sizes, functions matched by an address-masked fingerprint of their code, embedded device\n"
-      "code per architecture, cuGetProcAddress rows, export tables and error codes.\n"
+      "code per architecture, cuGetProcAddress rows, export tables and error codes, and the\n"
+      "kernel-ABI requests the code makes (cudatool abi OLD NEW, in short; not with --fast).\n"
       "Exit status: 0 when the interface is unchanged, 1 when it changed, 2 on bad input.\n"
       "Examples:\n"
       "  cudatool delta libcuda.so.550.163.01 libcuda.so.555.58.02\n"

@@ -12,9 +12,9 @@
 #include "cli/common.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
-#include "rm/decode.hpp"
-#include "rm/event_filter.hpp"
-#include "rm/perfetto.hpp"
+#include "trace/decode.hpp"
+#include "trace/event_filter.hpp"
+#include "trace/perfetto.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -37,7 +37,7 @@ int run_export(const ExportOptions& o) {
   if (!usable_output("-o", o.output, {o.trace})) return kExitBadInput;
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
-  auto filter = rm::EventFilter::parse(o.filter, *in->tables);
+  auto filter = trace::EventFilter::parse(o.filter, *in->tables);
   if (!filter) {
     print_error(filter.error());
     return kExitBadInput;
@@ -56,10 +56,10 @@ int run_export(const ExportOptions& o) {
   trace::TraceReader& r = *in->reader;
   {
     OutBuffer out(fd);
-    rm::PerfettoWriter pw(*in->tables, r.header(), o.trace);
+    trace::PerfettoWriter pw(*in->tables, r.header(), o.trace);
     pw.begin(out.str());
     trace::Event ev;
-    rm::Decoded d;
+    trace::Decoded d;
     // The CUDA API call of each event, as decode resolves it (docs/decode.md, "Call stacks"):
     // an arg of the slice, and what `api=` selects.
     bool with_api = r.header().stacks || filter->uses_api();
@@ -67,7 +67,7 @@ int run_export(const ExportOptions& o) {
     while (r.next(ev)) {
       ++events;
       res->follow(r.modules(), ev);
-      rm::decode_event(*in->tables, ev, d);
+      trace::decode_event(*in->tables, ev, d);
       std::string_view api;
       if (with_api && !ev.stack.empty()) api = res->api_of(ev).value_or(std::string_view());
       if (!filter->matches(ev, d, api)) continue;

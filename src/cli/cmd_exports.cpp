@@ -1,11 +1,11 @@
 // cudatool exports LIB: every defined dynamic symbol, with the API naming parsed from its name.
 #include <fmt/format.h>
-#include <fnmatch.h>
 #include <CLI/CLI.hpp>
 
 #include <map>
 #include <set>
 
+#include "base/glob_match.h"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -64,10 +64,7 @@ int run_exports(const ExportsOptions& o) {
   if (!img) return kExitBadInput;
   std::vector<const Export*> list;
   for (const auto& e : img->exports()) {
-    if (!o.filter.empty()) {
-      std::string name(e.sym.name);
-      if (fnmatch(o.filter.c_str(), name.c_str(), 0) != 0) continue;
-    }
+    if (!o.filter.empty() && !glob_match(o.filter, e.sym.name)) continue;
     list.push_back(&e);
   }
   std::string out;

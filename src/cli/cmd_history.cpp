@@ -4,6 +4,10 @@
 
 #include <map>
 
+#include <algorithm>
+
+#include "analysis/abi_layout.hpp"
+#include "analysis/abi_surface.hpp"
 #include "analysis/delta.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
@@ -19,17 +23,50 @@ struct HistoryOptions {
   bool json = false, markdown = false, csv = false, all = false, fast = false;
 };
 
+// Each build's kernel-ABI surface against the build before it in the series (`abi OLD NEW` in
+// short): requests of high or medium confidence, and how many are new and gone.
+struct AbiColumn {
+  size_t requests = 0, added = 0, removed = 0;
+  bool first = true;
+};
+using AbiColumns = std::map<const BuildFacts*, AbiColumn>;
+
+size_t confident(const std::vector<const AbiRequest*>& v) {
+  return static_cast<size_t>(std::count_if(v.begin(), v.end(), [](const AbiRequest* r) {
+    return r->confidence != AbiConfidence::kLow;
+  }));
+}
+
+AbiColumns abi_columns(const History& h, const std::vector<BuildFacts>& facts,
+                       const std::vector<std::unique_ptr<DriverImage>>& imgs) {
+  AbiColumns out;
+  const AbiSurface* prev = nullptr;
+  for (const BuildFacts* f : h.builds) {
+    auto i = static_cast<size_t>(f - facts.data());
+    const AbiSurface& s = imgs[i]->facet<AbiSurface>();
+    AbiColumn& c = out[f];
+    for (const AbiRequest& r : s.requests()) c.requests += r.confidence != AbiConfidence::kLow;
+    if (prev != nullptr) {
+      AbiDiff d = diff_abi(*prev, s);
+      c.added = confident(d.added), c.removed = confident(d.removed), c.first = false;
+    }
+    prev = &s;
+  }
+  return out;
+}
+
 std::string opt_num(bool has, uint64_t v) {
   return has ? fmt::format("{}", v) : "-";
 }
 
 // The per-build table: headers and rows, shared by text, Markdown and CSV.
 std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> build_table(
-    const History& h) {
+    const History& h, const AbiColumns& abi) {
   std::vector<std::string> headers = {
       "build",         "file size",        "exports",     "imports", "functions",  "cubins",
       "export tables", "procaddress rows", "error codes", "note",    "CUDA (note)"};
   for (const auto& arch : h.archs) headers.push_back(arch);
+  headers.emplace_back("kernel requests");
   std::vector<std::vector<std::string>> rows;
   for (const BuildFacts* f : h.builds) {
     std::vector<std::string> r = {
@@ -53,6 +90,14 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> build
       }
       r.push_back(f->cubins ? fmt::format("{}", n) : "-");
     }
+    auto it = abi.find(f);
+    if (it == abi.end()) {
+      r.emplace_back("-");
+    } else {
+      const AbiColumn& c = it->second;
+      r.push_back(c.first ? fmt::format("{}", c.requests)
+                          : fmt::format("{} (+{} / -{})", c.requests, c.added, c.removed));
+    }
     rows.push_back(std::move(r));
   }
   return {headers, rows};
@@ -65,10 +110,10 @@ std::string csv_cell(const std::string& s) {
   return q + "\"";
 }
 
-std::string render_doc(const History& h, bool md, bool all) {
+std::string render_doc(const History& h, const AbiColumns& abi, bool md, bool all) {
   Doc doc(md);
   doc.heading(1, fmt::format("cudatool history: {} builds", h.builds.size()));
-  auto [headers, rows] = build_table(h);
+  auto [headers, rows] = build_table(h, abi);
   std::vector<bool> right(headers.size(), true);
   right[0] = false;
   right[9] = right[10] = false;
@@ -113,13 +158,29 @@ int run_history(const HistoryOptions& o) {
     imgs.push_back(std::move(img));  // facts borrow nothing, but keep the order of messages
   }
   History h = compute_history(facts);
+  AbiColumns abi;
+  if (!o.fast) abi = abi_columns(h, facts, imgs);
   std::string out;
   if (o.json) {
     JsonWriter w(out);
-    write_history_json(w, h);
+    write_history_json(w, h, [&](JsonWriter& jw) {
+      jw.key("abi").begin_array();
+      for (const BuildFacts* f : h.builds) {
+        auto it = abi.find(f);
+        if (it == abi.end()) continue;
+        jw.begin_object().kv("build", build_label(*f)).kv("requests", it->second.requests);
+        if (it->second.first) {
+          jw.key("added").null().key("removed").null();
+        } else {
+          jw.kv("added", it->second.added).kv("removed", it->second.removed);
+        }
+        jw.end_object();
+      }
+      jw.end_array();
+    });
     w.finish();
   } else if (o.csv) {
-    auto [headers, rows] = build_table(h);
+    auto [headers, rows] = build_table(h, abi);
     for (size_t i = 0; i < headers.size(); ++i) out += (i ? "," : "") + csv_cell(headers[i]);
     out += "\n";
     for (const auto& r : rows) {
@@ -127,7 +188,7 @@ int run_history(const HistoryOptions& o) {
       out += "\n";
     }
   } else {
-    out = render_doc(h, o.markdown, o.all);
+    out = render_doc(h, abi, o.markdown, o.all);
   }
   emit(out);
   return status;
@@ -150,7 +211,9 @@ void register_history(CLI::App& app, int* exit_code) {
       "the\n"
       "first build of the series that exports it (the attribute NVIDIA's own export lists carry "
       "and\n"
-      "the binary does not); --json has it per export name too.\n"
+      "the binary does not); --json has it per export name too. 'kernel requests': the kernel-ABI\n"
+      "requests of high or medium confidence the build's code makes (cudatool abi), with how many\n"
+      "are new and gone against the build before it (not with --fast).\n"
       "Examples:\n"
       "  cudatool history ~/.cache/cudatool/drivers/libcuda.so.*\n"
       "  cudatool history ~/.cache/cudatool/drivers/*.deb --csv > series.csv");

@@ -7,8 +7,8 @@
 #include "cli/common.hpp"
 #include "cli/stack_output.hpp"
 #include "cli/trace_input.hpp"
-#include "rm/decode.hpp"
-#include "rm/trace_stats.hpp"
+#include "trace/decode.hpp"
+#include "trace/trace_stats.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -38,7 +38,7 @@ std::string micros(uint64_t ns) {
 }
 
 // The object tree in depth-first order (allocation order among siblings): (index, depth).
-std::vector<std::pair<uint32_t, uint32_t>> preorder(const rm::TraceStats& s) {
+std::vector<std::pair<uint32_t, uint32_t>> preorder(const trace::TraceStats& s) {
   std::vector<std::pair<uint32_t, uint32_t>> out, stack;
   out.reserve(s.objects.size());
   for (auto it = s.roots.rbegin(); it != s.roots.rend(); ++it) stack.emplace_back(*it, 0);
@@ -52,12 +52,12 @@ std::vector<std::pair<uint32_t, uint32_t>> preorder(const rm::TraceStats& s) {
   return out;
 }
 
-std::string class_text(const rm::ObjectInfo& o) {
+std::string class_text(const trace::ObjectInfo& o) {
   if (!o.class_name.empty()) return std::string(o.class_name);
   return o.cls ? fmt::format("{:#x}?", *o.cls) : std::string("class ?");
 }
 
-void rows_table(std::string& out, std::string_view title, const std::vector<rm::CountRow>& rows,
+void rows_table(std::string& out, std::string_view title, const std::vector<trace::CountRow>& rows,
                 bool durations, std::string_view key_header = {}) {
   if (rows.empty()) return;
   fmt::format_to(std::back_inserter(out), "\n{} ({})\n", title, rows.size());
@@ -74,7 +74,7 @@ void rows_table(std::string& out, std::string_view title, const std::vector<rm::
   h.emplace_back("name");
   right.push_back(false);
   TextTable t(h, right);
-  for (const rm::CountRow& r : rows) {
+  for (const trace::CountRow& r : rows) {
     std::vector<std::string> row{std::to_string(r.count), std::to_string(r.failed)};
     if (durations) {
       row.push_back(fmt::format("{:.3f}", static_cast<double>(r.dur_total_ns) / 1e6));
@@ -89,7 +89,7 @@ void rows_table(std::string& out, std::string_view title, const std::vector<rm::
   out += t.render("  ");
 }
 
-std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::TraceStats& s,
+std::string render_text(const StatsOptions& o, const TraceInput& in, const trace::TraceStats& s,
                         uint64_t bad, const ApiSection& api) {
   std::string out;
   bool durs = s.with_duration > 0;
@@ -101,7 +101,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
     out += "durations: none recorded (an imported capture): no times per call, no slowest calls\n";
   }
   if (bad != 0) fmt::format_to(std::back_inserter(out), "bad lines: {} (on stderr)\n", bad);
-  if (const rm::Milestone* m = s.first_context()) {
+  if (const trace::Milestone* m = s.first_context()) {
     fmt::format_to(std::back_inserter(out),
                    "\ntime to first context: {} s after the first event (seq {}: {} {:#010x} "
                    "allocated at {} s)\n",
@@ -111,7 +111,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
   }
   TextTable mt({"milestone", "seq", "at s", "after first s", "handle", "class"},
                {false, true, true, true, false, false});
-  for (const rm::Milestone& m : s.milestones) {
+  for (const trace::Milestone& m : s.milestones) {
     if (!m.found) {
       mt.add({std::string(m.what), "-", "-", "-", "-", "(none: " + std::string(m.rm_class) + ")"});
       continue;
@@ -153,7 +153,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
       break;
     }
     ++shown;
-    const rm::ObjectInfo& x = s.objects[i];
+    const trace::ObjectInfo& x = s.objects[i];
     std::string life =
         x.freed ? fmt::format("freed #{} {}{}", x.free_seq, seconds(x.free_t_ns),
                               x.freed_with ? fmt::format(" (with {:#010x})", *x.freed_with) : "")
@@ -167,7 +167,7 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
   if (!durs) return out;
   fmt::format_to(std::back_inserter(out), "\nslowest calls ({})\n", s.slowest.size());
   TextTable st({"dur us", "seq", "at s", "tid", "call"}, {true, true, true, true, false});
-  for (const rm::SlowCall& c : s.slowest) {
+  for (const trace::SlowCall& c : s.slowest) {
     st.add(
         {micros(c.dur_ns), std::to_string(c.seq), seconds(c.t_ns), std::to_string(c.tid), c.call});
   }
@@ -175,10 +175,10 @@ std::string render_text(const StatsOptions& o, const TraceInput& in, const rm::T
   return out;
 }
 
-void json_rows(JsonWriter& w, std::string_view key, const std::vector<rm::CountRow>& rows,
+void json_rows(JsonWriter& w, std::string_view key, const std::vector<trace::CountRow>& rows,
                std::string_view key_name, bool durs) {
   w.key(key).begin_array();
-  for (const rm::CountRow& r : rows) {
+  for (const trace::CountRow& r : rows) {
     w.begin_object().kv("name", r.name);
     if (key_name == "tid") {
       w.kv("tid", static_cast<int32_t>(r.key));
@@ -205,7 +205,7 @@ void json_rows(JsonWriter& w, std::string_view key, const std::vector<rm::CountR
   w.end_array();
 }
 
-std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::TraceStats& s,
+std::string render_json(const StatsOptions& o, const TraceInput& in, const trace::TraceStats& s,
                         const Diagnostics& diag, const ApiSection& api) {
   std::string out;
   JsonWriter w(out);
@@ -230,7 +230,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
   w.end_object();
   write_api_stats_json(w, api.stats, api.stacks, *api.res);
   w.key("first_context");
-  const rm::Milestone* fc = s.first_context();
+  const trace::Milestone* fc = s.first_context();
   if (fc == nullptr) {
     w.null();
   } else {
@@ -239,7 +239,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
     w.kv("class", fc->class_name).end_object();
   }
   w.key("milestones").begin_array();
-  for (const rm::Milestone& m : s.milestones) {
+  for (const trace::Milestone& m : s.milestones) {
     w.begin_object().kv("what", m.what).kv("rm_class", m.rm_class).kv("found", m.found);
     if (m.found) {
       w.kv("seq", m.seq).kv("t_ns", m.t_ns).kv("since_first_event_ns", m.since_first_ns);
@@ -254,7 +254,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
   w.kv("not_tracked", s.objects_not_tracked);
   w.key("tree").begin_array();
   for (auto [i, depth] : preorder(s)) {
-    const rm::ObjectInfo& x = s.objects[i];
+    const trace::ObjectInfo& x = s.objects[i];
     w.begin_object().kv("depth", depth).kv_hex("client", x.client).kv_hex("handle", x.handle);
     w.key("parent");
     if (x.parent == 0) {
@@ -300,7 +300,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
   }
   w.end_array().end_object();
   w.key("slowest").begin_array();
-  for (const rm::SlowCall& c : s.slowest) {
+  for (const trace::SlowCall& c : s.slowest) {
     w.begin_object().kv("seq", c.seq).kv("t_ns", c.t_ns).kv("dur_ns", c.dur_ns);
     w.kv("tid", c.tid).kv("call", c.call).end_object();
   }
@@ -316,17 +316,17 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const rm::T
 int run_stats(const StatsOptions& o) {
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
-  rm::StatsBuilder b(*in->tables, o.slowest);
+  trace::StatsBuilder b(*in->tables, o.slowest);
   DiagnosticStream diag;
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
-  rm::Decoded d;
+  trace::Decoded d;
   ApiSection api;
   api.stacks = r.header().stacks;
   api.res = make_resolver(o.stacks);
   trace::ApiStatsBuilder by_api;
   while (r.next(ev)) {
-    rm::decode_event(*in->tables, ev, d);
+    trace::decode_event(*in->tables, ev, d);
     b.add(ev, d);
     if (api.stacks) {
       api.res->follow(r.modules(), ev);
@@ -336,7 +336,7 @@ int run_stats(const StatsOptions& o) {
     if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
   }
   diag.flush(r.diagnostics());
-  rm::TraceStats s = b.finish();
+  trace::TraceStats s = b.finish();
   api.stats = by_api.finish();
   uint64_t bad = r.diagnostics().count();
   emit(o.json ? render_json(o, *in, s, r.diagnostics(), api) : render_text(o, *in, s, bad, api));

@@ -14,6 +14,7 @@ void register_exports(CLI::App& app, int* exit_code);
 void register_imports(CLI::App& app, int* exit_code);
 void register_delta(CLI::App& app, int* exit_code);
 void register_history(CLI::App& app, int* exit_code);
+void register_abi(CLI::App& app, int* exit_code);
 void register_tables(CLI::App& app, int* exit_code);
 void register_functions(CLI::App& app, int* exit_code);
 void register_addr(CLI::App& app, int* exit_code);

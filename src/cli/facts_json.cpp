@@ -53,7 +53,8 @@ void note(JsonWriter& w, std::string_view key, const NoteFacts& n) {
 
 }  // namespace
 
-void write_delta_json(JsonWriter& w, const Delta& d) {
+void write_delta_json(JsonWriter& w, const Delta& d,
+                      const std::function<void(JsonWriter&)>& extra) {
   w.begin_object().kv("schema", "cudatool.delta/1");
   w.key("old").begin_object().kv("path", d.old_path);
   opt(w, "driver_version", d.old_version);
@@ -171,10 +172,12 @@ void write_delta_json(JsonWriter& w, const Delta& d) {
   } else {
     w.key("tables").null();
   }
+  if (extra) extra(w);
   w.end_object();
 }
 
-void write_history_json(JsonWriter& w, const History& h) {
+void write_history_json(JsonWriter& w, const History& h,
+                        const std::function<void(JsonWriter&)>& extra) {
   w.begin_object().kv("schema", "cudatool.history/1");
   w.key("builds").begin_array();
   for (const BuildFacts* f : h.builds) {
@@ -222,6 +225,7 @@ void write_history_json(JsonWriter& w, const History& h) {
   w.key("api_since").begin_object();
   for (const auto& [name, v] : h.api_since) w.kv(name, v);
   w.end_object();
+  if (extra) extra(w);
   w.end_object();
 }
 

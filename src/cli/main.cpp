@@ -29,6 +29,7 @@ constexpr CommandEntry kCommands[] = {
     {"index", cudatool::cli::register_index},
     {"delta", cudatool::cli::register_delta},
     {"history", cudatool::cli::register_history},
+    {"abi", cudatool::cli::register_abi},
     {"trace", cudatool::cli::register_trace, true},
     {"import", cudatool::cli::register_import, true},
     {"decode", cudatool::cli::register_decode, true},

@@ -1,6 +1,6 @@
 #include "record/devices.hpp"
 
-#include "record/glob_match.h"
+#include "base/glob_match.h"
 
 namespace cudatool::record {
 

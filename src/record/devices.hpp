@@ -22,7 +22,7 @@ inline constexpr std::string_view kDefaultEnv =
     "/proc/driver/nvidia*,/sys/module/nvidia*,/sys/bus/pci/devices,/sys/bus/pci/devices/*,"
     "/dev/nvidia*,/proc/devices";
 
-// A comma-separated list of globs (glob_match.h: fnmatch(3) without flags, so '*' also matches
+// A comma-separated list of globs (base/glob_match.h: fnmatch(3) without flags, so '*' also matches
 // '/' and "/dev/nvidia*" covers /dev/nvidia-caps/…). An empty list matches nothing. The preload
 // shim matches with the same code.
 class DeviceMatcher {

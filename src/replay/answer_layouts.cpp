@@ -3,83 +3,75 @@
 #include <fmt/format.h>
 #include <algorithm>
 
-#include "ab/rules.hpp"
 #include "base/bytes.hpp"
 #include "replay/inject.hpp"
-#include "rm/decode.hpp"
+#include "rm/call_semantics.hpp"
 #include "rm/nv_ioctl_abi.h"
 
 namespace cudatool::replay::detail {
 namespace {
-
-const rm::FieldEntry* field_of_kind(const rm::Tables& t, const rm::StructEntry& s,
-                                    rm::ValueKind kind) {
-  for (const rm::FieldEntry& f : t.fields(s)) {
-    if (f.size == f.elem_size && f.size == 4 && rm::member_kind(s.name, f) == kind) return &f;
-  }
-  return nullptr;
-}
 
 int16_t off16(const rm::FieldEntry* f, uint32_t base) {
   if (f == nullptr || f->size != 4 || base + f->offset > 0x7fff) return -1;
   return static_cast<int16_t>(base + f->offset);
 }
 
-// The identity members of an escape argument `s` (ab/normalize_ioctl.cpp plan_ioctl and
-// add_ioctl read the same ones).
+// How the shim reads the identity of escape `e` whose argument is `s`: the members its row names
+// (rm/call_semantics.hpp; ab/normalize_ioctl.cpp reads the same ones).
 rp_escape layout_escape(const rm::Tables& t, const rm::EscapeEntry& e, const rm::StructEntry& s) {
   rp_escape r{};
   r.nr = e.nr;
   r.size = static_cast<uint32_t>(s.size);
-  const rm::StructEntry* id = &s;
-  uint32_t base = 0;
-  // The *_with_fd wrappers hold the RM structure in their member "params", next to an fd.
-  if (ab::find_object_shape(s.name) == nullptr &&
-      field_of_kind(t, s, rm::ValueKind::kStatus) == nullptr) {
-    if (const rm::FieldEntry* f = t.find_field(s, "params")) {
-      if (const rm::StructEntry* inner = t.find_struct(f->type); inner && inner->size > 0) {
-        id = inner;
-        base = f->offset;
-      }
-    }
-  }
-  const ab::ObjectShape* shape = ab::find_object_shape(id->name);
-  auto f = [&](std::string_view name) { return t.find_field(*id, name); };
-  const rm::FieldEntry* client = f(shape ? shape->client : "hClient");
-  if (client == nullptr && shape == nullptr) client = f("hRoot");
-  const rm::FieldEntry* object = nullptr;
-  const rm::FieldEntry* created = nullptr;
-  if (shape != nullptr) {
-    object = f(shape->frees ? shape->object : shape->parent);
-    if (!shape->frees) created = f(shape->object);
-  } else {
-    object = f("hObject");
-    if (object == nullptr) object = f("hMemory");
-  }
-  r.client_off = off16(client, base);
-  r.object_off = off16(object, base);
-  r.new_off = off16(created, base);
-  r.class_off = off16(f("hClass"), base);
-  r.cmd_off = off16(field_of_kind(t, *id, rm::ValueKind::kControl), base);
-  r.status_off = off16(field_of_kind(t, *id, rm::ValueKind::kStatus), base);
-  if (shape != nullptr) r.flags |= shape->frees ? RP_ESCF_FREES : RP_ESCF_CREATES;
-  std::string_view n = e.name;
-  if (n == "NV_ESC_RM_FREE" || n == "NV_ESC_RM_UNMAP_MEMORY" || n == "NV_ESC_RM_UNMAP_MEMORY_DMA" ||
-      n == "NV_ESC_FREE_OS_EVENT") {
-    r.flags |= RP_ESCF_FREELIKE;
-  }
-  if (n == "NV_ESC_RM_CONTROL") r.flags |= RP_ESCF_CONTROL;
-  if (n == "NV_ESC_RM_MAP_MEMORY") r.flags |= RP_ESCF_MAP;
-  if (n == "NV_ESC_RM_MAP_MEMORY_DMA") r.flags |= RP_ESCF_MAP_DMA;
-  if (n == "NV_ESC_RM_ALLOC") r.flags |= RP_ESCF_ALLOC;
+  const rm::CallRow* row = rm::row_of(t, e);
+  rm::CallLayout l = rm::locate_call(t, row, s);
+  auto at = [&](std::string_view name) { return off16(rm::rm_member(t, l, name), l.rm_base); };
+  rm::CallIdentity id = row ? rm::call_identity(*row) : rm::CallIdentity{};
+  r.client_off = at(id.client);
+  // rp_ident.h_obj: an allocation's parent, a free's object, else the object the call is about.
+  r.object_off = at(id.creates ? id.parent : id.object);
+  r.new_off = id.creates ? at(id.object) : -1;
+  r.class_off = at(row ? row->cls : "");
+  r.cmd_off = at(row ? row->control : "");
+  r.status_off = at(row ? row->status : "");
+  uint32_t does = row ? row->does : 0;
+  if (does & rm::kCallCreates) r.flags |= RP_ESCF_CREATES;
+  if (does & rm::kCallFrees) r.flags |= RP_ESCF_FREES;
+  if (does & rm::kCallFreeLike) r.flags |= RP_ESCF_FREELIKE;
+  if (does & rm::kCallControl) r.flags |= RP_ESCF_CONTROL;
+  if (does & rm::kCallMapsCpu) r.flags |= RP_ESCF_MAP;
+  if (does & rm::kCallMapsGpu) r.flags |= RP_ESCF_MAP_DMA;
+  if (does & rm::kCallAlloc) r.flags |= RP_ESCF_ALLOC;
   return r;
 }
 
-int32_t field_offset(const rm::Tables& t, std::string_view s, std::string_view m,
-                     uint32_t base = 0) {
+int32_t field_offset(const rm::Tables& t, std::string_view s, std::string_view m) {
   const rm::StructEntry* st = t.find_struct(s);
   const rm::FieldEntry* f = st ? t.find_field(*st, m) : nullptr;
-  return f ? static_cast<int32_t>(base + f->offset) : -1;
+  return f ? static_cast<int32_t>(f->offset) : -1;
+}
+
+// The layout of the call of `row` in branch t (its first argument structure); arg == nullptr
+// when the branch lacks the call or its layout.
+rm::CallLayout layout_of_row(const rm::Tables& t, const rm::CallRow* row) {
+  if (row == nullptr) return {};
+  std::string_view type;
+  if (row->space == rm::CallSpace::kEscape) {
+    for (const rm::EscapeEntry& e : t.escapes()) {
+      if (e.name == row->name) type = e.type;
+    }
+  } else {
+    for (const rm::UvmEntry& u : t.uvm_ioctls()) {
+      if (u.name == row->name) type = u.params;
+    }
+  }
+  const rm::StructEntry* s = type.empty() ? nullptr : t.find_struct(type);
+  return s ? rm::locate_call(t, row, *s) : rm::CallLayout{};
+}
+
+// Offset in the argument of member `m` of the call's RM structure; -1 when absent.
+int32_t member_offset(const rm::Tables& t, const rm::CallLayout& l, std::string_view m) {
+  const rm::FieldEntry* f = rm::rm_member(t, l, m);
+  return f ? static_cast<int32_t>(l.rm_base + f->offset) : -1;
 }
 
 const std::vector<uint8_t>& side(const trace::Buffer& b) {
@@ -128,11 +120,10 @@ std::vector<rp_uvm> uvm_layouts(const rm::Tables& t) {
     r.nr = u.nr;
     r.size = u.params_size;
     r.status_off = u.rm_status_offset;
-    std::string_view n = u.name;
-    for (std::string_view w : {"FREE", "UNREGISTER", "DESTROY", "DEINITIALIZE", "UNMAP"}) {
-      if (n.find(w) != std::string_view::npos) r.flags |= RP_UVMF_FREELIKE;
-    }
-    if (n == "UVM_MAP_EXTERNAL_ALLOCATION") r.flags |= RP_UVMF_MAP_EXTERNAL;
+    uint32_t does = 0;
+    if (const rm::CallRow* row = rm::row_of(t, u)) does = row->does;
+    if (does & rm::kCallFreeLike) r.flags |= RP_UVMF_FREELIKE;
+    if (does & rm::kCallMapsExternal) r.flags |= RP_UVMF_MAP_EXTERNAL;
     out.push_back(r);
   }
   std::sort(out.begin(), out.end(), [](const rp_uvm& a, const rp_uvm& b) { return a.nr < b.nr; });
@@ -142,42 +133,63 @@ std::vector<rp_uvm> uvm_layouts(const rm::Tables& t) {
 std::vector<rp_class_size> channel_classes(const rm::Tables& t) {
   std::vector<rp_class_size> out;
   for (const rm::ClassEntry& c : t.classes()) {
-    if (c.alloc_params == "NV_CHANNEL_ALLOC_PARAMS") {
+    if (rm::class_does(t, c.id) & rm::kClassChannel) {
       out.push_back({c.id, c.alloc_params_size});
     }
   }
   return out;
 }
 
+// Offsets in the argument of the one call mapping `kind` (a kCallMaps* bit): the memory object,
+// the offset into it, the length, the address it lands at, the client, the fd; -1 when absent.
+struct MapOffsets {
+  int32_t memory = -1, offset = -1, length = -1, address = -1, client = -1, fd = -1;
+};
+MapOffsets map_offsets(const rm::Tables& t, uint32_t kind) {
+  MapOffsets m;
+  const rm::CallRow* row = rm::row_doing(kind);
+  rm::CallLayout l = layout_of_row(t, row);
+  if (row == nullptr || l.arg == nullptr) return m;
+  m.memory = member_offset(t, l, row->map.memory);
+  m.offset = member_offset(t, l, row->map.offset);
+  m.length = member_offset(t, l, row->map.length);
+  m.address = member_offset(t, l, row->map.address);
+  m.client = member_offset(t, l, rm::handle_member(*row, rm::HandleKind::kClient));
+  // The fd of the mmap that follows, beside the RM structure in the argument.
+  const rm::FieldEntry* fd = row->fd.empty() ? nullptr : t.find_field(*l.arg, row->fd);
+  m.fd = fd ? static_cast<int32_t>(fd->offset) : -1;
+  return m;
+}
+
+// The members the fake GPU reads: of the channel classes' allocation parameters and of the one
+// call of each kind of mapping (rm/call_semantics.hpp rows).
 rp_gpu_layout gpu_layout(const rm::Tables& t) {
   rp_gpu_layout g{};
-  constexpr std::string_view kChan = "NV_CHANNEL_ALLOC_PARAMS";
-  g.chan_gpfifo_offset = field_offset(t, kChan, "gpFifoOffset");
-  g.chan_gpfifo_entries = field_offset(t, kChan, "gpFifoEntries");
-  g.chan_userd_memory = field_offset(t, kChan, "hUserdMemory");
-  g.chan_userd_offset = field_offset(t, kChan, "userdOffset");
-  const rm::StructEntry* cs = t.find_struct(kChan);
+  const rm::ClassRow* chan = rm::class_row_doing(rm::kClassChannel);
+  std::string_view params = chan ? chan->alloc_params : std::string_view();
+  g.chan_gpfifo_offset = field_offset(t, params, chan ? chan->channel.gpfifo_offset : "");
+  g.chan_gpfifo_entries = field_offset(t, params, chan ? chan->channel.gpfifo_entries : "");
+  g.chan_userd_memory = field_offset(t, params, chan ? chan->channel.userd_memory : "");
+  g.chan_userd_offset = field_offset(t, params, chan ? chan->channel.userd_offset : "");
+  const rm::StructEntry* cs = t.find_struct(params);
   g.chan_params_size = cs ? cs->size : -1;
-  constexpr std::string_view kExt = "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS";
-  g.map_ext_base = field_offset(t, kExt, "base");
-  g.map_ext_length = field_offset(t, kExt, "length");
-  g.map_ext_offset = field_offset(t, kExt, "offset");
-  g.map_ext_hmemory = field_offset(t, kExt, "hMemory");
-  g.map_ext_hclient = field_offset(t, kExt, "hClient");
-  constexpr std::string_view kDma = "NVOS46_PARAMETERS";
-  g.dma_hmemory = field_offset(t, kDma, "hMemory");
-  g.dma_offset = field_offset(t, kDma, "offset");
-  g.dma_length = field_offset(t, kDma, "length");
-  g.dma_dma_offset = field_offset(t, kDma, "dmaOffset");
-  // NV_ESC_RM_MAP_MEMORY's argument wraps NVOS33 in member "params" (nv-ioctl.h).
-  int32_t base = field_offset(t, "nv_ioctl_nvos33_parameters_with_fd", "params");
-  uint32_t b = base < 0 ? 0 : static_cast<uint32_t>(base);
-  constexpr std::string_view kMap = "NVOS33_PARAMETERS";
-  g.map_hmemory = field_offset(t, kMap, "hMemory", b);
-  g.map_offset = field_offset(t, kMap, "offset", b);
-  g.map_length = field_offset(t, kMap, "length", b);
-  g.map_linear = field_offset(t, kMap, "pLinearAddress", b);
-  g.map_fd = field_offset(t, "nv_ioctl_nvos33_parameters_with_fd", "fd");
+  MapOffsets ext = map_offsets(t, rm::kCallMapsExternal);
+  g.map_ext_base = ext.address;
+  g.map_ext_length = ext.length;
+  g.map_ext_offset = ext.offset;
+  g.map_ext_hmemory = ext.memory;
+  g.map_ext_hclient = ext.client;
+  MapOffsets dma = map_offsets(t, rm::kCallMapsGpu);
+  g.dma_hmemory = dma.memory;
+  g.dma_offset = dma.offset;
+  g.dma_length = dma.length;
+  g.dma_dma_offset = dma.address;
+  MapOffsets map = map_offsets(t, rm::kCallMapsCpu);
+  g.map_hmemory = map.memory;
+  g.map_offset = map.offset;
+  g.map_length = map.length;
+  g.map_linear = map.address;
+  g.map_fd = map.fd;
   return g;
 }
 

@@ -1,6 +1,6 @@
 // Internal to replay/: what the answer table carries of the driver branch's ABI, taken from the
-// generated tables (rm/tables.hpp) by the rules ab's normalisation reads calls with (the object
-// shapes of ab/rules.cpp), and the resolution of --inject member paths.
+// generated tables (rm/tables.hpp) by the rows of the call-semantics table (rm/call_semantics.hpp,
+// which ab's normalisation reads calls by too), and the resolution of --inject member paths.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "replay/replay_abi.h"
+#include "record/shim_abi/replay_abi.h"
 #include "rm/tables.hpp"
 #include "trace/event.hpp"
 

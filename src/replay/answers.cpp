@@ -8,10 +8,11 @@
 #include <map>
 
 #include "base/bytes.hpp"
+#include "record/shim_abi/replay_abi.h"
 #include "replay/answer_layouts.hpp"
-#include "replay/replay_abi.h"
-#include "rm/decode.hpp"
+#include "rm/call_semantics.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/decode.hpp"
 #include "trace/loaded_libcuda.hpp"
 #include "trace/trace_file.hpp"
 
@@ -141,13 +142,6 @@ const trace::Buffer* nested_role(const trace::Event& ev, std::string_view role) 
   return nullptr;
 }
 
-uint32_t find_control_id(const rm::Tables& t, std::string_view name) {
-  for (const rm::CtrlEntry& c : t.controls()) {
-    if (c.name == name) return c.id;
-  }
-  return 0;
-}
-
 struct Ctx {
   const Recording& rec;
   const rm::Tables& t;
@@ -157,7 +151,8 @@ struct Ctx {
   AnswerTable out;
   std::map<std::string, uint32_t> path_index;
   std::vector<IoctlView> views;  // by table index
-  uint32_t build_version_cmd = 0;
+  // The control that returns the driver's version strings (rm/call_semantics.cpp control rows).
+  const rm::CtrlEntry* build_version = nullptr;
   uint64_t gaps_alloc = 0, gaps_members = 0;
 };
 
@@ -171,7 +166,7 @@ uint32_t path_of(Ctx& c, const std::string& p) {
 // (v1 traces, captures): without them libcuda sees a version mismatch and cuInit fails with 803.
 const trace::Buffer* build_version_without_strings(const Ctx& c, const trace::Event& ev,
                                                    const IoctlView& v) {
-  if (v.cmd != c.build_version_cmd || c.build_version_cmd == 0) return nullptr;
+  if (c.build_version == nullptr || v.cmd != c.build_version->id) return nullptr;
   if (nested_role(ev, "params.pDriverVersionBuffer")) return nullptr;
   return nested_role(ev, "params");
 }
@@ -180,8 +175,9 @@ const trace::Buffer* build_version_without_strings(const Ctx& c, const trace::Ev
 bool synthesize_build_version(Ctx& c, const trace::Event& ev, const IoctlView& v) {
   if (!c.rec.header.driver_version) return false;
   const trace::Buffer* params = build_version_without_strings(c, ev, v);
-  const rm::StructEntry* s = c.t.find_struct("NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS");
-  if (params == nullptr || s == nullptr) return false;
+  if (params == nullptr) return false;
+  const rm::StructEntry* s = c.t.find_struct(c.build_version->params);
+  if (s == nullptr) return false;
   const std::vector<uint8_t>& pb = params->before.empty() ? params->after : params->before;
   ByteView pv(pb.data(), pb.size());
   const rm::FieldEntry* size_f = c.t.find_field(*s, "sizeOfStrings");
@@ -421,9 +417,9 @@ Result<Recording> recording_from_memory(std::string bytes, std::string name) {
 }
 
 CallText describe(const Recording& rec, const trace::Event& ev) {
-  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  trace::Decoded d = trace::decode_event(*rec.tables, ev);
   CallText t;
-  t.line = rm::format_line(d);
+  t.line = trace::format_line(d);
   if (t.line.size() > 160) t.line = t.line.substr(0, 157) + "...";
   t.name = d.call.empty() ? std::string(trace::sys_name(ev.sys)) : std::string(d.call);
   if (d.cmd) {
@@ -461,7 +457,7 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
         0,
         0,
         0};
-  c.build_version_cmd = find_control_id(c.t, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION");
+  c.build_version = rm::control_doing(c.t, rm::kControlDriverVersion);
 
   // Device events, by thread role (ab's roles), in trace order within a role.
   std::vector<uint32_t> order;

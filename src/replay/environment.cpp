@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "base/bytes.hpp"
-#include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/decode.hpp"
 
 namespace cudatool::replay {
 namespace {
@@ -345,7 +345,7 @@ Status add_memblock_size(const Recording& rec, Environment& env) {
         NVTR_IOC_NR(ev.request) != esc->nr) {
       continue;
     }
-    rm::Decoded d = rm::decode_event(*rec.tables, ev);
+    trace::Decoded d = trace::decode_event(*rec.tables, ev);
     if (d.call != "NV_ESC_SYS_PARAMS") continue;
     for (const rm::Field& f : d.args) {
       if (f.name != "memblock_size" || f.value == 0) continue;

@@ -9,7 +9,7 @@
 
 #include "base/bytes.hpp"
 #include "base/error.hpp"
-#include "replay/replay_abi.h"
+#include "record/shim_abi/replay_abi.h"
 
 namespace cudatool::replay {
 

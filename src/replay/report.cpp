@@ -19,7 +19,7 @@
 #include "replay/generated/gpu_methods.h"
 #include "replay/session_parts.hpp"
 #include "replay/trace_convert.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::replay {
 namespace {

@@ -1,12 +1,8 @@
 #include "replay/session.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,7 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
+#include "record/launch.hpp"
 #include "replay/environment.hpp"
 #include "replay/session_parts.hpp"
 
@@ -25,21 +24,6 @@ namespace {
 
 Error err(std::string what) {
   return make_error("replay", "", std::nullopt, std::move(what));
-}
-
-std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-std::string absolute(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof cwd) == nullptr) return p;
-  return std::string(cwd) + "/" + p;
 }
 
 Status write_whole(const std::string& path, const void* data, size_t n) {
@@ -150,6 +134,90 @@ uint64_t now_ns() {
                                    .count());
 }
 
+// The run's private directory: a new temporary one, or --keep's.
+Status prepare_dir(const ReplayOptions& o, TempDir& dir) {
+  if (o.keep_dir.empty()) return dir.create();
+  auto kept = prepare_keep_dir(o.keep_dir);
+  if (!kept) return kept.error();
+  dir.use(std::move(*kept));
+  return Status::success();
+}
+
+Result<AnswerTable> make_table(const Recording& rec, const ReplayOptions& o,
+                               const Environment& env) {
+  return build_answer_table(rec, TableOptions{.injections = o.injections,
+                                              .overrides = o.overrides,
+                                              .root = env.root,
+                                              .env_globs = env.globs,
+                                              .devices = env.devices});
+}
+
+// The three files shared with the shims (shim_abi/replay_abi.h): the answer table written, the
+// shared state and the log mapped here too.
+struct RunFiles {
+  std::string table_path, state_path, log_path;
+  SharedFile state, log;
+
+  Status create(const std::string& dir, const AnswerTable& table) {
+    table_path = dir + "/answers.bin";
+    state_path = dir + "/state.bin";
+    log_path = dir + "/log.bin";
+    if (Status s = write_whole(table_path, table.bytes.data(), table.bytes.size()); !s.ok()) {
+      return s;
+    }
+    auto n_events = static_cast<uint32_t>(table.calls.size());
+    if (Status s = state.create(state_path, sizeof(rp_state) + n_events); !s.ok()) return s;
+    if (Status s = log.create(log_path, kLogCapacity); !s.ok()) return s;
+    st()->n_events = n_events;
+    __atomic_store_n(&st()->magic, RP_STATE_MAGIC, __ATOMIC_RELEASE);
+    auto* lh = reinterpret_cast<rp_log_head*>(log.data());
+    lh->write_off = kLogHead;
+    lh->capacity = kLogCapacity;
+    __atomic_store_n(&lh->magic, RP_LOG_MAGIC, __ATOMIC_RELEASE);
+    return Status::success();
+  }
+  [[nodiscard]] rp_state* st() const { return reinterpret_cast<rp_state*>(state.data()); }
+};
+
+record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
+                               const RunFiles& files, const std::string& root) {
+  record::LaunchSpec spec;
+  spec.argv = o.argv;
+  spec.preload = shim;
+  spec.set_env = {{RP_ENV_TABLE, files.table_path},
+                  {RP_ENV_STATE, files.state_path},
+                  {RP_ENV_LOG, files.log_path},
+                  {RP_ENV_ROOT, root}};
+  spec.own_group = true;  // ended as one, with what it leaves behind
+  spec.output = o.capture_output  ? record::ChildOutput::kCapture
+                : o.quiet_program ? record::ChildOutput::kDiscard
+                                  : record::ChildOutput::kInherit;
+  return spec;
+}
+
+// Ends a run whose shims made no progress (answered calls, fake-GPU steps) for deadline_s while
+// the command ran; what it was doing is inspected first, into *stall.
+std::function<bool()> stall_watch(const record::Child& child, const Recording& rec,
+                                  const rp_state& st, double deadline_s,
+                                  std::optional<Stall>* stall) {
+  return [&child, &rec, &st, deadline_s, stall, last = ~uint64_t{0}, since = now_ns()]() mutable {
+    uint64_t p = __atomic_load_n(&st.progress, __ATOMIC_ACQUIRE);
+    uint64_t now = now_ns();
+    if (p != last) {
+      last = p;
+      since = now;
+      return false;
+    }
+    double idle = static_cast<double>(now - since) / 1e9;
+    if (child.command_done() || deadline_s <= 0 || idle < deadline_s) return false;
+    Stall s;
+    s.idle_s = idle;
+    inspect_stall(child.pid(), rec, st, s);
+    *stall = std::move(s);
+    return true;
+  };
+}
+
 }  // namespace
 
 std::string_view outcome_name(Outcome o) {
@@ -174,166 +242,38 @@ std::string_view outcome_name(Outcome o) {
 
 Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   if (o.argv.empty()) return err("no command to replay");
-  std::string shim = o.shim.empty() ? self_dir() + "/libcudatool_replay.so" : absolute(o.shim);
-  if (access(shim.c_str(), R_OK) != 0) {
-    return err(
-        fmt::format("replay shim {} not found ({}); pass --shim", shim, std::strerror(errno)));
-  }
+  auto shim = record::find_shim(o.shim, "libcudatool_replay.so", "replay", "replay shim", "--shim");
+  if (!shim) return shim.error();
   TempDir dir;
-  if (o.keep_dir.empty()) {
-    if (Status s = dir.create(); !s.ok()) return s.error();
-  } else {
-    auto kept = prepare_keep_dir(o.keep_dir);
-    if (!kept) return kept.error();
-    dir.use(std::move(*kept));
-  }
+  if (Status s = prepare_dir(o, dir); !s.ok()) return s.error();
   auto env = build_environment(rec, dir.path() + "/root");
   if (!env) return env.error();
-  TableOptions to;
-  to.injections = o.injections;
-  to.overrides = o.overrides;
-  to.root = env->root;
-  to.env_globs = env->globs;
-  to.devices = env->devices;
-  auto table = build_answer_table(rec, to);
+  auto table = make_table(rec, o, *env);
   if (!table) return table.error();
-  std::string table_path = dir.path() + "/answers.bin";
-  std::string state_path = dir.path() + "/state.bin";
-  std::string log_path = dir.path() + "/log.bin";
-  if (Status s = write_whole(table_path, table->bytes.data(), table->bytes.size()); !s.ok()) {
-    return s.error();
-  }
-  uint32_t n_events = static_cast<uint32_t>(table->calls.size());
-  SharedFile state, log;
-  if (Status s = state.create(state_path, sizeof(rp_state) + n_events); !s.ok()) return s.error();
-  if (Status s = log.create(log_path, kLogCapacity); !s.ok()) return s.error();
-  auto* st = reinterpret_cast<rp_state*>(state.data());
-  st->n_events = n_events;
-  __atomic_store_n(&st->magic, RP_STATE_MAGIC, __ATOMIC_RELEASE);
-  auto* lh = reinterpret_cast<rp_log_head*>(log.data());
-  lh->write_off = kLogHead;
-  lh->capacity = kLogCapacity;
-  __atomic_store_n(&lh->magic, RP_LOG_MAGIC, __ATOMIC_RELEASE);
+  RunFiles files;
+  if (Status s = files.create(dir.path(), *table); !s.ok()) return s.error();
 
-  // The program's output: inherited, discarded, or captured through a pipe.
-  int out_pipe[2] = {-1, -1};
-  if (o.capture_output && pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return err(std::string("pipe: ") + std::strerror(errno));
-  }
-  int errpipe[2];
-  if (pipe2(errpipe, O_CLOEXEC) != 0) return err(std::string("pipe: ") + std::strerror(errno));
-  std::string preload = shim;
-  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
-    preload += ":" + std::string(old);
-  }
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   uint64_t t0 = now_ns();
-  pid_t pid = fork();
-  if (pid < 0) return err(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    close(errpipe[0]);
-    setpgid(0, 0);
-    if (o.capture_output) {
-      dup2(out_pipe[1], 1);
-      dup2(out_pipe[1], 2);
-    } else if (o.quiet_program) {
-      int null = ::open("/dev/null", O_WRONLY);
-      if (null >= 0) {
-        dup2(null, 1);
-        dup2(null, 2);
-      }
-    }
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv(RP_ENV_TABLE, table_path.c_str(), 1);
-    setenv(RP_ENV_STATE, state_path.c_str(), 1);
-    setenv(RP_ENV_LOG, log_path.c_str(), 1);
-    setenv(RP_ENV_ROOT, env->root.c_str(), 1);
-    execvp(argv[0], argv.data());
-    int e = errno;
-    (void)!write(errpipe[1], &e, sizeof e);
-    _exit(e == ENOENT ? 127 : 126);
-  }
-  setpgid(pid, pid);
-  close(errpipe[1]);
-  if (o.capture_output) close(out_pipe[1]);
-
+  auto child = record::Child::start(launch_spec(o, *shim, files, env->root), "replay");
+  if (!child) return child.error();
   ReplayReport rep;
   rep.trace = rec.path;
   rep.argv = o.argv;
-  int main_status = 0;
-  bool main_done = false, stalled = false;
-  uint64_t last_progress = ~uint64_t{0}, last_change = now_ns();
-  std::string captured;
-  while (true) {
-    int status = 0;
-    pid_t w = waitpid(-1, &status, WNOHANG);
-    if (w == pid && (WIFEXITED(status) || WIFSIGNALED(status))) {
-      main_status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-      main_done = true;
-    }
-    if (w < 0 && errno == ECHILD) break;
-    if (w > 0) continue;
-    if (main_done) {
-      // Descendants left behind: give them the deadline too, then end them.
-      kill(-pid, SIGKILL);
-    }
-    uint64_t p = __atomic_load_n(&st->progress, __ATOMIC_ACQUIRE);
-    uint64_t now = now_ns();
-    if (p != last_progress) {
-      last_progress = p;
-      last_change = now;
-    } else if (!main_done && o.deadline_s > 0 &&
-               static_cast<double>(now - last_change) / 1e9 >= o.deadline_s) {
-      Stall s;
-      s.idle_s = static_cast<double>(now - last_change) / 1e9;
-      inspect_stall(pid, rec, *st, s);
-      rep.stall = std::move(s);
-      stalled = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-    }
-    if (o.capture_output && out_pipe[0] >= 0) {
-      pollfd pf{out_pipe[0], POLLIN, 0};
-      if (poll(&pf, 1, 20) > 0) {
-        char buf[65536];
-        ssize_t n = read(out_pipe[0], buf, sizeof buf);
-        if (n > 0) {
-          if (captured.size() < (16u << 20)) captured.append(buf, static_cast<size_t>(n));
-        } else {
-          close(out_pipe[0]);
-          out_pipe[0] = -1;
-        }
-      }
-    } else {
-      usleep(20000);
-    }
-  }
-  if (o.capture_output && out_pipe[0] >= 0) {
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(out_pipe[0], buf, sizeof buf)) > 0)
-      captured.append(buf, static_cast<size_t>(n));
-    close(out_pipe[0]);
-  }
-  prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+  record::Watch watch;
+  watch.poll_ms = 20;
+  watch.end_now = stall_watch(*child, rec, *files.st(), o.deadline_s, &rep.stall);
+  watch.end_rest_with_command = true;  // descendants left behind are ended with it
+  bool stalled = child->wait(watch) == record::WaitEnd::kEnded;
   rep.wall_s = static_cast<double>(now_ns() - t0) / 1e9;
-  int exec_errno = 0;
-  if (read(errpipe[0], &exec_errno, sizeof exec_errno) != static_cast<ssize_t>(sizeof exec_errno)) {
-    exec_errno = 0;
+  if (child->exec_errno() != 0) {
+    return err(fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(child->exec_errno())));
   }
-  close(errpipe[0]);
-  if (exec_errno != 0) {
-    return err(fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(exec_errno)));
-  }
-  rep.program_output = std::move(captured);
-  rep.exit_status = main_status;
-  rep.end = stalled ? "deadline" : main_status < 0 ? "signal" : "exit";
-  auto parsed = parse_log(ByteView(log.data(), log.size()));
+  rep.program_output = child->take_output();
+  rep.exit_status = child->status();
+  rep.end = stalled ? "deadline" : child->status() < 0 ? "signal" : "exit";
+  auto parsed = parse_log(ByteView(files.log.data(), files.log.size()));
   if (!parsed) return parsed.error();
-  build_report(rec, *table, *parsed, *st, state.data() + sizeof(rp_state), *env, rep);
+  build_report(rec, *table, *parsed, *files.st(), files.state.data() + sizeof(rp_state), *env, rep);
   if (!o.output.empty()) {
     if (Status s = write_replayed_trace(rec, *table, *parsed, rep, o.output); !s.ok()) {
       return s.error();

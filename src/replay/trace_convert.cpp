@@ -12,8 +12,8 @@
 
 #include "record/tracee_memory.hpp"
 #include "replay/session.hpp"
-#include "rm/decode.hpp"
 #include "rm/nv_ioctl_abi.h"
+#include "trace/decode.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::replay {
@@ -193,7 +193,7 @@ static void name_members(const Recording& rec, const AnswerTable& table, const L
   if (r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size()) {
     rec_ev = &rec.events[table.calls[static_cast<size_t>(r.answered)].trace_index];
   }
-  rm::Decoded d = rm::decode_event(*rec.tables, ev);
+  trace::Decoded d = trace::decode_event(*rec.tables, ev);
   // The "params" buffer's structure (for an XFER, the wrapped call's parameters).
   std::string_view params = d.wrapped_struct.empty() ? d.params_struct : d.wrapped_struct;
   const rm::StructEntry* layout = params.empty() ? nullptr : rec.tables->find_struct(params);

@@ -1,6 +1,6 @@
 // Layout-driven decoding of one structure: members located by the generated field tables of the
 // branch, shown by kind (handle, class, status, string, list …) chosen from the member's name and
-// type, with a few per-structure overrides. Internal to rm/ (decode.cpp and its tests).
+// type, with a few per-structure overrides. Read by trace/decode.cpp and the tests.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/bytes.hpp"
-#include "rm/decode.hpp"
+#include "rm/field.hpp"
 #include "rm/tables.hpp"
 
 namespace cudatool::rm::detail {

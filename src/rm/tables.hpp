@@ -43,9 +43,14 @@ struct EscapeEntry {
 };
 
 // CtrlEntry::flags
-inline constexpr uint32_t kCtrlNvoc = 1;          // dispatched by an NVOC method table
-inline constexpr uint32_t kCtrlHeader = 2;        // defined in a ctrl/ header
-inline constexpr uint32_t kCtrlNameFromNvoc = 4;  // no header name: name is the NVOC handler's
+inline constexpr uint32_t kCtrlNvoc = 1;    // dispatched by an NVOC method table
+inline constexpr uint32_t kCtrlHeader = 2;  // defined in a ctrl/ header
+// No header define names the command: `handler` holds RM's NVOC handler, and the name is the one
+// a header comment gives it (0x20800a3e) or, with kCtrlNameDerived, NVIDIA's naming convention
+// applied to the handler (0x20800145 subdeviceCtrlCmdGpuAcquireComputeModeReservation →
+// NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION, as gVisor's nvproxy names it).
+inline constexpr uint32_t kCtrlNameFromNvoc = 4;
+inline constexpr uint32_t kCtrlNameDerived = 8;
 
 struct CtrlEntry {
   uint32_t id;
@@ -53,6 +58,7 @@ struct CtrlEntry {
   std::string_view params;  // "NV2080_CTRL_GPU_GET_INFO_V2_PARAMS", "" when it takes none
   int32_t params_size;      // sizeof(params); 0 without params, -1 when unmeasured
   uint32_t flags;
+  std::string_view handler;  // kCtrlNameFromNvoc: RM's handler; "" otherwise
 };
 
 // A control interface (category): the top 24 bits of a control command id, named by the

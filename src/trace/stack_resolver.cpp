@@ -8,8 +8,8 @@
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
+#include "base/glob_match.h"
 #include "elf/symbols.hpp"
-#include "rm/event_filter.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::trace {
@@ -57,14 +57,12 @@ struct StackResolver::Loaded {
 
 StackResolver::StackResolver(ResolverOptions options) : opt_(std::move(options)) {
   if (!opt_.open) opt_.open = open_regular;
-  api_glob_ = opt_.api_lib;
-  for (char& c : api_glob_) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
 StackResolver::~StackResolver() = default;
 
 bool StackResolver::is_api_lib(std::string_view path) const {
-  return !api_glob_.empty() && rm::glob_match_lower(api_glob_, file_name(path));
+  return !opt_.api_lib.empty() && glob_match(opt_.api_lib, file_name(path), /*fold_case=*/true);
 }
 
 void StackResolver::follow(const std::vector<Module>& records, const Event& ev) {

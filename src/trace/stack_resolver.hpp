@@ -43,7 +43,7 @@ inline constexpr std::string_view kDefaultApiLib = "libcuda.so*";
 
 struct ResolverOptions {
   std::vector<std::string> lib_paths;   // searched by build id when a file is absent or other
-  std::string api_lib{kDefaultApiLib};  // glob over a module's file name
+  std::string api_lib{kDefaultApiLib};  // glob over a module's file name (any case)
   // Opens a module file; the default takes regular files only (never a FIFO or a device) and
   // maps them with DriverImage::open. The fuzzer and tests give their own.
   std::function<Result<std::unique_ptr<DriverImage>>(const std::string& path)> open;
@@ -108,7 +108,6 @@ class StackResolver {
                                 std::string* tried);
 
   ResolverOptions opt_;
-  std::string api_glob_;  // lower-cased
   ModuleMap map_;
   std::vector<std::unique_ptr<Library>> libs_;
   size_t libs_reported_ = 0;

@@ -22,7 +22,7 @@
 #include "ab_support.hpp"
 #include "base/bytes.hpp"
 #include "harness.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -34,7 +34,7 @@ class AbEarlyEnd : public ::testing::Test {
   const AbTrace& a_ = ab_capture("trace_a.jsonl.xz");
   const rm::Tables& t_ = rm::tables_for_driver("580.159.04");
   std::unique_ptr<ab::NormalizedTrace> na_;
-  std::vector<rm::Decoded> dec_;
+  std::vector<trace::Decoded> dec_;
   std::vector<uint32_t> controls_;  // RM controls answered NV_OK, with an A tail behind them
   uint32_t status_off_ = 0;
 
@@ -44,7 +44,7 @@ class AbEarlyEnd : public ::testing::Test {
     ASSERT_TRUE(r.ok());
     na_ = std::move(*r);
     status_off_ = nvos54_status_offset();
-    for (const trace::Event& e : a_.events) dec_.push_back(rm::decode_event(t_, e));
+    for (const trace::Event& e : a_.events) dec_.push_back(trace::decode_event(t_, e));
     // A run that stops early leaves most of A undone: controls with at least 64 calls after.
     for (uint32_t k = 0; k + 64 < a_.events.size(); ++k) {
       if (dec_[k].call == "NV_ESC_RM_CONTROL" && dec_[k].status && *dec_[k].status == 0 &&

@@ -4,7 +4,7 @@
 // the first divergence without scrolling, expands a call to its decoded members with the members
 // that differ, and its filter box hides calls — by an expression of the decode filter language
 // and by text. What the page must show is computed here from the traces: the decoder's members
-// (rm::decode_event), the comparison's rows (ab::compare) and the same events' summaries.
+// (trace::decode_event), the comparison's rows (ab::compare) and the same events' summaries.
 //
 // Chromium missing is a failure, not a skip: tools/install-deps.sh installs it.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "ab_support.hpp"
 #include "base/bytes.hpp"
 #include "harness.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -50,7 +50,8 @@ Pair failing_pair(const AbTrace& a) {
   p.a = a.path;
   const rm::Tables& t = rm::tables_for_driver("580.159.04");
   uint32_t n = 40;
-  while (n < a.events.size() && rm::decode_event(t, a.events[n]).call != "NV_ESC_RM_CONTROL") ++n;
+  while (n < a.events.size() && trace::decode_event(t, a.events[n]).call != "NV_ESC_RM_CONTROL")
+    ++n;
   p.n = n;
   uint32_t status = 0;
   for (const rm::StatusEntry& s : t.statuses()) {
@@ -134,24 +135,24 @@ TEST(AbHtml, InAHeadlessBrowser) {
   ASSERT_EQ(c.divergences.front().a, p.n);
   const rm::Tables& t = rm::tables_for_driver("580.159.04");
   auto decoded = [&](char side, uint32_t i) {
-    return rm::decode_event(t, side == 'a' ? a.events[i] : p.b_events[i]);
+    return trace::decode_event(t, side == 'a' ? a.events[i] : p.b_events[i]);
   };
   const uint32_t rows = static_cast<uint32_t>(c.entries.size());
   uint32_t frees = 0, failed = 0, by_text = 0;
-  rm::Decoded fail = decoded('b', p.n);
+  trace::Decoded fail = decoded('b', p.n);
   const rm::CtrlEntry* ctrl = t.find_control(*fail.cmd);
   ASSERT_NE(ctrl, nullptr);
   std::string text = lower(std::string(ctrl->name)).substr(0, 14);  // part of the name, any case
   for (const ab::Entry& e : c.entries) {
     bool free = false, fails = false, has = false;
     if (e.a != ab::kNone) {
-      rm::Decoded d = decoded('a', e.a);
+      trace::Decoded d = decoded('a', e.a);
       free |= d.call == "NV_ESC_RM_FREE";
       fails |= d.status && *d.status != 0;
       has |= lower(ab::summarize(c.namer_a(), (*na)->events[e.a])).find(text) != std::string::npos;
     }
     if (e.b != ab::kNone) {
-      rm::Decoded d = decoded('b', e.b);
+      trace::Decoded d = decoded('b', e.b);
       free |= d.call == "NV_ESC_RM_FREE";
       fails |= d.status && *d.status != 0;
       has |= lower(ab::summarize(c.namer_b(), (*nb)->events[e.b])).find(text) != std::string::npos;
@@ -195,7 +196,7 @@ TEST(AbHtml, InAHeadlessBrowser) {
   ASSERT_TRUE(x.is_object()) << "clicking the first divergence expanded nothing: "
                              << j.value("problems", json::array()).dump();
   EXPECT_EQ(x["row"], c.divergences.front().entry);
-  rm::Decoded da = decoded('a', p.n);
+  trace::Decoded da = decoded('a', p.n);
   for (const rm::Field& f : da.args) {
     std::string name(f.name);
     auto has = [&](const json& list) {

@@ -28,8 +28,8 @@
 #include "ab/compare.hpp"
 #include "ab_support.hpp"
 #include "base/bytes.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -69,7 +69,7 @@ struct Fixture {
 // argument; nullopt when the call has none recorded.
 std::optional<std::pair<uint32_t, uint32_t>> status_of(const rm::Tables& t, const trace::Event& e) {
   if (e.sys != trace::Sys::kIoctl || !e.arg || e.arg->after.empty()) return std::nullopt;
-  rm::Decoded d = rm::decode_event(t, e);
+  trace::Decoded d = trace::decode_event(t, e);
   if (!d.status || d.call.empty()) return std::nullopt;
   // Locate the member: NVOS* structures by the tables' "status"/"rmStatus" member.
   const rm::StructEntry* s = t.find_struct(d.arg_struct);
@@ -130,7 +130,7 @@ TEST(AbMutation, FirstDivergenceIsTheMutatedEvent) {
   std::vector<uint32_t> with_status, allocs, with_bytes;
   for (uint32_t k = 0; k < n; ++k) {
     if (status_of(fx.t, A[k])) with_status.push_back(k);
-    rm::Decoded d = rm::decode_event(fx.t, A[k]);
+    trace::Decoded d = trace::decode_event(fx.t, A[k]);
     if (d.call == "NV_ESC_RM_ALLOC" && d.h_class && *d.h_class > 0x41) allocs.push_back(k);
     if (A[k].arg && (!A[k].arg->before.empty() || !A[k].arg->after.empty()))
       with_bytes.push_back(k);
@@ -259,7 +259,7 @@ TEST(AbMutation, FirstDivergenceIsTheMutatedEvent) {
       }
       case Mut::kClass: {
         uint32_t k = allocs[pick(0, static_cast<uint32_t>(allocs.size()))];
-        rm::Decoded d = rm::decode_event(fx.t, A[k]);
+        trace::Decoded d = trace::decode_event(fx.t, A[k]);
         const rm::StructEntry* s = fx.t.find_struct(d.arg_struct);
         const rm::FieldEntry* f = s ? fx.t.find_field(*s, "hClass") : nullptr;
         ASSERT_NE(f, nullptr);

@@ -13,7 +13,7 @@
 #include "ab_support.hpp"
 #include "base/bytes.hpp"
 #include "harness.hpp"
-#include "rm/decode.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -24,7 +24,7 @@ using nlohmann::json;
 uint32_t control_at(const std::vector<trace::Event>& ev, uint32_t from) {
   const rm::Tables& t = rm::tables_for_driver("580.159.04");
   for (uint32_t k = from; k < ev.size(); ++k) {
-    rm::Decoded d = rm::decode_event(t, ev[k]);
+    trace::Decoded d = trace::decode_event(t, ev[k]);
     if (d.call == "NV_ESC_RM_CONTROL" && d.status && *d.status == 0) return k;
   }
   ADD_FAILURE() << "no RM control after " << from;
@@ -99,7 +99,7 @@ TEST(AbReal, OneChangedControlStatusIsReported) {
   EXPECT_EQ(d["a"]["status_name"], "NV_OK");
   EXPECT_EQ(d["b"]["status_name"], "NV_ERR_INVALID_ARGUMENT");
   // The control is named as the decoder names it.
-  rm::Decoded dec = rm::decode_event(rm::tables_for_driver("580.159.04"), m[k]);
+  trace::Decoded dec = trace::decode_event(rm::tables_for_driver("580.159.04"), m[k]);
   const rm::CtrlEntry* c = rm::tables_for_driver("580.159.04").find_control(*dec.cmd);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(d["b"]["cmd_name"], std::string(c->name));
@@ -210,7 +210,7 @@ TEST(AbReal, DifferentDriversAndGpusAreSaidFirst) {
   std::vector<trace::Event> m = b.events;
   int changed = 0;
   for (trace::Event& e : m) {
-    rm::Decoded d = rm::decode_event(t, e);
+    trace::Decoded d = trace::decode_event(t, e);
     if (d.call != "NV_ESC_CARD_INFO") continue;
     for (auto* side : {&e.arg->before, &e.arg->after}) {
       if (side->size() >= pci->offset + dev->offset + 2) {

@@ -8,8 +8,8 @@
 
 #include "base/bytes.hpp"
 #include "harness.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::test {
@@ -69,10 +69,10 @@ struct Live {
 };
 
 // Objects alive after A's first n calls (allocated with NV_OK, not freed), in creation order.
-std::vector<Live> live_objects(const std::vector<rm::Decoded>& dec, uint32_t n) {
+std::vector<Live> live_objects(const std::vector<trace::Decoded>& dec, uint32_t n) {
   std::vector<Live> live;
   for (uint32_t k = 0; k < n; ++k) {
-    const rm::Decoded& d = dec[k];
+    const trace::Decoded& d = dec[k];
     bool ok = d.status && *d.status == 0;
     if (!ok || !d.h_object) continue;
     if ((d.call == "NV_ESC_RM_ALLOC" || d.call == "NV_ESC_RM_ALLOC_MEMORY") && d.h_parent &&
@@ -99,8 +99,8 @@ std::vector<Live> live_objects(const std::vector<rm::Decoded>& dec, uint32_t n) 
 Teardown teardown_after(const AbTrace& a, uint32_t n, const TeardownPlan& plan) {
   Teardown td;
   const rm::Tables& t = rm::tables_for_driver("580.159.04");
-  std::vector<rm::Decoded> dec;
-  for (const trace::Event& e : a.events) dec.push_back(rm::decode_event(t, e));
+  std::vector<trace::Decoded> dec;
+  for (const trace::Event& e : a.events) dec.push_back(trace::decode_event(t, e));
   const trace::Event* templ = nullptr;
   for (size_t k = a.events.size(); k-- > 0 && templ == nullptr;) {
     if (dec[k].call == "NV_ESC_RM_FREE" && a.events[k].arg) templ = &a.events[k];

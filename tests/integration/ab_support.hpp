@@ -44,7 +44,7 @@ struct Teardown {
   uint32_t live_objects = 0, open_fds = 0;  // what could have been torn down
 };
 // The teardown of a run that made A's first `n` calls (events of A), as far as `plan` asks and the
-// run holds objects and fds. Handles come from the decoder (rm::decode_event), layouts from the
+// run holds objects and fds. Handles come from the decoder (trace::decode_event), layouts from the
 // driver tables.
 Teardown teardown_after(const AbTrace& a, uint32_t n, const TeardownPlan& plan);
 

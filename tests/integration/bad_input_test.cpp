@@ -209,9 +209,9 @@ TEST(Cli, HelpListsEveryCommandUnderItsHeading) {
   size_t dyn = r.out.find("Dynamic: what a program asks");
   ASSERT_NE(stat, std::string::npos) << r.out;
   ASSERT_NE(dyn, std::string::npos) << r.out;
-  const std::vector<std::string> statics = {"info",   "exports",   "imports", "cubins",
-                                            "tables", "functions", "addr",    "symbolize",
-                                            "xrefs",  "index",     "delta",   "history"};
+  const std::vector<std::string> statics = {"info",      "exports", "imports",   "cubins", "tables",
+                                            "functions", "addr",    "symbolize", "xrefs",  "index",
+                                            "delta",     "history", "abi"};
   const std::vector<std::string> dynamics = {"trace",  "import", "decode", "stats",
                                              "export", "ab",     "replay"};
   auto check = [&](const std::string& c, bool dynamic) {

@@ -284,6 +284,40 @@ TEST(DecodeCli, BranchIsChosenSaidAndOverridable) {
   EXPECT_TRUE(s["driver_version"].is_null());
 }
 
+// Issue #35: a control no header define names (0x20800145, in the capture) prints by the name
+// the tables give it, with RM's handler beside it as a note, in text and in JSON; the tables
+// flag the name as not a define's.
+TEST(DecodeCli, CommandsWithoutADefineKeepTheHandlerAsANote) {
+  std::string dir = workdir("handler");
+  std::string trace = import_capture("trace_a.jsonl.xz", dir);
+  const rm::Tables& t = *rm::choose_branch(capture_driver_version()).tables;
+  const rm::CtrlEntry* c = t.find_control(0x20800145);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->flags & rm::kCtrlNameFromNvoc, 0u);
+  EXPECT_FALSE(c->handler.empty());
+  EXPECT_EQ(c->name.rfind("NV2080_CTRL_CMD_", 0), 0u) << c->name;
+  RunResult r = run({cudatool_bin(), "decode", trace, "--filter", "ctrl=0x20800145"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("cmd=" + std::string(c->name) + " (no header define; RM handler " +
+                       std::string(c->handler) + ")"),
+            std::string::npos)
+      << r.out;
+  r = run({cudatool_bin(), "decode", trace, "--json", "--filter", "ctrl=0x20800145"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  bool seen = false;
+  for (const std::string& l : lines_of(r.out)) {
+    json e = json::parse(l);
+    if (!e.contains("args")) continue;
+    for (const auto& a : e["args"]) {
+      if (a["name"] != "cmd") continue;
+      EXPECT_EQ(a["symbol"], c->name);
+      EXPECT_EQ(a["handler"], c->handler);
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen) << r.out;
+}
+
 // A trace recorded by cudatool itself (ptrace mode) from nv_client: durations, calls that
 // failed with ENOTTY on the fake device nodes, several threads and processes.
 TEST(DecodeCli, RecordedTraceHasDurationsFailuresAndSlowestCalls) {

@@ -14,9 +14,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/glob_match.h"
 #include "env_check.hpp"
 #include "harness.hpp"
-#include "record/glob_match.h"
 #include "trace/trace_file.hpp"
 #include "trace_check.hpp"
 

@@ -20,8 +20,8 @@
 #include "base/hex.hpp"
 #include "capture_data.hpp"
 #include "harness.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -100,14 +100,14 @@ TEST_P(Capture580, EveryCallDecodesAndIsNamed) {
   std::map<uint32_t, int> controls, classes, statuses;
   std::set<uint32_t> ctrl_size_checked;
   size_t ioctls = 0, partial = 0;
-  rm::Decoded d;
+  trace::Decoded d;
   for (const trace::Event& ev : cap.events) {
-    rm::decode_event(t, ev, d);
+    trace::decode_event(t, ev, d);
     if (ev.sys != trace::Sys::kIoctl) continue;
     ++ioctls;
-    EXPECT_TRUE(d.known) << "seq " << ev.seq << ": unknown call " << rm::format_line(d);
+    EXPECT_TRUE(d.known) << "seq " << ev.seq << ": unknown call " << trace::format_line(d);
     EXPECT_TRUE(d.notes.empty()) << "seq " << ev.seq << ": " << d.notes.front() << "\n  "
-                                 << rm::format_line(d);
+                                 << trace::format_line(d);
     if (!d.partial.empty()) ++partial;
     if (d.cmd) ++controls[*d.cmd];
     if (d.h_class) ++classes[*d.h_class];
@@ -182,9 +182,9 @@ TEST_P(Capture580, EveryPointerMemberOfTheStructuresUsedIsFollowedOrListed) {
   const rm::Tables& t = rm::tables_for_driver(cap.driver_version);
   std::set<std::string_view> used;
   size_t allocs = 0;
-  rm::Decoded d;
+  trace::Decoded d;
   for (const trace::Event& ev : cap.events) {
-    rm::decode_event(t, ev, d);
+    trace::decode_event(t, ev, d);
     if (d.call == "NV_ESC_RM_ALLOC") ++allocs;
     if (!d.params_struct.empty()) used.insert(d.params_struct);
   }

@@ -328,7 +328,7 @@ TEST(AbNormalize, EveryRuleNamesAMemberOfTheTables) {
     const rm::ClassEntry* c = tables().find_class(id);
     ASSERT_NE(c, nullptr);
     EXPECT_NE(c->name.find("ROOT"), std::string_view::npos) << c->name;
-    EXPECT_TRUE(is_client_class(id));
+    EXPECT_TRUE(is_client_class(tables(), id));
   }
 }
 

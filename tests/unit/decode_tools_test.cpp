@@ -7,29 +7,29 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "rm/decode.hpp"
-#include "rm/event_filter.hpp"
-#include "rm/perfetto.hpp"
 #include "rm/tables.hpp"
-#include "rm/trace_stats.hpp"
 #include "rm_synth.hpp"
+#include "trace/decode.hpp"
+#include "trace/event_filter.hpp"
+#include "trace/perfetto.hpp"
+#include "trace/trace_stats.hpp"
 
-namespace cudatool::rm {
+namespace cudatool::trace {
 namespace {
 
-using namespace synth;  // put(), escape_nr(), class_id(), control_id(), status_value()
+using namespace rm::synth;  // put(), escape_nr(), class_id(), control_id(), status_value()
 
-const Tables& t580() {
-  return synth::tables();
+const rm::Tables& t580() {
+  return rm::synth::tables();
 }
 
 // A little trace: each call appends an event with the next seq, 1 µs apart, 100 ns long.
 struct Builder {
-  std::vector<trace::Event> events;
+  std::vector<Event> events;
   int32_t tid = 100;
 
-  trace::Event& add(trace::Sys sys, std::string path) {
-    trace::Event ev;
+  Event& add(Sys sys, std::string path) {
+    Event ev;
     ev.seq = events.size();
     ev.t_ns = 1000 * (events.size() + 1);
     ev.dur_ns = 100 + 10 * events.size();
@@ -43,7 +43,7 @@ struct Builder {
   }
   void escape(std::string_view name, std::string_view type, std::vector<uint8_t> arg,
               std::string path = "/dev/nvidiactl") {
-    trace::Event& ev = add(trace::Sys::kIoctl, std::move(path));
+    Event& ev = add(Sys::kIoctl, std::move(path));
     ev.fd = 3;
     ev.request = rm_request(name, arg.size());
     ev.arg = arg_buffer(std::move(arg));
@@ -78,7 +78,7 @@ struct Builder {
     escape("NV_ESC_RM_CONTROL", "NVOS54_PARAMETERS", a);
   }
   void failed_open(std::string path, int err) {
-    trace::Event& ev = add(trace::Sys::kOpen, std::move(path));
+    Event& ev = add(Sys::kOpen, std::move(path));
     ev.ret = -1;
     ev.err = err;
   }
@@ -113,7 +113,7 @@ std::vector<uint64_t> matching(const Builder& b, std::string_view expr) {
   std::vector<uint64_t> seqs;
   if (!f) return seqs;
   Decoded d;
-  for (const trace::Event& ev : b.events) {
+  for (const Event& ev : b.events) {
     decode_event(t580(), ev, d);
     if (f->matches(ev, d)) seqs.push_back(ev.seq);
   }
@@ -198,25 +198,12 @@ TEST(EventFilter, BadExpressionsAreOneLineErrorsWithAColumn) {
   EXPECT_TRUE(EventFilter::parse("  ", t580()));
 }
 
-TEST(EventFilter, GlobsAreCaseInsensitiveWithSetsAndRanges) {
-  EXPECT_TRUE(glob_match_lower("nv_esc_*", "NV_ESC_RM_CONTROL"));
-  EXPECT_TRUE(glob_match_lower("*control", "NV_ESC_RM_CONTROL"));
-  EXPECT_TRUE(glob_match_lower("/dev/nvidia[0-9]", "/dev/nvidia3"));
-  EXPECT_FALSE(glob_match_lower("/dev/nvidia[!0-9]", "/dev/nvidia3"));
-  EXPECT_TRUE(glob_match_lower("/dev/nvidia[^0-9]*", "/dev/nvidiactl"));
-  EXPECT_TRUE(glob_match_lower("a?c", "ABC"));
-  EXPECT_FALSE(glob_match_lower("a?c", "AC"));
-  EXPECT_TRUE(glob_match_lower("[", "["));  // an unclosed set is a plain '['
-  EXPECT_TRUE(glob_match_lower("*a*a*a*a*b", std::string(40, 'a') + "b"));
-  EXPECT_FALSE(glob_match_lower("*a*a*a*a*b", std::string(40, 'a')));
-}
-
 // --- stats -------------------------------------------------------------------------------------
 
 TraceStats stats_of(const Builder& b, size_t slowest = 3) {
   StatsBuilder sb(t580(), slowest);
   Decoded d;
-  for (const trace::Event& ev : b.events) {
+  for (const Event& ev : b.events) {
     decode_event(t580(), ev, d);
     sb.add(ev, d);
   }
@@ -322,7 +309,7 @@ TEST(TraceStats, FreeingTheClientFreesEverythingAndHandlesAreReused) {
 
 TEST(TraceStats, NoDurationsNoSlowest) {
   Builder b = sample();
-  for (trace::Event& ev : b.events) ev.has_duration = false;
+  for (Event& ev : b.events) ev.has_duration = false;
   TraceStats s = stats_of(b);
   EXPECT_EQ(s.with_duration, 0u);
   EXPECT_TRUE(s.slowest.empty());
@@ -333,13 +320,13 @@ TEST(TraceStats, NoDurationsNoSlowest) {
 
 TEST(Perfetto, CompleteSlicesPerThreadWithMetadata) {
   Builder b = sample();
-  trace::Header h;
+  Header h;
   h.argv = {"./work"};
   PerfettoWriter w(t580(), h, "sample.jsonl");
   std::string out;
   w.begin(out);
   Decoded d;
-  for (const trace::Event& ev : b.events) {
+  for (const Event& ev : b.events) {
     decode_event(t580(), ev, d);
     w.add(out, ev, d);
   }
@@ -355,7 +342,7 @@ TEST(Perfetto, CompleteSlicesPerThreadWithMetadata) {
     }
     ASSERT_EQ(e["ph"], "X");
     uint64_t seq = e["args"]["seq"];
-    const trace::Event& ev = b.events[seq];
+    const Event& ev = b.events[seq];
     EXPECT_DOUBLE_EQ(e["ts"].get<double>(), static_cast<double>(ev.t_ns) / 1000.0);
     EXPECT_DOUBLE_EQ(e["dur"].get<double>(), static_cast<double>(ev.dur_ns) / 1000.0);
     EXPECT_EQ(e["tid"], ev.tid);
@@ -373,4 +360,4 @@ TEST(Perfetto, CompleteSlicesPerThreadWithMetadata) {
 }
 
 }  // namespace
-}  // namespace cudatool::rm
+}  // namespace cudatool::trace

@@ -17,8 +17,8 @@
 
 #include "ab/compare.hpp"
 #include "record/seccomp_filter.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
+#include "trace/decode.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_json.hpp"
 
@@ -174,8 +174,8 @@ TEST(EnvEvents, MembersRoundTripAsDocumented) {
 }
 
 std::string line_of(const Event& e) {
-  rm::Decoded d = rm::decode_event(rm::tables_for_driver("580.159.04"), e);
-  return rm::format_line(d);
+  trace::Decoded d = trace::decode_event(rm::tables_for_driver("580.159.04"), e);
+  return trace::format_line(d);
 }
 
 TEST(EnvEvents, DecodeReadsAsTheCallsMeant) {
@@ -223,7 +223,7 @@ TEST(EnvEvents, DecodeReadsAsTheCallsMeant) {
   own.extra = {{"uid", "0"}, {"gid", "44"}};
   EXPECT_EQ(line_of(own), "chmod /dev/nvidiactl owner 0:44 (chown)");
   // The JSON twin: the facts as members.
-  rm::Decoded d = rm::decode_event(rm::tables_for_driver("580.159.04"), st);
+  trace::Decoded d = trace::decode_event(rm::tables_for_driver("580.159.04"), st);
   std::map<std::string, rm::Field> m;
   for (const rm::Field& x : d.args) m[std::string(x.name)] = x;
   EXPECT_EQ(m["type"].text, "char");

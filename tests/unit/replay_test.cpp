@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "base/bytes.hpp"
+#include "record/shim_abi/replay_abi.h"
 #include "replay/answers.hpp"
 #include "replay/bisect.hpp"
 #include "replay/environment.hpp"
 #include "replay/inject.hpp"
-#include "replay/replay_abi.h"
 #include "replay/replay_log.hpp"
 #include "rm/tables.hpp"
 #include "rm_synth.hpp"

@@ -8,12 +8,16 @@
 
 #include "base/bytes.hpp"
 #include "base/json_writer.hpp"
-#include "rm/decode.hpp"
 #include "rm/tables.hpp"
 #include "rm_synth.hpp"
+#include "trace/decode.hpp"
 
 namespace cudatool::rm {
 namespace {
+
+using trace::decode_event;
+using trace::Decoded;
+using trace::format_line;
 
 template <class T, class K>
 void expect_sorted_unique(std::span<const T> table, K key, const char* what) {

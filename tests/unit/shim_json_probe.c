@@ -5,30 +5,26 @@
 
 #include "shim_json_probe.h"
 
-uint64_t shim_max_buffer(void) {
-  return 0;
-} /* shim_core.c's, not linked here */
-
 size_t probe_put_string(char* out, const char* s) {
-  struct out o = {out};
+  struct out o = {.p = out};
   put_string(&o, s);
   return (size_t)(o.p - out);
 }
 
 size_t probe_put_bytes(char* out, const uint8_t* b, uint64_t n) {
-  struct out o = {out};
+  struct out o = {.p = out};
   put_bytes(&o, b, n);
   return (size_t)(o.p - out);
 }
 
 size_t probe_put_hex(char* out, uint64_t v) {
-  struct out o = {out};
+  struct out o = {.p = out};
   put_hex_raw(&o, v);
   return (size_t)(o.p - out);
 }
 
 size_t probe_put_u64(char* out, uint64_t v) {
-  struct out o = {out};
+  struct out o = {.p = out};
   put_u64(&o, v);
   return (size_t)(o.p - out);
 }

@@ -5,9 +5,9 @@
 
 #include "analysis/driver_image.hpp"
 #include "record/proc_modules.hpp"
-#include "rm/event_filter.hpp"
 #include "rm/tables.hpp"
 #include "trace/api_stats.hpp"
+#include "trace/event_filter.hpp"
 #include "trace/module_map.hpp"
 #include "trace/stack_resolver.hpp"
 
@@ -182,9 +182,9 @@ TEST(ApiStats, GroupsDeviceCallsByApi) {
 TEST(EventFilterApi, MatchesTheApiTheCallerGives) {
   const rm::Tables& t = rm::tables_for_driver("580.159.04");
   Event ev = event(Sys::kIoctl, 1);
-  rm::Decoded d;
-  rm::decode_event(t, ev, d);
-  auto f = rm::EventFilter::parse("api=cuDevicePrimaryCtxRetain", t);
+  trace::Decoded d;
+  trace::decode_event(t, ev, d);
+  auto f = trace::EventFilter::parse("api=cuDevicePrimaryCtxRetain", t);
   ASSERT_TRUE(f) << f.error().message();
   EXPECT_TRUE(f->uses_api());
   EXPECT_TRUE(f->matches(ev, d, "cuDevicePrimaryCtxRetain"));
@@ -192,18 +192,18 @@ TEST(EventFilterApi, MatchesTheApiTheCallerGives) {
   EXPECT_FALSE(f->matches(ev, d, "cuInit"));
   EXPECT_FALSE(f->matches(ev, d, ""));  // no API call known: false
   EXPECT_FALSE(f->matches(ev, d));
-  auto g = rm::EventFilter::parse("api=cuMem* or not api=cuInit", t);
+  auto g = trace::EventFilter::parse("api=cuMem* or not api=cuInit", t);
   ASSERT_TRUE(g);
   EXPECT_TRUE(g->matches(ev, d, "cuMemAlloc_v2"));
   EXPECT_TRUE(g->matches(ev, d, ""));  // `not api=…` selects events without one
-  auto ne = rm::EventFilter::parse("api!=cuInit", t);
+  auto ne = trace::EventFilter::parse("api!=cuInit", t);
   ASSERT_TRUE(ne);
   EXPECT_FALSE(ne->matches(ev, d, ""));  // != on a missing field is false, as for every field
   EXPECT_TRUE(ne->matches(ev, d, "cuCtxCreate"));
-  auto plain = rm::EventFilter::parse("sys=ioctl", t);
+  auto plain = trace::EventFilter::parse("sys=ioctl", t);
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->uses_api());
-  auto bad = rm::EventFilter::parse("api<3", t);
+  auto bad = trace::EventFilter::parse("api<3", t);
   EXPECT_FALSE(bad);
 }
 

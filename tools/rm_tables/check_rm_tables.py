@@ -141,7 +141,7 @@ def check_branch(c, d):
     return bid, version, commit, counts
 
 
-CTRL_ROW = re.compile(r'^\{(0x[0-9a-f]+), "(\w*)", "(\w*)", (-?\d+), (\d+)\},$')
+CTRL_ROW = re.compile(r'^\{(0x[0-9a-f]+), "(\w*)", "(\w*)", (-?\d+), (\d+), "(\w*)"\},$')
 CLASS_ROW = re.compile(r'^\{(0x[0-9a-f]+), "(\w*)", "(\w*)", "(\w*)", (-?\d+), (true|false), '
                        r'(true|false)\},$')
 MEMBER_ROW = re.compile(r'^\{"(\w+)", "([\w.\[\]]+)", ([012]), "([^"\\]*)"\},$')

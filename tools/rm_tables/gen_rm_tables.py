@@ -134,6 +134,19 @@ def _is_type(t, known_types):
     return t in known_types or t in rmparse.BASIC_TYPES
 
 
+def _name_without_define(cid, nvoc_entry, doc_names):
+    """(name, handler) of an NVOC method id no header define names: the command named by the
+    documentation comment of its parameter structure (a header's name), else the name NVIDIA's
+    convention gives its handler (rmparse.derive_ctrl_name; flagged as derived by the caller),
+    else the handler, else ctrl_<id>."""
+    params, _, handler = nvoc_entry
+    name = doc_names.get(params) if params else None
+    if name and not name.startswith("NV%04X_" % (cid >> 16)):
+        name = None
+    return (name or rmparse.derive_ctrl_name(cid, handler) or handler or "ctrl_%08x" % cid,
+            handler)
+
+
 def collect(tree, log):
     """Parses the release: everything except sizes. Returns a dict of lists."""
     # Status codes.
@@ -172,9 +185,12 @@ def collect(tree, log):
             e["types"].append(hint)
 
     # Control commands.
-    finn, plain_names = {}, {}
+    finn, plain_names, doc_names = {}, {}, {}
     for rel in tree.files(SDK + "/ctrl", r".*\.h"):
-        commands, plain = rmparse.parse_ctrl_header(tree.read(rel))
+        text = tree.read(rel)
+        for params, name in rmparse.parse_ctrl_doc_names(text).items():
+            doc_names.setdefault(params, name)
+        commands, plain = rmparse.parse_ctrl_header(text)
         for value, name, msg in commands:
             finn.setdefault(value, []).append((name, msg))
         for value, name in plain:
@@ -193,7 +209,7 @@ def collect(tree, log):
             categories.setdefault(iid, name)
     ctrl = []
     for cid in sorted(set(finn) | set(nvoc)):
-        flags = 0
+        flags, handler = 0, None
         params = None
         if cid in nvoc:
             flags |= rmemit.CTRL_NVOC
@@ -214,9 +230,12 @@ def collect(tree, log):
             name = sorted(plain_names[cid])[0]
             flags |= rmemit.CTRL_HEADER
         else:
-            name = nvoc[cid][2] or "ctrl_%08x" % cid
+            name, handler = _name_without_define(cid, nvoc[cid], doc_names)
             flags |= rmemit.CTRL_NAME_FROM_NVOC
-        ctrl.append({"id": cid, "name": name, "params": params, "flags": flags})
+            if name != doc_names.get(params):
+                flags |= rmemit.CTRL_NAME_DERIVED
+        ctrl.append({"id": cid, "name": name, "params": params, "flags": flags,
+                     "handler": handler if flags & rmemit.CTRL_NAME_FROM_NVOC else None})
 
     # Classes: g_allclasses.h (ids, primary names and aliases) + resource_list.h (alloc params).
     class_ids = {}

@@ -8,7 +8,7 @@ Layout (one directory per driver branch, one file per kind):
     src/rm/generated/rNNN/info.inc      release version and commit
     src/rm/generated/rNNN/status.inc    {value, "NAME", "message"},            sorted by value
     src/rm/generated/rNNN/escapes.inc   {nr, "NAME", group, "struct", size, "alt", alt_size, array}
-    src/rm/generated/rNNN/ctrl.inc      {id, "NAME", "params struct", size, flags}, sorted by id
+    src/rm/generated/rNNN/ctrl.inc      {id, "NAME", "params struct", size, flags, "handler"}, by id
     src/rm/generated/rNNN/categories.inc {interface id, "NAME"}, control id >> 8, sorted
     src/rm/generated/rNNN/classes.inc   {id, "NAME", "internal class", "alloc params", size,
                                          required, in RM's class list}
@@ -34,7 +34,8 @@ import re
 
 CTRL_NVOC = 1  # dispatched by an NVOC method table of this release
 CTRL_HEADER = 2  # defined in a ctrl/ header
-CTRL_NAME_FROM_NVOC = 4  # no header define: the name is the NVOC handler's
+CTRL_NAME_FROM_NVOC = 4  # no header define names it: `handler` holds RM's NVOC handler
+CTRL_NAME_DERIVED = 8  # nor any header comment: the name is derived from the handler
 
 TOOL = "tools/rm_tables/gen_rm_tables.py"
 REPO = "NVIDIA/open-gpu-kernel-modules"
@@ -93,8 +94,9 @@ def emit_branch(out_dir, bid, tables):
             _s(alt.rstrip("[]")), _size(sizes, alt), "true" if main.endswith("[]") else "false"))
     put("escapes", "escapes", lines)
 
-    lines = ['{0x%08x, %s, %s, %d, %d},' % (x["id"], _s(x["name"]), _s(x["params"]),
-                                            _size(sizes, x["params"]), x["flags"])
+    lines = ['{0x%08x, %s, %s, %d, %d, %s},' % (x["id"], _s(x["name"]), _s(x["params"]),
+                                                _size(sizes, x["params"]), x["flags"],
+                                                _s(x.get("handler") or ""))
              for x in tables["ctrl"]]
     put("ctrl", "RM control commands", lines)
 

@@ -188,6 +188,50 @@ def parse_ctrl_header(text):
     return commands, plain
 
 
+_DOC_CMD = re.compile(r"^[ \t]*(?:/\*+|\*)[ \t]*(NV[0-9A-F]{4}_CTRL_CMD_\w+)[ \t]*$")
+_MESSAGE_ID = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)_MESSAGE_ID\b")
+
+
+def parse_ctrl_doc_names(text):
+    """{parameter structure: command name} from the documentation comments of a ctrl/*.h header.
+
+    A command's block starts with a comment whose line is the command's name alone
+    (` * NV2080_CTRL_CMD_INTERNAL_STATIC_KGR_GET_FECS_TRACE_DEFINES`) and ends at the
+    `<PARAMS>_MESSAGE_ID` define of its parameter structure. Used only to name NVOC method ids that
+    no define names (the command's define was dropped from the header, its comment kept).
+    """
+    out, last = {}, None
+    for line in text.splitlines():
+        m = _DOC_CMD.match(line)
+        if m:
+            last = m.group(1)
+            continue
+        m = _MESSAGE_ID.match(line)
+        if m:
+            if last:
+                out.setdefault(m.group(1), last)
+            last = None
+    return out
+
+
+_HANDLER = re.compile(r"[a-z][A-Za-z0-9]*?CtrlCmd([A-Z]\w*)")
+
+
+def derive_ctrl_name(cid, handler):
+    """NVIDIA's naming convention applied to an NVOC handler: `subdeviceCtrlCmdGpuAcquireX` of
+    0x2080xxxx gives NV2080_CTRL_CMD_GPU_ACQUIRE_X; None for a handler of another form.
+
+    A derivation, not a header's name: it gives the define's name for 977 of the 1,343 commands of
+    580.142 that have both (NVIDIA abbreviates and reorders the rest), so the tables flag it
+    (CTRL_NAME_DERIVED) and keep the handler beside it.
+    """
+    m = _HANDLER.fullmatch(handler or "")
+    if not m:
+        return None
+    words = re.findall(r"[A-Z]+[0-9]*(?![a-z])|[A-Z][a-z0-9]*|[0-9]+[a-z]*", m.group(1))
+    return "NV%04X_CTRL_CMD_%s" % (cid >> 16, "_".join(w.upper() for w in words))
+
+
 def parse_finn_interfaces(text):
     """[(interface id, name)] from `#define FINN_<NAME>_INTERFACE_ID (0xCCCCII)` lines of
     g_finn_rm_api.h; the interface id is the top 24 bits of a control command id."""

@@ -162,6 +162,41 @@ class Controls(unittest.TestCase):
              "subdeviceCtrlCmdGpuGetInfoV2"),
             (0x20800145, None, "Subdevice", "subdeviceCtrlCmdGpuAcquire")])
 
+    def test_ctrl_doc_names(self):
+        # The define of 0x20800a3e was dropped from ctrl2080internal.h after 515; its comment
+        # block, naming the command, still precedes its parameter structure's message id.
+        header = dedent('''
+            /*!
+             * NV2080_CTRL_CMD_INTERNAL_STATIC_KGR_GET_FECS_TRACE_DEFINES
+             *
+             * Get the FECS trace defines.
+             */
+            typedef struct NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES {
+                NvU32 fecsRecordSize;
+            } NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES;
+            #define NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES_PARAMS_MESSAGE_ID (0x3EU)
+            typedef struct NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES_PARAMS {
+                NvU32 x;
+            } NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES_PARAMS;
+            /* a block without a name line */
+            #define NV2080_CTRL_GPU_OTHER_PARAMS_MESSAGE_ID (0x3FU)
+            ''')
+        self.assertEqual(rmparse.parse_ctrl_doc_names(header), {
+            "NV2080_CTRL_INTERNAL_STATIC_GR_GET_FECS_TRACE_DEFINES_PARAMS":
+                "NV2080_CTRL_CMD_INTERNAL_STATIC_KGR_GET_FECS_TRACE_DEFINES"})
+
+    def test_derive_ctrl_name(self):
+        self.assertEqual(
+            rmparse.derive_ctrl_name(0x20800145, "subdeviceCtrlCmdGpuAcquireComputeModeReservation"),
+            "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION")
+        self.assertEqual(rmparse.derive_ctrl_name(0x00800290,
+                                                  "deviceCtrlCmdGpuVirtualizationSwitchToVga"),
+                         "NV0080_CTRL_CMD_GPU_VIRTUALIZATION_SWITCH_TO_VGA")
+        self.assertEqual(rmparse.derive_ctrl_name(0x20800102, "subdeviceCtrlCmdGpuGetInfoV2"),
+                         "NV2080_CTRL_CMD_GPU_GET_INFO_V2")
+        self.assertEqual(rmparse.derive_ctrl_name(0x1, "notAHandler"), None)
+        self.assertEqual(rmparse.derive_ctrl_name(0x1, None), None)
+
     def test_interfaces(self):
         base = dedent('''
             #define NV2080_CTRL_GPU                           (0x01)
@@ -815,10 +850,10 @@ class EndToEnd(unittest.TestCase):
         ctrl = self.read("ctrl")
         self.assertEqual(ctrl, [
             '{0x20800107, "NV2080_CTRL_CMD_GPU_GET_THING", "NV2080_CTRL_GPU_GET_THING_PARAMS", '
-            '%d, 3},' % ctypes.sizeof(Thing),
+            '%d, 3, ""},' % ctypes.sizeof(Thing),
             '{0x20800108, "NV2080_CTRL_CMD_GPU_GET_ITEMS", "NV2080_CTRL_GPU_GET_ITEMS_PARAMS", '
-            '%d, 2},' % ctypes.sizeof(Items),  # its structure from RM's copy code
-            '{0x20800145, "subdeviceCtrlCmdUnpublished", "", 0, 5},'])
+            '%d, 2, ""},' % ctypes.sizeof(Items),  # its structure from RM's copy code
+            '{0x20800145, "NV2080_CTRL_CMD_UNPUBLISHED", "", 0, 13, "subdeviceCtrlCmdUnpublished"},'])
         # The pointer rule of the embedded-pointer copy, measured, and the inventory.
         self.assertEqual(self.read("pointers"), [
             '{0, 0x20800108, "NV2080_CTRL_GPU_GET_ITEMS_PARAMS", "items", "params.items", %d, %d, '

@@ -313,6 +313,104 @@ static void set_rule(struct cfa_state* s, uint64_t reg, uint64_t ra_reg, struct 
   if (reg == ra_reg) s->ra = r;
 }
 
+/* A rule-setting instruction of the extended set (DWARF 4 section 6.4.2.3): 1 done, 0 damage,
+ * -1 not one of them. */
+static int reg_op(struct cfa_state* s, const struct cfa_state* init, const struct fde_info* f,
+                  struct cur* c, uint8_t op) {
+  uint64_t reg = 0;
+  switch (op) {
+    case 0x05: /* offset_extended */
+      reg = get_uleb(c);
+      set_rule(s, reg, f->ra_reg,
+               (struct reg_rule){UW_R_OFFSET, factored(get_uleb(c), f->data_align), 0, 0});
+      return 1;
+    case 0x06: /* restore_extended */
+      reg = get_uleb(c);
+      if (init != NULL) set_rule(s, reg, f->ra_reg, reg == 6 ? init->bp : init->ra);
+      return 1;
+    case 0x07: /* undefined */
+      set_rule(s, get_uleb(c), f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
+      return 1;
+    case 0x08: /* same_value */
+      set_rule(s, get_uleb(c), f->ra_reg, (struct reg_rule){UW_R_SAME, 0, 0, 0});
+      return 1;
+    case 0x09: /* register: the value lives in another register */
+      reg = get_uleb(c);
+      get_uleb(c);
+      set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
+      return 1;
+    case 0x10: { /* expression: saved at the address it computes */
+      reg = get_uleb(c);
+      uint64_t len = get_uleb(c);
+      if (len > c->end - c->p) return 0;
+      set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_EXPR_ADDR, 0, c->p, len});
+      c->p += len;
+      return 1;
+    }
+    case 0x11: /* offset_extended_sf */
+      reg = get_uleb(c);
+      set_rule(
+          s, reg, f->ra_reg,
+          (struct reg_rule){UW_R_OFFSET, factored((uint64_t)get_sleb(c), f->data_align), 0, 0});
+      return 1;
+    case 0x14: /* val_offset: the value is CFA + off, not saved */
+    case 0x15:
+    case 0x16: { /* val_expression */
+      reg = get_uleb(c);
+      if (op == 0x14) get_uleb(c);
+      if (op == 0x15) get_sleb(c);
+      if (op == 0x16) {
+        uint64_t len = get_uleb(c);
+        if (len > c->end - c->p) return 0;
+        c->p += len;
+      }
+      set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
+      return 1;
+    }
+    case 0x2f: /* GNU_negative_offset_extended */
+      reg = get_uleb(c);
+      set_rule(s, reg, f->ra_reg,
+               (struct reg_rule){UW_R_OFFSET, factored(0 - get_uleb(c), f->data_align), 0, 0});
+      return 1;
+    default:
+      return -1;
+  }
+}
+
+/* A CFA-defining instruction (DWARF 4 section 6.4.2.2): 1 done, 0 damage, -1 not one of them. */
+static int cfa_op(struct cfa_state* s, const struct fde_info* f, struct cur* c, uint8_t op) {
+  switch (op) {
+    case 0x0c: /* def_cfa */
+      s->cfa_reg = get_uleb(c);
+      s->cfa_off = (int64_t)get_uleb(c);
+      s->cfa_expr = 0;
+      return 1;
+    case 0x0d:
+      s->cfa_reg = get_uleb(c);
+      s->cfa_expr = 0;
+      return 1;
+    case 0x0e:
+      s->cfa_off = (int64_t)get_uleb(c);
+      return 1;
+    case 0x0f: /* def_cfa_expression */
+      s->cfa_expr_len = get_uleb(c);
+      s->cfa_expr = c->p;
+      if (s->cfa_expr_len > c->end - c->p) return 0;
+      c->p += s->cfa_expr_len;
+      return 1;
+    case 0x12:
+      s->cfa_reg = get_uleb(c);
+      s->cfa_off = factored((uint64_t)get_sleb(c), f->data_align);
+      s->cfa_expr = 0;
+      return 1;
+    case 0x13:
+      s->cfa_off = factored((uint64_t)get_sleb(c), f->data_align);
+      return 1;
+    default:
+      return -1;
+  }
+}
+
 /* Runs [p, end) until the location passes `lookup`; 0 on damage. */
 static int run(struct cfa_state* s, const struct cfa_state* init, const struct fde_info* f,
                uint64_t p, uint64_t end, uint64_t* loc, uint64_t lookup) {
@@ -340,6 +438,10 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         break;
     }
     if (op >> 6 == 0) {
+      int done = reg_op(s, init, f, &c, op);
+      if (done < 0) done = cfa_op(s, f, &c, op);
+      if (done == 0) return 0;
+      if (done > 0) continue;
       switch (op) {
         case 0x00:
           continue; /* nop */
@@ -356,26 +458,6 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
         case 0x04:
           advance = get_n(&c, 4);
           break;
-        case 0x05: /* offset_extended */
-          reg = get_uleb(&c);
-          set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, factored(get_uleb(&c), f->data_align), 0, 0});
-          continue;
-        case 0x06: /* restore_extended */
-          reg = get_uleb(&c);
-          if (init != NULL) set_rule(s, reg, f->ra_reg, reg == 6 ? init->bp : init->ra);
-          continue;
-        case 0x07: /* undefined */
-          set_rule(s, get_uleb(&c), f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
-          continue;
-        case 0x08: /* same_value */
-          set_rule(s, get_uleb(&c), f->ra_reg, (struct reg_rule){UW_R_SAME, 0, 0, 0});
-          continue;
-        case 0x09: /* register: the value lives in another register */
-          reg = get_uleb(&c);
-          get_uleb(&c);
-          set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
-          continue;
         case 0x0a:
           if (nsaved == 8) return 0;
           saved[nsaved++] = *s;
@@ -384,68 +466,9 @@ static int run(struct cfa_state* s, const struct cfa_state* init, const struct f
           if (nsaved == 0) return 0;
           *s = saved[--nsaved];
           continue;
-        case 0x0c: /* def_cfa */
-          s->cfa_reg = get_uleb(&c);
-          s->cfa_off = (int64_t)get_uleb(&c);
-          s->cfa_expr = 0;
-          continue;
-        case 0x0d:
-          s->cfa_reg = get_uleb(&c);
-          s->cfa_expr = 0;
-          continue;
-        case 0x0e:
-          s->cfa_off = (int64_t)get_uleb(&c);
-          continue;
-        case 0x0f: /* def_cfa_expression */
-          s->cfa_expr_len = get_uleb(&c);
-          s->cfa_expr = c.p;
-          if (s->cfa_expr_len > end - c.p) return 0;
-          c.p += s->cfa_expr_len;
-          continue;
-        case 0x10: { /* expression: saved at the address it computes */
-          reg = get_uleb(&c);
-          uint64_t len = get_uleb(&c);
-          if (len > end - c.p) return 0;
-          set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_EXPR_ADDR, 0, c.p, len});
-          c.p += len;
-          continue;
-        }
-        case 0x11: /* offset_extended_sf */
-          reg = get_uleb(&c);
-          set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, factored((uint64_t)get_sleb(&c), f->data_align),
-                                     0, 0});
-          continue;
-        case 0x12:
-          s->cfa_reg = get_uleb(&c);
-          s->cfa_off = factored((uint64_t)get_sleb(&c), f->data_align);
-          s->cfa_expr = 0;
-          continue;
-        case 0x13:
-          s->cfa_off = factored((uint64_t)get_sleb(&c), f->data_align);
-          continue;
-        case 0x14: /* val_offset: the value is CFA + off, not saved */
-        case 0x15:
-        case 0x16: { /* val_expression */
-          reg = get_uleb(&c);
-          if (op == 0x14) get_uleb(&c);
-          if (op == 0x15) get_sleb(&c);
-          if (op == 0x16) {
-            uint64_t len = get_uleb(&c);
-            if (len > end - c.p) return 0;
-            c.p += len;
-          }
-          set_rule(s, reg, f->ra_reg, (struct reg_rule){UW_R_UNKNOWN, 0, 0, 0});
-          continue;
-        }
         case 0x2e:
           get_uleb(&c);
           continue; /* GNU_args_size */
-        case 0x2f:  /* GNU_negative_offset_extended */
-          reg = get_uleb(&c);
-          set_rule(s, reg, f->ra_reg,
-                   (struct reg_rule){UW_R_OFFSET, factored(0 - get_uleb(&c), f->data_align), 0, 0});
-          continue;
         default:
           return 0;
       }

@@ -39,9 +39,9 @@ static char* fd_slot(int fd, int create) {
   char* t = atomic_load_explicit(&env_fd_paths, memory_order_acquire);
   if (t == NULL) {
     if (!create) return NULL;
-    long p = shim_sys6(SYS_mmap, 0, (long)ENV_MAX_FD * ENV_FD_PATH, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p < 0 && p > -4096) return NULL;
+    long p = rt_sys6(SYS_mmap, 0, (long)ENV_MAX_FD * ENV_FD_PATH, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (RT_FAILED(p)) return NULL;
     char* expected = NULL;
     if (atomic_compare_exchange_strong(&env_fd_paths, &expected, (char*)p)) {
       t = (char*)p;
@@ -72,8 +72,8 @@ void shim_env_fd_clear(int fd) {
 static void env_begin(struct shim_event* ev, int sys, const struct shim_call* c, uint64_t t0) {
   memset(ev, 0, offsetof(struct shim_event, bufs));
   ev->sys = sys;
-  ev->pid = shim_pid;
-  ev->tid = shim_tid();
+  ev->pid = rt_pid;
+  ev->tid = rt_tid();
   ev->fd = -1;
   ev->op = shim_fn[c->kind].name;
   ev->t = t0;
@@ -143,7 +143,7 @@ static void read_entries(struct shim_event* ev, long fd) {
         ev->entries_truncated = 1;
         continue;
       }
-      uint8_t* s = shim_scratch(0, used + len + 1, 1);
+      uint8_t* s = rt_scratch(0, used + len + 1, 1);
       if (s == NULL) {
         ev->entries_truncated = 1;
         continue;
@@ -157,7 +157,7 @@ static void read_entries(struct shim_event* ev, long fd) {
   if (n < 0) ev->content_err = (int)-n;
   /* Offsets after the names (4-aligned), then the names again in sorted order. */
   uint64_t idx_at = (used + 3) & ~3ULL;
-  uint8_t* s = shim_scratch(0, idx_at + 4 * count + used + 1, 1);
+  uint8_t* s = rt_scratch(0, idx_at + 4 * count + used + 1, 1);
   if (s == NULL) {
     ev->entries_truncated = 1;
     return;
@@ -181,7 +181,7 @@ static void read_entries(struct shim_event* ev, long fd) {
 /* Up to ENV_CONTENT_MAX bytes of regular file fd into scratch slot 0 (one more to know whether
  * there is more). */
 static void read_content(struct shim_event* ev, long fd) {
-  uint8_t* buf = shim_scratch(0, ENV_CONTENT_MAX + 1, 0);
+  uint8_t* buf = rt_scratch(0, ENV_CONTENT_MAX + 1, 0);
   ev->has_content = 1;
   if (buf == NULL) {
     ev->content_err = ENOMEM;
@@ -290,12 +290,12 @@ long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t fl
     errno = err;
     return r;
   }
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
+  if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
     shim_count(&shim_ctl->lost);
     errno = err;
     return r;
   }
-  shim_t.busy = 1;
+  rt_t.busy = 1;
   struct shim_event ev;
   env_begin(&ev, SHIM_FILE, c, t0);
   ev.path = abs;
@@ -307,7 +307,7 @@ long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t fl
   }
   shim_emit(&ev);
   shim_scratch_trim();
-  shim_t.busy = 0;
+  rt_t.busy = 0;
   errno = err;
   return r;
 }
@@ -329,11 +329,11 @@ static void fd_stat(const struct shim_call* c, int fd, uint64_t t0, long r, int 
   char path[ENV_FD_PATH];
   copy_string(path, idx >= 0 ? shim_path(idx) : slot, sizeof path);
   if (!shim_env_match(path)) return;
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
+  if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
     shim_count(&shim_ctl->lost);
     return;
   }
-  shim_t.busy = 1;
+  rt_t.busy = 1;
   struct shim_event ev;
   env_begin(&ev, SHIM_STAT, c, t0);
   ev.path = path;
@@ -345,168 +345,189 @@ static void fd_stat(const struct shim_call* c, int fd, uint64_t t0, long r, int 
     answer_from_stat(&ev, buf);
   }
   shim_emit(&ev);
-  shim_t.busy = 0;
+  rt_t.busy = 0;
 }
 
-long beh_path(struct shim_call* c) {
-  const struct shim_fn_info* fi = &shim_fn[c->kind];
-  if (!shim_ready() || !shim_env_on() || fi->path < 0) return shim_perform(c);
-  uint64_t t0 = shim_now();
-  long r = shim_perform(c);
-  int err = errno;
-  int pointer_ret = fi->ret == R_LONG && fi->op != OP_READLINK;
-  int failed = pointer_ret ? r == 0 : r == -1;
-  const char* path = (const char*)c->a[fi->path];
-  if (path == NULL || (failed && err == EFAULT) || fi->op == OP_EXEC) {
-    errno = err;
-    return r;
-  }
-  int dirfd = fi->dirfd >= 0 ? (int)c->a[fi->dirfd] : AT_FDCWD;
-  uint64_t at_flags = 0;
+/* The *at() flags of a call (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH, AT_REMOVEDIR, …), 0 for none. */
+static uint64_t at_flags_of(const struct shim_call* c) {
   switch (c->kind) {
     case SHIM_C_FSTATAT:
     case SHIM_C_FSTATAT64:
     case SHIM_C_FACCESSAT:
     case SHIM_C_FCHMODAT:
-      at_flags = (uint64_t)(unsigned)c->a[3];
-      break;
+      return (uint64_t)(unsigned)c->a[3];
     case SHIM_C_FXSTATAT:
     case SHIM_C_FXSTATAT64:
-      at_flags = (uint64_t)(unsigned)c->a[4];
-      break;
+      return (uint64_t)(unsigned)c->a[4];
     case SHIM_C_STATX:
     case SHIM_C_UNLINKAT:
-      at_flags = (uint64_t)(unsigned)c->a[2];
-      break;
+      return (uint64_t)(unsigned)c->a[2];
     default:
-      break;
+      return 0;
   }
-  int buf_at = c->kind == SHIM_C_STATX                                        ? 4
-               : (c->kind == SHIM_C_FXSTATAT || c->kind == SHIM_C_FXSTATAT64) ? 3
-               : (c->kind == SHIM_C_STAT || c->kind == SHIM_C_STAT64 || c->kind == SHIM_C_LSTAT ||
-                  c->kind == SHIM_C_LSTAT64)
-                   ? 1
-                   : 2;
-  if (path[0] == '\0') {
-    /* fstatat(fd, "", …, AT_EMPTY_PATH), statx alike: a stat of the fd itself. */
-    if (fi->op == OP_STAT && (at_flags & AT_EMPTY_PATH) != 0) {
-      fd_stat(c, dirfd, t0, r, err, (const void*)c->a[buf_at]);
+}
+
+/* The argument that holds a stat-family call's struct stat (statx: its struct statx). */
+static const void* stat_buffer(const struct shim_call* c) {
+  int k = c->kind;
+  int at = k == SHIM_C_STATX                                  ? 4
+           : (k == SHIM_C_FXSTATAT || k == SHIM_C_FXSTATAT64) ? 3
+           : (k == SHIM_C_STAT || k == SHIM_C_STAT64 || k == SHIM_C_LSTAT || k == SHIM_C_LSTAT64)
+               ? 1
+               : 2;
+  return (const void*)c->a[at];
+}
+
+/* A call that made a device node or a directory: its mode and device number. */
+static void fill_mknod(struct shim_event* ev, const struct shim_call* c) {
+  int k = c->kind;
+  if (k == SHIM_C_MKDIR) {
+    ev->mode = S_IFDIR | ((uint64_t)(unsigned)c->a[1] & 07777);
+  } else if (k == SHIM_C_MKNOD || k == SHIM_C_MKNODAT) {
+    ev->mode = (uint64_t)(unsigned)c->a[k == SHIM_C_MKNOD ? 1 : 2];
+    ev->rdev = (uint64_t)c->a[k == SHIM_C_MKNOD ? 2 : 3];
+  } else {
+    ev->mode = (uint64_t)(unsigned)c->a[k == SHIM_C_XMKNOD ? 2 : 3];
+    int rerr = 0;
+    uint64_t dev = 0;
+    if (rt_read((uint64_t)c->a[k == SHIM_C_XMKNOD ? 3 : 4], (uint8_t*)&dev, 8, 0, &rerr) == 8) {
+      ev->rdev = dev;
     }
-    errno = err;
-    return r;
   }
-  char abs[PATH_MAX];
-  if (!shim_abs_path(dirfd, path, abs) || !shim_env_match(abs)) {
-    errno = err;
-    return r;
-  }
-  if (shim_t.busy) { /* a signal handler interrupted the shim in this thread */
-    shim_count(&shim_ctl->lost);
-    errno = err;
-    return r;
-  }
-  shim_t.busy = 1;
-  struct shim_event ev;
-  char* target = (char*)shim_scratch(0, PATH_MAX, 0); /* symlink and readlink targets */
-  if (target == NULL) {
-    shim_count(&shim_ctl->lost);
-    shim_t.busy = 0;
-    errno = err;
-    return r;
-  }
-  target[0] = '\0';
-  switch (fi->op) {
+}
+
+/* A call on an environment path, performed: what it asked and what it was answered. */
+struct path_call {
+  const struct shim_call* c;
+  const struct shim_fn_info* fi;
+  uint64_t t0;
+  long r;
+  int failed;
+  uint64_t at_flags;
+  char* target; /* PATH_MAX bytes for symlink and readlink targets */
+};
+
+/* The event of a call on a path, by what the call does; 0 for calls not recorded. */
+static int fill_path_event(struct shim_event* ev, const struct path_call* p) {
+  const struct shim_call* c = p->c;
+  switch (p->fi->op) {
     case OP_STAT:
     case OP_LSTAT:
-      env_begin(&ev, SHIM_STAT, c, t0);
-      ev.flags = at_flags;
-      if (!failed) {
-        const void* buf = (const void*)c->a[buf_at];
-        if (c->kind == SHIM_C_STATX) {
-          answer_from_statx(&ev, buf);
-        } else {
-          answer_from_stat(&ev, buf);
-        }
+      env_begin(ev, SHIM_STAT, c, p->t0);
+      ev->flags = p->at_flags;
+      if (!p->failed && c->kind == SHIM_C_STATX) {
+        answer_from_statx(ev, stat_buffer(c));
+      } else if (!p->failed) {
+        answer_from_stat(ev, stat_buffer(c));
       }
-      break;
+      return 1;
     case OP_ACCESS:
-      env_begin(&ev, SHIM_STAT, c, t0);
-      ev.mode = (uint64_t)(unsigned)c->a[c->kind == SHIM_C_FACCESSAT ? 2 : 1];
-      ev.flags = at_flags;
-      break;
-    case OP_MKNOD: {
-      env_begin(&ev, SHIM_MKNOD, c, t0);
-      int k = c->kind;
-      if (k == SHIM_C_MKNOD || k == SHIM_C_MKNODAT) {
-        ev.mode = (uint64_t)(unsigned)c->a[k == SHIM_C_MKNOD ? 1 : 2];
-        ev.rdev = (uint64_t)c->a[k == SHIM_C_MKNOD ? 2 : 3];
-      } else {
-        ev.mode = (uint64_t)(unsigned)c->a[k == SHIM_C_XMKNOD ? 2 : 3];
-        int rerr = 0;
-        uint64_t dev = 0;
-        if (shim_read((uint64_t)c->a[k == SHIM_C_XMKNOD ? 3 : 4], (uint8_t*)&dev, 8, 0, &rerr) ==
-            8) {
-          ev.rdev = dev;
-        }
-      }
-      break;
-    }
+      env_begin(ev, SHIM_STAT, c, p->t0);
+      ev->mode = (uint64_t)(unsigned)c->a[c->kind == SHIM_C_FACCESSAT ? 2 : 1];
+      ev->flags = p->at_flags;
+      return 1;
+    case OP_MKNOD:
     case OP_MKDIR:
-      env_begin(&ev, SHIM_MKNOD, c, t0);
-      ev.mode = S_IFDIR | ((uint64_t)(unsigned)c->a[1] & 07777);
-      break;
+      env_begin(ev, SHIM_MKNOD, c, p->t0);
+      fill_mknod(ev, c);
+      return 1;
     case OP_SYMLINK:
-      env_begin(&ev, SHIM_SYMLINK, c, t0);
-      if (c->a[fi->path2] != 0) copy_string(target, (const char*)c->a[fi->path2], PATH_MAX);
-      ev.target = target;
-      break;
+      env_begin(ev, SHIM_SYMLINK, c, p->t0);
+      if (c->a[p->fi->path2] != 0)
+        copy_string(p->target, (const char*)c->a[p->fi->path2], PATH_MAX);
+      ev->target = p->target;
+      return 1;
     case OP_READLINK:
-      env_begin(&ev, SHIM_READLINK, c, t0);
-      if (!failed && r > 0) {
-        size_t n = (size_t)r < PATH_MAX - 1 ? (size_t)r : PATH_MAX - 1;
-        memcpy(target, (const char*)c->a[c->kind == SHIM_C_READLINKAT ? 2 : 1], n);
-        target[n] = '\0';
+      env_begin(ev, SHIM_READLINK, c, p->t0);
+      if (!p->failed && p->r > 0) {
+        size_t n = (size_t)p->r < PATH_MAX - 1 ? (size_t)p->r : PATH_MAX - 1;
+        memcpy(p->target, (const char*)c->a[c->kind == SHIM_C_READLINKAT ? 2 : 1], n);
+        p->target[n] = '\0';
       }
-      ev.target = target;
-      break;
+      ev->target = p->target;
+      return 1;
     case OP_REALPATH:
-      env_begin(&ev, SHIM_READLINK, c, t0);
-      if (!failed) copy_string(target, (const char*)r, PATH_MAX);
-      ev.target = target;
-      break;
+      env_begin(ev, SHIM_READLINK, c, p->t0);
+      if (!p->failed) copy_string(p->target, (const char*)p->r, PATH_MAX);
+      ev->target = p->target;
+      return 1;
     case OP_CHMOD:
-      env_begin(&ev, SHIM_CHMOD, c, t0);
-      ev.mode = (uint64_t)(unsigned)c->a[c->kind == SHIM_C_FCHMODAT ? 2 : 1];
-      ev.flags = at_flags;
-      break;
+      env_begin(ev, SHIM_CHMOD, c, p->t0);
+      ev->mode = (uint64_t)(unsigned)c->a[c->kind == SHIM_C_FCHMODAT ? 2 : 1];
+      ev->flags = p->at_flags;
+      return 1;
     case OP_CHOWN:
-      env_begin(&ev, SHIM_CHMOD, c, t0);
-      ev.has_owner = 1;
-      ev.uid = (int32_t)(uint32_t)c->a[1];
-      ev.gid = (int32_t)(uint32_t)c->a[2];
-      break;
+      env_begin(ev, SHIM_CHMOD, c, p->t0);
+      ev->has_owner = 1;
+      ev->uid = (int32_t)(uint32_t)c->a[1];
+      ev->gid = (int32_t)(uint32_t)c->a[2];
+      return 1;
     case OP_UNLINK:
-      env_begin(&ev, SHIM_UNLINK, c, t0);
-      ev.flags = at_flags;
-      break;
+      env_begin(ev, SHIM_UNLINK, c, p->t0);
+      ev->flags = p->at_flags;
+      return 1;
     case OP_FOPEN:
     case OP_OPENDIR:
-      env_begin(&ev, SHIM_FILE, c, t0);
-      ev.flags = fi->op == OP_FOPEN ? fopen_flags((const char*)c->a[1]) : OPENDIR_FLAGS;
-      break;
+      env_begin(ev, SHIM_FILE, c, p->t0);
+      ev->flags = p->fi->op == OP_FOPEN ? fopen_flags((const char*)c->a[1]) : OPENDIR_FLAGS;
+      return 1;
     default:
-      shim_t.busy = 0;
-      errno = err;
-      return r;
+      return 0;
   }
+}
+
+/* Records a performed call on the environment path abs (the caller holds `busy`). */
+static void record_path_call(const struct path_call* p, const char* abs, int err) {
+  char* target = (char*)rt_scratch(0, PATH_MAX, 0); /* symlink and readlink targets */
+  if (target == NULL) {
+    shim_count(&shim_ctl->lost);
+    return;
+  }
+  target[0] = '\0';
+  struct path_call q = *p;
+  q.target = target;
+  struct shim_event ev;
+  if (!fill_path_event(&ev, &q)) return;
+  int pointer_ret = p->fi->ret == R_LONG && p->fi->op != OP_READLINK;
   ev.path = abs;
-  env_finish(&ev, pointer_ret ? 0 : r, err, failed);
-  if (ev.sys == SHIM_FILE && !failed) read_object(&ev, abs, readable(ev.flags));
+  env_finish(&ev, pointer_ret ? 0 : p->r, err, p->failed);
+  if (ev.sys == SHIM_FILE && !p->failed) read_object(&ev, abs, readable(ev.flags));
   shim_emit(&ev);
   shim_scratch_trim();
-  shim_t.busy = 0;
+}
+
+long beh_path(struct shim_call* c) {
+  const struct shim_fn_info* fi = &shim_fn[c->kind];
+  if (!shim_ready() || !shim_env_on() || fi->path < 0) return shim_perform(c);
+  struct path_call p = {c, fi, shim_now(), 0, 0, 0, NULL};
+  p.r = shim_perform(c);
+  int err = errno;
+  int pointer_ret = fi->ret == R_LONG && fi->op != OP_READLINK;
+  p.failed = pointer_ret ? p.r == 0 : p.r == -1;
+  const char* path = (const char*)c->a[fi->path];
+  if (path == NULL || (p.failed && err == EFAULT) || fi->op == OP_EXEC) {
+    errno = err;
+    return p.r;
+  }
+  int dirfd = fi->dirfd >= 0 ? (int)c->a[fi->dirfd] : AT_FDCWD;
+  p.at_flags = at_flags_of(c);
+  char abs[PATH_MAX];
+  if (path[0] == '\0') {
+    /* fstatat(fd, "", …, AT_EMPTY_PATH), statx alike: a stat of the fd itself. */
+    if (fi->op == OP_STAT && (p.at_flags & AT_EMPTY_PATH) != 0) {
+      fd_stat(c, dirfd, p.t0, p.r, err, stat_buffer(c));
+    }
+  } else if (shim_abs_path(dirfd, path, abs) && shim_env_match(abs)) {
+    if (rt_t.busy) { /* a signal handler interrupted the shim in this thread */
+      shim_count(&shim_ctl->lost);
+    } else {
+      rt_t.busy = 1;
+      record_path_call(&p, abs, err);
+      rt_t.busy = 0;
+    }
+  }
   errno = err;
-  return r;
+  return p.r;
 }
 
 long beh_fstat(struct shim_call* c, int fd) {

@@ -1,10 +1,9 @@
 /* The interposition layer (hooks.h): the exported functions, each packing its arguments into a
- * shim_call for the behaviour linked with it, and shim_perform(), the call as the program made
- * it. Nothing here records or answers anything. */
+ * shim_call for the behaviour linked with it (perform.c makes the call itself, for the
+ * behaviour). Nothing here records or answers anything. */
 #define _GNU_SOURCE
 #include "hooks.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -19,37 +18,6 @@
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
-
-const struct shim_fn_info shim_fn[SHIM_C_COUNT] = {
-#define SHIM_INFO(k, fn, ret, path, dirfd, path2, op) {#fn, ret, path, dirfd, path2, op},
-    SHIM_HOOKS(SHIM_INFO)
-#undef SHIM_INFO
-};
-
-/* The next definition of each function (RTLD_NEXT), resolved on first use. */
-static void* _Atomic real[SHIM_C_COUNT];
-
-typedef long (*fn6)(long, long, long, long, long, long);
-typedef long (*fn7)(long, long, long, long, long, long, long);
-
-long shim_perform(const struct shim_call* c) {
-  void* f = real[c->kind];
-  if (f == NULL) {
-    f = dlsym(RTLD_NEXT, shim_fn[c->kind].name);
-    real[c->kind] = f;
-  }
-  if (f == NULL) {
-    errno = ENOSYS;
-    return -1;
-  }
-  if (c->kind == SHIM_C_SYSCALL) {
-    return ((fn7)f)(c->nr, c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]);
-  }
-  /* Every interposed function takes at most six integer or pointer arguments, passed in the
-   * same registers whatever their declared types (x86-64 SysV). */
-  long r = ((fn6)f)(c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]);
-  return shim_fn[c->kind].ret == R_LONG ? r : (long)(int)r;
-}
 
 #define CALL(k, ...) struct shim_call c = {SHIM_C_##k, 0, {__VA_ARGS__}}
 

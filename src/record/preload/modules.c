@@ -14,7 +14,6 @@
 #include "unwind.h"
 
 #define MAX_MODULES 1024
-#define MAX_SEGS 16
 #define PATH_POOL (256u << 10)
 
 struct mod {
@@ -32,44 +31,15 @@ static unsigned long long seen_adds, seen_subs;
 static int scanned;
 static _Atomic uint32_t generation = 1;
 static _Atomic uint64_t last_check;
-static atomic_flag mods_lock = ATOMIC_FLAG_INIT;
+static uint32_t mods_lock;
 static uint64_t self_lo, self_hi;
 static char exe_path[4096];
 
 static void lock_mods(void) {
-  while (atomic_flag_test_and_set_explicit(&mods_lock, memory_order_acquire)) {
-  }
+  rt_lock(&mods_lock);
 }
 static void unlock_mods(void) {
-  atomic_flag_clear_explicit(&mods_lock, memory_order_release);
-}
-
-/* ---- bounds of the object whose unwind data is being read (in a dl_iterate_phdr callback) ---- */
-
-static __thread struct {
-  int n;
-  uint64_t lo[MAX_SEGS], hi[MAX_SEGS];
-} cur_segs __attribute__((tls_model("initial-exec")));
-
-int shim_module_read(uint64_t addr, void* out, uint64_t len) {
-  for (int i = 0; i < cur_segs.n; ++i) {
-    if (addr >= cur_segs.lo[i] && addr < cur_segs.hi[i] && len <= cur_segs.hi[i] - addr) {
-      memcpy(out, (const void*)(uintptr_t)addr, len);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-static void set_segments(const struct dl_phdr_info* info) {
-  cur_segs.n = 0;
-  for (int i = 0; i < info->dlpi_phnum && cur_segs.n < MAX_SEGS; ++i) {
-    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_R) == 0) continue;
-    cur_segs.lo[cur_segs.n] = info->dlpi_addr + ph->p_vaddr;
-    cur_segs.hi[cur_segs.n] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-    ++cur_segs.n;
-  }
+  rt_unlock(&mods_lock);
 }
 
 static void range_of(const struct dl_phdr_info* info, uint64_t* lo, uint64_t* hi) {
@@ -97,7 +67,7 @@ static struct scan scan_buf; /* used under mods_lock only */
 
 static const char kHexDigits[] = "0123456789abcdef";
 
-/* NT_GNU_BUILD_ID from the object's PT_NOTE segments, in its memory (cur_segs bounds). */
+/* NT_GNU_BUILD_ID from the object's PT_NOTE segments, in its memory (shim_module_read bounds). */
 static void build_id_of(const struct dl_phdr_info* info, char* out) {
   out[0] = '\0';
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -167,9 +137,9 @@ static int scan_cb(struct dl_phdr_info* info, size_t size, void* data) {
   path_of(info, s->names[s->n], sizeof s->names[0]);
   if (s->names[s->n][0] == '\0') return 0; /* no file: nothing to name its code with */
   m->base = info->dlpi_addr;
-  set_segments(info);
+  shim_module_bounds_set(info);
   build_id_of(info, m->build_id);
-  cur_segs.n = 0;
+  shim_module_bounds_clear();
   m->emitted = 0;
   ++s->n;
   return 0;
@@ -210,39 +180,40 @@ static size_t put_hex(char* o, uint64_t v) {
   return n;
 }
 
+/* A literal of known length at line + n (emit_record). */
+#define LIT(s)                         \
+  do {                                 \
+    memcpy(line + n, s, sizeof s - 1); \
+    n += sizeof s - 1;                 \
+  } while (0)
+
 static void emit_record(const struct mod* m) {
   char line[4096 + 512];
   size_t n = 0;
   const char* path = pool + m->path;
   if (strlen(path) > 600) return; /* 6 bytes per byte at worst: stays in `line` */
-  memcpy(line + n, "{\"module\":{\"pid\":", 17);
-  n += 17;
+  LIT("{\"module\":{\"pid\":");
   char digits[16];
-  int k = 0, v = shim_pid;
+  int k = 0, v = rt_pid;
   do {
     digits[k++] = (char)('0' + v % 10);
     v /= 10;
   } while (v > 0);
   while (k > 0) line[n++] = digits[--k];
-  memcpy(line + n, ",\"path\":", 8);
-  n += 8;
+  LIT(",\"path\":");
   n += put_str(line + n, path);
-  memcpy(line + n, ",\"build_id\":", 12);
-  n += 12;
+  LIT(",\"build_id\":");
   n += put_str(line + n, m->build_id);
-  memcpy(line + n, ",\"base\":", 8);
-  n += 8;
+  LIT(",\"base\":");
   n += put_hex(line + n, m->base);
-  memcpy(line + n, ",\"lo\":", 6);
-  n += 6;
+  LIT(",\"lo\":");
   n += put_hex(line + n, m->lo);
-  memcpy(line + n, ",\"hi\":", 6);
-  n += 6;
+  LIT(",\"hi\":");
   n += put_hex(line + n, m->hi);
-  memcpy(line + n, "}}\n", 3);
-  n += 3;
+  LIT("}}\n");
   shim_emit_line(line, n);
 }
+#undef LIT
 
 /* A coarse clock (the vDSO reads it without the TSC): the check below runs every few ms. */
 static uint64_t coarse_now(void) {
@@ -329,7 +300,7 @@ static int find_cb(struct dl_phdr_info* info, size_t size, void* data) {
   range_of(info, &lo, &hi);
   f->lo = lo;
   f->base = info->dlpi_addr;
-  set_segments(info);
+  shim_module_bounds_set(info);
   uint8_t code[9];
   if (shim_module_read(f->pc, code, sizeof code) && memcmp(code, kSigreturn, 9) == 0) {
     f->rule->kind = UW_SIGNAL;
@@ -342,7 +313,7 @@ static int find_cb(struct dl_phdr_info* info, size_t size, void* data) {
       uw_rule_from_fde(fde, f->lookup, f->rule);
     }
   }
-  cur_segs.n = 0;
+  shim_module_bounds_clear();
   return 1;
 }
 
@@ -369,7 +340,7 @@ void shim_self_range(uint64_t* lo, uint64_t* hi) {
 static int self_cb(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
   (void)data;
-  uint64_t pc = (uint64_t)(uintptr_t)&shim_capture_stack, lo, hi;
+  uint64_t pc = (uint64_t)(uintptr_t)&self_cb, lo, hi; /* any code of this shim */
   range_of(info, &lo, &hi);
   if (pc < lo || pc >= hi) return 0;
   self_lo = lo;
@@ -377,11 +348,12 @@ static int self_cb(struct dl_phdr_info* info, size_t size, void* data) {
   return 1;
 }
 
-/* The table's lock is held across fork (as shim_core.c does for its tables), so that the child's
- * copy is consistent; not by a thread already inside the shim (a fork from a signal handler). */
+/* The table's lock is held across fork (as shim_init.c does for the tables of shim_core.c), so that
+ * the child's copy is consistent; not by a thread already inside the shim (a fork from a signal
+ * handler). */
 static int fork_locked;
 static void prepare(void) {
-  fork_locked = !shim_t.busy;
+  fork_locked = !rt_t.busy;
   if (fork_locked) lock_mods();
 }
 static void after(void) {

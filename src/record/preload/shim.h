@@ -2,12 +2,22 @@
  * Internals of the preload shim (libcudatool_preload.so), the LD_PRELOAD recorder of
  * `cudatool trace --mode preload`.
  *
- * It runs inside arbitrary programs (PyTorch, …), so it is plain C with no C++ runtime, makes its
- * own system calls with the `syscall` instruction (never through the functions it interposes),
- * allocates only with mmap, takes no lock that a signal handler of the same thread could want
- * (a thread already inside the shim passes further calls straight through and counts them as
- * lost), and writes each event into a shared mapping of the trace file as soon as the call
- * returns (preload_ctl.h), so that a crash loses nothing recorded.
+ * The recording behaviour of the interposition layer (hooks.h) over the shim runtime
+ * (../shim_rt/shim_rt.h: raw system calls, the `busy` flag, memory reads that never fault,
+ * scratch memory, the fd table): a thread already inside the shim passes further calls straight
+ * through and counts them as lost, and each event is written into a shared mapping of the trace
+ * file as soon as the call returns (../shim_abi/preload_ctl.h), so that a crash loses nothing
+ * recorded.
+ *
+ * Files, each calling only those listed after it (no two call each other):
+ *   record_calls.c, env_calls.c  the behaviour (beh_*), and unwind.c / modules.c / eh_frame.c /
+ *                                module_mem.c, the call stacks (unwind.h)
+ *   shim_init.c                  start-up and fork: the control block, inherited fds, the exec
+ *                                and fork events
+ *   shim_out.c                   output: stack records, event lines into the shared trace file
+ *   shim_json.c                  an event as one line of the trace format
+ *   shim_core.c                  the recording's state: configuration, device paths and fds,
+ *                                device mappings, the clock of the trace
  */
 #ifndef CUDATOOL_PRELOAD_SHIM_H
 #define CUDATOOL_PRELOAD_SHIM_H
@@ -16,23 +26,11 @@
 #include <stdint.h>
 
 #include "../../rm/nv_ioctl_abi.h"
-#include "../preload_ctl.h"
+#include "../shim_abi/preload_ctl.h"
+#include "../shim_rt/shim_rt.h"
 
-#define SHIM_HIDDEN __attribute__((visibility("hidden")))
-
-/* ---- raw system calls: return -errno on failure ---- */
-static inline long shim_sys6(long n, long a1, long a2, long a3, long a4, long a5, long a6) {
-  register long r10 __asm__("r10") = a4;
-  register long r8 __asm__("r8") = a5;
-  register long r9 __asm__("r9") = a6;
-  long ret;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
-#define SHIM_SYS(n, a, b, c) shim_sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define SHIM_HIDDEN RT_HIDDEN
+#define SHIM_SYS RT_SYS
 
 /* ---- events ---- */
 enum shim_sys {
@@ -108,27 +106,26 @@ struct shim_event {
   uint64_t frames[SHIM_MAX_FRAMES];
 };
 
-/* ---- per-thread state (initial-exec TLS) ---- */
-struct shim_tls {
-  int busy;        /* inside the shim: further device calls pass through (counted lost) */
-  int tid;         /* cached gettid() */
-  int fork_tid;    /* tid of the thread that called fork (atfork prepare) */
-  int fork_locked; /* the atfork prepare handler took the table locks */
-  uint64_t stack_lo, stack_hi; /* the mapping that holds this thread's stack */
-  int stack_probes;
-  uint8_t* scratch[2]; /* 0: buffer copies of the call in progress, 1: its formatted line */
-  size_t scratch_cap[2];
-};
+/* ---- the recording's state (shim_core.c) ---- */
+SHIM_HIDDEN extern struct cudatool_preload_ctl* shim_ctl; /* NULL until attached */
+SHIM_HIDDEN extern uint64_t shim_t0_ns;                   /* the trace's t0 (CLOCK_MONOTONIC) */
 
-SHIM_HIDDEN extern __thread struct shim_tls shim_t __attribute__((tls_model("initial-exec")));
-SHIM_HIDDEN extern struct cudatool_preload_ctl* shim_ctl;
-SHIM_HIDDEN extern int shim_pid;
+static inline uint64_t shim_now(void) { /* ns since the trace's t0 */
+  uint64_t n = rt_now_ns();
+  return n > shim_t0_ns ? n - shim_t0_ns : 0;
+}
+static inline void shim_count(uint64_t* counter) {
+  rt_count(counter);
+}
+/* After a call: scratch memory grown past 1 MiB for it is given back. */
+static inline void shim_scratch_trim(void) {
+  rt_scratch_trim(1u << 20);
+}
 
-/* ---- core (shim_core.c) ---- */
-SHIM_HIDDEN int shim_ready(void); /* initialised and recording */
-SHIM_HIDDEN void shim_init(void);
-SHIM_HIDDEN int shim_tid(void);
-SHIM_HIDDEN uint64_t shim_now(void);    /* ns since the trace's t0 */
+/* Takes the configuration from the environment the launcher set and attaches the control block
+ * (checking its version): 0 when this process is not being recorded. */
+SHIM_HIDDEN int shim_configure(void);
+SHIM_HIDDEN const char* shim_trace_path(void);
 SHIM_HIDDEN int shim_dev_of_fd(int fd); /* path index, or -1 */
 SHIM_HIDDEN void shim_fd_set(int fd, int idx);
 SHIM_HIDDEN void shim_fd_clear(int fd);
@@ -143,33 +140,38 @@ SHIM_HIDDEN int shim_device_match(const char* abs, int* idx);
 /* --env (docs/trace-format.md, "Environment events"): recording on; an absolute path in it. */
 SHIM_HIDDEN int shim_env_on(void);
 SHIM_HIDDEN int shim_env_match(const char* abs);
-/* fds opened on environment paths, with the path, for fstat (env_calls.c). */
-SHIM_HIDDEN void shim_env_fd_set(int fd, const char* abs);
-SHIM_HIDDEN void shim_env_fd_clear(int fd);
-/* An open of a path that is not a device (env_calls.c): performed, recorded when in --env. */
-struct shim_call;
-SHIM_HIDDEN long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags);
 SHIM_HIDDEN void shim_map_add(uint64_t addr, uint64_t len, int idx);
 SHIM_HIDDEN int shim_map_overlaps(uint64_t addr, uint64_t len);
 SHIM_HIDDEN int shim_map_remove(uint64_t addr, uint64_t len); /* path index or -1 */
-/* Reads n bytes at addr of this process without faulting; returns how many were readable. */
-SHIM_HIDDEN uint64_t shim_read(uint64_t addr, uint8_t* dst, uint64_t n, int bounded, int* err);
-/* v2: the mapping that holds this thread's stack pointer `sp` (for the unwinder, unwind.h). */
-SHIM_HIDDEN int shim_stack_range(uint64_t sp, uint64_t* lo, uint64_t* hi);
-/* Per-thread memory of at least n bytes; `keep` preserves what the slot held (it may move). */
-SHIM_HIDDEN uint8_t* shim_scratch(int slot, size_t n, int keep);
-SHIM_HIDDEN void shim_scratch_trim(void);
-SHIM_HIDDEN void shim_emit(struct shim_event* ev); /* assigns seq, formats, writes */
-/* v2: writes one complete line that is not an event (a module record; no seq). */
-SHIM_HIDDEN void shim_emit_line(const char* line, size_t len);
-SHIM_HIDDEN void shim_count(uint64_t* counter);
+/* The tables' locks, held across fork (shim_init.c) so that the child's copies are consistent. */
+SHIM_HIDDEN void shim_tables_lock(void);
+SHIM_HIDDEN void shim_tables_unlock(void);
 SHIM_HIDDEN uint64_t shim_max_buffer(void);
 SHIM_HIDDEN const struct nvtr_uvm_branch* shim_uvm_branch(void); /* UVM sizes of the recording */
 SHIM_HIDDEN const struct nvtr_rm_branch* shim_rm_branch(void);   /* RM sizes and pointer rules */
 
-/* ---- formatting (shim_json.c) ---- */
+/* ---- start-up (shim_init.c) ---- */
+SHIM_HIDDEN int shim_ready(void); /* started and recording */
+
+/* ---- environment fds (env_calls.c) ---- */
+/* fds opened on environment paths, with the path, for fstat. */
+SHIM_HIDDEN void shim_env_fd_set(int fd, const char* abs);
+SHIM_HIDDEN void shim_env_fd_clear(int fd);
+/* An open of a path that is not a device: performed, recorded when in --env. */
+struct shim_call;
+SHIM_HIDDEN long shim_env_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags);
+
+/* ---- output (shim_out.c) ---- */
+SHIM_HIDDEN void shim_emit(struct shim_event* ev); /* assigns seq, formats, writes */
+/* v2: writes one complete line that is not an event (a module record; no seq). */
+SHIM_HIDDEN void shim_emit_line(const char* line, size_t len);
+/* In a forked child: stack records other threads were writing died with them. */
+SHIM_HIDDEN void shim_out_forked_child(void);
+
+/* ---- formatting (shim_json.c): max_buffer is the recording's --max-buffer ---- */
 SHIM_HIDDEN size_t shim_event_bound(const struct shim_event* ev);
-SHIM_HIDDEN size_t shim_format_event(char* out, uint64_t seq, const struct shim_event* ev);
+SHIM_HIDDEN size_t shim_format_event(char* out, uint64_t seq, const struct shim_event* ev,
+                                     uint64_t max_buffer);
 /* v3: {"stack_record":{"id":…,"stack":[…]}}\n, at most SHIM_STACK_RECORD_BOUND(n) bytes. */
 #define SHIM_STACK_RECORD_BOUND(n) (64 + 21 * (size_t)(n))
 SHIM_HIDDEN size_t shim_format_stack_record(char* out, uint64_t id, const uint64_t* frames, int n);

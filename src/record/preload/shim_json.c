@@ -13,6 +13,7 @@ static const char kHex[] = "0123456789abcdef";
 
 struct out {
   char* p;
+  uint64_t max_buffer; /* the recording's --max-buffer, for the notes of buffers over it */
 };
 
 static void put(struct out* o, const char* s) {
@@ -221,7 +222,7 @@ static void put_error(struct out* o, const struct shim_buf* b, int after) {
     put(o, "size 0x");
     put_hex_raw(o, b->plan.size);
     put(o, " over cap 0x");
-    put_hex_raw(o, shim_max_buffer());
+    put_hex_raw(o, o->max_buffer);
   } else {
     const char* name = errno_name(err != 0 ? err : EFAULT);
     if (name != NULL) {
@@ -354,7 +355,7 @@ static void put_unrecorded(struct out* o, const struct shim_event* ev) {
     PUTLIT(o, " x ");
     put_u64(o, b->plan.elem);
     PUTLIT(o, " bytes over --max-buffer (");
-    put_u64(o, shim_max_buffer());
+    put_u64(o, o->max_buffer);
     PUTLIT(o, ")\"}");
   }
   if (ev->pointees_dropped > 0) {
@@ -517,7 +518,7 @@ static void put_frames(struct out* o, const uint64_t* frames, int n) {
 }
 
 size_t shim_format_stack_record(char* buf, uint64_t id, const uint64_t* frames, int n) {
-  struct out o = {buf};
+  struct out o = {buf, 0};
   PUTLIT(&o, "{\"stack_record\":{\"id\":");
   put_u64(&o, id);
   KEY(&o, "stack");
@@ -542,8 +543,70 @@ size_t shim_event_bound(const struct shim_event* ev) {
   return n;
 }
 
-size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
-  struct out o = {buf};
+static void put_fd_path(struct out* o, int fd, const char* path) {
+  KEY(o, "fd");
+  put_i64(o, fd);
+  KEY(o, "path");
+  put_string(o, path);
+}
+
+/* The members of a device call (or execve, fork) before `ret` (write_event in trace_json.cpp). */
+static void put_call(struct out* o, const struct shim_event* ev, const char* path) {
+  switch (ev->sys) {
+    case SHIM_OPEN:
+      KEY(o, "path");
+      put_string(o, path);
+      KEY(o, "flags");
+      put_hex(o, ev->flags);
+      break;
+    case SHIM_CLOSE:
+    case SHIM_DUP:
+      put_fd_path(o, ev->fd, path);
+      break;
+    case SHIM_IOCTL:
+      put_fd_path(o, ev->fd, path);
+      KEY(o, "req");
+      put_hex(o, ev->req);
+      break;
+    case SHIM_MMAP:
+      put_fd_path(o, ev->fd, path);
+      KEY(o, "addr");
+      put_hex(o, ev->addr);
+      KEY(o, "len");
+      put_u64(o, ev->len);
+      KEY(o, "prot");
+      put_u64(o, ev->prot);
+      KEY(o, "flags");
+      put_hex(o, ev->flags);
+      KEY(o, "off");
+      put_hex(o, ev->off);
+      break;
+    case SHIM_MUNMAP:
+      KEY(o, "addr");
+      put_hex(o, ev->addr);
+      KEY(o, "len");
+      put_u64(o, ev->len);
+      if (path[0] != '\0') {
+        KEY(o, "path");
+        put_string(o, path);
+      }
+      break;
+    case SHIM_EXECVE:
+      KEY(o, "path");
+      put_string(o, path);
+      break;
+    case SHIM_FORK:
+      KEY(o, "child");
+      put_i64(o, ev->child);
+      break;
+    default:
+      break;
+  }
+}
+
+size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev,
+                         uint64_t max_buffer) {
+  struct out o = {buf, max_buffer};
   PUTLIT(&o, "{\"seq\":");
   put_u64(&o, seq);
   KEY(&o, "t");
@@ -559,65 +622,10 @@ size_t shim_format_event(char* buf, uint64_t seq, const struct shim_event* ev) {
   KEY(&o, "sys");
   put_string(&o, sys_name(ev->sys));
   const char* path = ev->path != NULL ? ev->path : "";
-  switch (ev->sys) {
-    case SHIM_OPEN:
-      KEY(&o, "path");
-      put_string(&o, path);
-      KEY(&o, "flags");
-      put_hex(&o, ev->flags);
-      break;
-    case SHIM_CLOSE:
-    case SHIM_DUP:
-      KEY(&o, "fd");
-      put_i64(&o, ev->fd);
-      KEY(&o, "path");
-      put_string(&o, path);
-      break;
-    case SHIM_IOCTL:
-      KEY(&o, "fd");
-      put_i64(&o, ev->fd);
-      KEY(&o, "path");
-      put_string(&o, path);
-      KEY(&o, "req");
-      put_hex(&o, ev->req);
-      break;
-    case SHIM_MMAP:
-      KEY(&o, "fd");
-      put_i64(&o, ev->fd);
-      KEY(&o, "path");
-      put_string(&o, path);
-      KEY(&o, "addr");
-      put_hex(&o, ev->addr);
-      KEY(&o, "len");
-      put_u64(&o, ev->len);
-      KEY(&o, "prot");
-      put_u64(&o, ev->prot);
-      KEY(&o, "flags");
-      put_hex(&o, ev->flags);
-      KEY(&o, "off");
-      put_hex(&o, ev->off);
-      break;
-    case SHIM_MUNMAP:
-      KEY(&o, "addr");
-      put_hex(&o, ev->addr);
-      KEY(&o, "len");
-      put_u64(&o, ev->len);
-      if (path[0] != '\0') {
-        KEY(&o, "path");
-        put_string(&o, path);
-      }
-      break;
-    case SHIM_EXECVE:
-      KEY(&o, "path");
-      put_string(&o, path);
-      break;
-    case SHIM_FORK:
-      KEY(&o, "child");
-      put_i64(&o, ev->child);
-      break;
-    default:
-      put_environment(&o, ev, path);
-      break;
+  if (ev->sys >= SHIM_STAT) {
+    put_environment(&o, ev, path);
+  } else {
+    put_call(&o, ev, path);
   }
   KEY(&o, "ret");
   put_i64(&o, ev->ret);

@@ -378,7 +378,7 @@ void shim_capture_stack(struct shim_event* ev) {
   r.bp_known = 1;
   r.bp_at = 0;
   struct bounds b;
-  if (!shim_stack_range(r.sp, &b.lo, &b.hi)) {
+  if (!rt_stack_range(r.sp, &b.lo, &b.hi)) {
     ev->stack_error = say("unreadable stack at ", r.sp);
     return;
   }

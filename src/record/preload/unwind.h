@@ -25,7 +25,8 @@
  * asked for stacks. */
 SHIM_HIDDEN void shim_capture_stack(struct shim_event* ev);
 
-/* ---- shared by unwind.c and modules.c ---- */
+/* ---- shared by unwind.c, modules.c, eh_frame.c and module_bounds.c (each calling only those
+ * after it in that list) ---- */
 
 /* How to find the caller's frame from a frame at one PC (the result of its CFI), cached per PC. */
 enum uw_kind {
@@ -66,8 +67,13 @@ SHIM_HIDDEN uint32_t shim_modules_generation(void);
  * dlpi_subs; looked at every few milliseconds, or at once when `force`: a PC in an object without
  * a record); writes the records of new ones. */
 SHIM_HIDDEN void shim_modules_check(int force);
-/* Reads 8 bytes of an object's unwind data at addr (bounds: the object being searched). */
+/* Reads len bytes of an object's unwind data at addr, inside the bounds set for the object being
+ * searched (module_bounds.c): 0 outside them. */
 SHIM_HIDDEN int shim_module_read(uint64_t addr, void* out, uint64_t len);
+struct dl_phdr_info;
+/* Sets the bounds to the readable PT_LOAD segments of `info` (in a dl_iterate_phdr callback). */
+SHIM_HIDDEN void shim_module_bounds_set(const struct dl_phdr_info* info);
+SHIM_HIDDEN void shim_module_bounds_clear(void);
 /* Evaluates the CFI of the FDE for `lookup` (eh_frame.c): fde at address `fde` in an object whose
  * readable ranges shim_module_read checks. */
 SHIM_HIDDEN int uw_rule_from_fde(uint64_t fde, uint64_t lookup, struct uw_rule* rule);

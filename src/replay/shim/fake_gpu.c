@@ -87,14 +87,14 @@ static int thread_started;
 /* ---- what the answers tell ---- */
 
 void rs_gpu_map_memory(uint32_t h, uint64_t offset, uint64_t length, uint64_t linear, int fd) {
-  rs_lock(&lock);
+  rt_lock(&lock);
   if (nlins == MAX_LINEAR) memmove(lins, lins + 1, sizeof lins[0] * (--nlins));
   lins[nlins++] = (struct linear){h, 0, offset, length, linear, fd};
-  rs_unlock(&lock);
+  rt_unlock(&lock);
 }
 
 void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
-  rs_lock(&lock);
+  rt_lock(&lock);
   struct cpu_map m = {cpu, len, path, 0, 0};
   /* The mapping's file offset is the linear address MAP_MEMORY answered (the fixture's way), or
    * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, names it in
@@ -123,7 +123,7 @@ void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
     lins[hit].used = 1;
   }
   if (ncpus < MAX_CPU_MAPS) cpus[ncpus++] = m;
-  rs_unlock(&lock);
+  rt_unlock(&lock);
   if (nvtr_dev_kind_of_path(rs_path(path)) != NVTR_DEV_UVM) { /* UVM mmaps have no MAP_MEMORY */
     __atomic_fetch_add(&rs.st->gpu_maps, 1, __ATOMIC_RELAXED);
     if (hit >= 0) __atomic_fetch_add(&rs.st->gpu_maps_known, 1, __ATOMIC_RELAXED);
@@ -132,14 +132,14 @@ void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
 
 int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path) {
   int hit = 0;
-  rs_lock(&lock);
+  rt_lock(&lock);
   for (int i = 0; i < ncpus && !hit; ++i) {
     if (cpu < cpus[i].cpu + cpus[i].len && cpus[i].cpu < cpu + len) {
       hit = 1;
       *path = cpus[i].path;
     }
   }
-  rs_unlock(&lock);
+  rt_unlock(&lock);
   return hit;
 }
 
@@ -148,7 +148,7 @@ long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err) {
    * mapping goes away and out of the table while it is held, or that thread could read memory
    * just unmapped (it did: a SIGSEGV in about one run in two when the program unmapped its
    * channel's memory right after the work completed). */
-  rs_lock(&lock);
+  rt_lock(&lock);
   long r = shim_perform(c);
   *err = errno;
   for (int i = 0; r == 0 && i < ncpus; ++i) {
@@ -156,15 +156,15 @@ long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err) {
       cpus[i--] = cpus[--ncpus];
     }
   }
-  rs_unlock(&lock);
+  rt_unlock(&lock);
   return r;
 }
 
 static void add_gpu(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {
   if (length == 0) return;
-  rs_lock(&lock);
+  rt_lock(&lock);
   if (ngpus < MAX_GPU_MAPS) gpus[ngpus++] = (struct gpu_map){va, length, h, offset};
-  rs_unlock(&lock);
+  rt_unlock(&lock);
 }
 
 void rs_gpu_map_dma(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {
@@ -176,11 +176,11 @@ void rs_gpu_map_external(uint32_t h, uint64_t offset, uint64_t length, uint64_t 
 }
 
 void rs_gpu_free(uint32_t handle) {
-  rs_lock(&lock);
+  rt_lock(&lock);
   for (int i = 0; i < nchans; ++i) {
     if (chans[i].handle == handle) chans[i].active = 0;
   }
-  rs_unlock(&lock);
+  rt_unlock(&lock);
 }
 
 static uint64_t le64(const uint8_t* p, uint64_t len, int32_t off) {
@@ -196,7 +196,7 @@ static uint32_t le32(const uint8_t* p, uint64_t len, int32_t off) {
 
 void rs_gpu_channel(uint32_t h, uint32_t cls, const uint8_t* params, uint64_t len) {
   const struct rp_gpu_layout* g = &rs.t->gpu;
-  rs_lock(&lock);
+  rt_lock(&lock);
   if (nchans < MAX_CHANNELS) {
     struct channel* c = &chans[nchans++];
     memset(c, 0, sizeof *c);
@@ -208,7 +208,7 @@ void rs_gpu_channel(uint32_t h, uint32_t cls, const uint8_t* params, uint64_t le
     c->userd_off = le64(params, len, g->chan_userd_offset);
     c->active = c->entries != 0;
   }
-  rs_unlock(&lock);
+  rt_unlock(&lock);
 }
 
 void rs_gpu_atfork_child(void) {
@@ -258,7 +258,7 @@ static void write_sem(uint64_t va, uint64_t payload, int wide, int timestamp) {
   uint64_t p = va_cpu(va, timestamp ? 16 : wide ? 8 : 4);
   if (p == 0) return;
   if (timestamp) {
-    __atomic_store_n((volatile uint64_t*)(uintptr_t)(p + 8), rs_now(), __ATOMIC_RELEASE);
+    __atomic_store_n((volatile uint64_t*)(uintptr_t)(p + 8), rt_now_ns(), __ATOMIC_RELEASE);
   }
   if (wide || timestamp) {
     __atomic_store_n((volatile uint64_t*)(uintptr_t)p, payload, __ATOMIC_RELEASE);
@@ -630,7 +630,7 @@ static void publish(struct channel* c, int k, uint64_t ring, uint32_t put, uint3
 /* Follows GPPut of every channel once; returns whether anything was done. */
 static int step(void) {
   int did = 0;
-  rs_lock(&lock);
+  rt_lock(&lock);
   for (int k = 0; k < nchans; ++k) {
     struct channel* c = &chans[k];
     if (!c->active || c->entries == 0) continue;
@@ -664,7 +664,7 @@ static int step(void) {
     }
     publish(c, k, ring, put, stop);
   }
-  rs_unlock(&lock);
+  rt_unlock(&lock);
   if (did) rs_progress();
   return did;
 }
@@ -681,7 +681,7 @@ static void* gpu_thread(void* arg) {
       continue;
     }
     struct timespec ts = {0, idle_ns};
-    RS_SYS(SYS_nanosleep, &ts, 0, 0);
+    RT_SYS(SYS_nanosleep, &ts, 0, 0);
     if (idle_ns < 2000000) idle_ns *= 2;
   }
   return NULL;

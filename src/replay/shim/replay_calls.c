@@ -13,16 +13,16 @@
 #include <sys/syscall.h>
 
 #include "../../analysis/version_strings.h"
-#include "../../record/glob_match.h"
+#include "../../base/glob_match.h"
 #include "replay_shim.h"
 
 #define NV_OK 0u
 #define NV_ERR_NOT_SUPPORTED 0x56u
-#define MAX_FD 65536
+
 #define ARG_MAX_BYTES 16384u
 #define XFER_MAX_BYTES 4096u
 
-static int fd_peer[MAX_FD]; /* the other end of a device fd's socket pair, + 1 */
+static int fd_peer[RT_MAX_FD]; /* the other end of a device fd's socket pair, + 1 */
 
 static void begin_log(struct rs_rec* w, uint32_t sys, uint64_t payload, int fd, int path) {
   if (!rs_log_begin(w, sys, payload)) return;
@@ -37,8 +37,22 @@ static void end_log(struct rs_rec* w, long ret, int err, int outcome, int answer
   w->r->outcome = (uint32_t)outcome;
   w->r->answered = answered;
   w->r->t_ns = t0;
-  w->r->dur_ns = rs_now() - t0;
+  w->r->dur_ns = rt_now_ns() - t0;
   rs_log_commit(w);
+}
+
+/* The recorded call that answers a call of `sys` on a device fd of path `idx`. */
+static struct rs_match match_fd_call(uint32_t sys, int idx) {
+  struct rp_ident id = {sys, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
+  return rs_match(&id, 0, 0);
+}
+
+/* Leaves the shim after an answered call that the recording holds (progress): its result. */
+static long answered(long r, int err) {
+  rs_progress();
+  rt_t.busy = 0;
+  errno = err;
+  return r;
 }
 
 /* A recorded answer for an fd call: its failure, or success. */
@@ -60,43 +74,43 @@ static long new_device_fd(uint64_t flags) {
   int sv[2];
   int type = SOCK_STREAM | ((flags & O_CLOEXEC) ? SOCK_CLOEXEC : 0) |
              ((flags & O_NONBLOCK) ? SOCK_NONBLOCK : 0);
-  long r = rs_sys6(SYS_socketpair, AF_UNIX, type, 0, (long)sv, 0, 0);
+  long r = rt_sys6(SYS_socketpair, AF_UNIX, type, 0, (long)sv, 0, 0);
   if (r < 0) {
     errno = (int)-r;
     return -1;
   }
   /* The peer: close-on-exec, so that an exec'd program does not inherit it, and moved up out of
    * the way, so that the program's fds get the numbers they got in the recording. */
-  long peer = RS_SYS(SYS_fcntl, sv[1], F_DUPFD_CLOEXEC, 512);
+  long peer = RT_SYS(SYS_fcntl, sv[1], F_DUPFD_CLOEXEC, 512);
   if (peer >= 0) {
-    RS_SYS(SYS_close, sv[1], 0, 0);
+    RT_SYS(SYS_close, sv[1], 0, 0);
   } else {
     peer = sv[1];
-    RS_SYS(SYS_fcntl, peer, F_SETFD, FD_CLOEXEC);
+    RT_SYS(SYS_fcntl, peer, F_SETFD, FD_CLOEXEC);
   }
-  if (sv[0] >= 0 && sv[0] < MAX_FD)
+  if (sv[0] >= 0 && sv[0] < RT_MAX_FD)
     __atomic_store_n(&fd_peer[sv[0]], (int)peer + 1, __ATOMIC_RELEASE);
   return sv[0];
 }
 
 static void drop_device_fd(int fd) {
   rs_fd_clear(fd);
-  if (fd >= 0 && fd < MAX_FD) {
+  if (fd >= 0 && fd < RT_MAX_FD) {
     int p = __atomic_exchange_n(&fd_peer[fd], 0, __ATOMIC_ACQ_REL);
-    if (p > 0) RS_SYS(SYS_close, p - 1, 0, 0);
+    if (p > 0) RT_SYS(SYS_close, p - 1, 0, 0);
   }
 }
 
 /* The driver version in the strings of the library file at `path` (version_strings.h; read in
  * chunks that overlap by the longest match): 1 when found. */
 static int version_in_file(const char* path, char out[NVTR_VERSION_MAX]) {
-  long fd = RS_SYS(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+  long fd = RT_SYS(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return 0;
   static char buf[(1u << 20) + NVTR_VERSION_SPAN];
   size_t have = 0;
   int found = 0;
   for (;;) {
-    long n = RS_SYS(SYS_read, fd, buf + have, sizeof buf - have);
+    long n = RT_SYS(SYS_read, fd, buf + have, sizeof buf - have);
     if (n <= 0) break;
     have += (size_t)n;
     if (nvtr_find_version(buf, have, NVTR_VERSION_COPYRIGHT, out) >= 0 ||
@@ -109,7 +123,7 @@ static int version_in_file(const char* path, char out[NVTR_VERSION_MAX]) {
       have = NVTR_VERSION_SPAN;
     }
   }
-  RS_SYS(SYS_close, fd, 0, 0);
+  RT_SYS(SYS_close, fd, 0, 0);
   return found;
 }
 
@@ -123,14 +137,14 @@ static void check_library(void) {
   if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
   const char* want = rs_str(rs.t->driver);
   if (want[0] == '\0') return;
-  long fd = RS_SYS(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+  long fd = RT_SYS(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return;
   static char buf[1 << 16];
   char line[PATH_MAX + 128];
   size_t ln = 0;
   long n;
   char found[PATH_MAX] = "";
-  while (found[0] == '\0' && (n = RS_SYS(SYS_read, fd, buf, sizeof buf)) > 0) {
+  while (found[0] == '\0' && (n = RT_SYS(SYS_read, fd, buf, sizeof buf)) > 0) {
     for (long i = 0; i < n && found[0] == '\0'; ++i) {
       if (buf[i] != '\n') {
         if (ln + 1 < sizeof line) line[ln++] = buf[i];
@@ -145,7 +159,7 @@ static void check_library(void) {
       }
     }
   }
-  RS_SYS(SYS_close, fd, 0, 0);
+  RT_SYS(SYS_close, fd, 0, 0);
   if (found[0] == '\0') return;
   char v[NVTR_VERSION_MAX] = "";
   const char* from = " from its strings";
@@ -176,19 +190,19 @@ static void check_library(void) {
     rs_log_text(&w, msg);
     rs_log_commit(&w);
   }
-  RS_SYS(SYS_exit_group, 2, 0, 0);
+  RT_SYS(SYS_exit_group, 2, 0, 0);
 }
 
 long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) {
-  if (!rs_ready() || rs_t.busy) return shim_perform(c);
+  if (!rs_ready() || rt_t.busy) return shim_perform(c);
   char abs[PATH_MAX];
-  if (!rs_absolute(dirfd, path, abs, sizeof abs)) return shim_perform(c);
+  if (!rt_path_absolute(dirfd, path, abs, sizeof abs)) return shim_perform(c);
   int idx = rs_device_index(abs);
   if (idx < 0) {
     if (device_glob(abs) || rs_env_device(abs) != NULL) {
       /* A device node the recording never opened: it does not exist here. */
       struct rs_rec w;
-      uint64_t t0 = rs_now();
+      uint64_t t0 = rt_now_ns();
       begin_log(&w, RP_OPEN, strlen(abs) + 1, -1, -1);
       if (w.r) w.r->flags = flags;
       rs_log_text(&w, abs);
@@ -205,10 +219,9 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
     return shim_perform(c);
   }
   check_library();
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
-  struct rp_ident id = {RP_OPEN, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
+  struct rs_match m = match_fd_call(RP_OPEN, idx);
   int err = 0;
   long r;
   int outcome = m.event >= 0 ? m.outcome : RP_OUT_PASSED;
@@ -223,26 +236,22 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
   begin_log(&w, RP_OPEN, 0, (int)r, idx);
   if (w.r) w.r->flags = flags;
   end_log(&w, r, err, outcome, m.event, t0);
-  rs_progress();
-  rs_t.busy = 0;
-  errno = err;
-  return r;
+  return answered(r, err);
 }
 
 long beh_close(struct shim_call* c, int fd) {
   int idx = rs_fd_path(fd);
-  if (idx < 0 || !rs_ready() || rs_t.busy) return shim_perform(c);
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
-  struct rp_ident id = {RP_CLOSE, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  if (idx < 0 || !rs_ready() || rt_t.busy) return shim_perform(c);
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
+  struct rs_match m = match_fd_call(RP_CLOSE, idx);
   long r = shim_perform(c);
   int err = errno;
   drop_device_fd(fd);
   struct rs_rec w;
   begin_log(&w, RP_CLOSE, 0, fd, idx);
   end_log(&w, r, err, m.event >= 0 ? m.outcome : RP_OUT_FREELIKE, m.event, t0);
-  rs_t.busy = 0;
+  rt_t.busy = 0;
   errno = err;
   return r;
 }
@@ -251,12 +260,12 @@ long beh_close_range(struct shim_call* c, unsigned lo, unsigned hi, unsigned fla
   long r = shim_perform(c);
   int err = errno;
   if (r != 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0 || !rs_ready()) return r;
-  for (unsigned fd = lo; fd <= hi && fd < MAX_FD; ++fd) {
+  for (unsigned fd = lo; fd <= hi && fd < RT_MAX_FD; ++fd) {
     int idx = rs_fd_path((int)fd);
     if (idx < 0) continue;
     drop_device_fd((int)fd);
     struct rs_rec w;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rt_now_ns();
     begin_log(&w, RP_CLOSE, 0, (int)fd, idx);
     end_log(&w, 0, 0, RP_OUT_FREELIKE, -1, t0);
   }
@@ -273,10 +282,9 @@ long beh_dup(struct shim_call* c, int oldfd, int newfd) {
     if (r >= 0) drop_device_fd((int)r); /* another file put over a device fd */
     return r;
   }
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
-  struct rp_ident id = {RP_DUP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = rs_match(&id, 0, 0);
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
+  struct rs_match m = match_fd_call(RP_DUP, idx);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -286,17 +294,14 @@ long beh_dup(struct shim_call* c, int oldfd, int newfd) {
     r = shim_perform(c);
     err = errno;
     if (r >= 0) {
-      long fl = RS_SYS(SYS_fcntl, r, F_GETFD, 0);
+      long fl = RT_SYS(SYS_fcntl, r, F_GETFD, 0);
       rs_fd_set((int)r, idx, fl >= 0 && (fl & FD_CLOEXEC));
     }
   }
   struct rs_rec w;
   begin_log(&w, RP_DUP, 0, oldfd, idx);
   end_log(&w, r, err, m.event >= 0 ? m.outcome : RP_OUT_PASSED, m.event, t0);
-  rs_progress();
-  rs_t.busy = 0;
-  errno = err;
-  return r;
+  return answered(r, err);
 }
 
 /* ---- mappings ---- */
@@ -305,11 +310,10 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
               uint64_t off) {
   int idx = (flags & MAP_ANONYMOUS) ? -1 : rs_fd_path(fd);
   if (idx < 0 || !rs_ready()) return shim_perform(c);
-  int busy = rs_t.busy;
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
-  struct rp_ident id = {RP_MMAP, (uint32_t)idx, 0, 0, 0, 0, 0, 0};
-  struct rs_match m = busy ? (struct rs_match){-1, 0} : rs_match(&id, 0, 0);
+  int busy = rt_t.busy;
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
+  struct rs_match m = busy ? (struct rs_match){-1, 0} : match_fd_call(RP_MMAP, idx);
   int err = 0;
   long r;
   if (recorded_failure(&m, &err)) {
@@ -319,8 +323,8 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
      * mapping would be seen. */
     int fl =
         (flags & ~(MAP_PRIVATE | MAP_SHARED_VALIDATE | MAP_SHARED)) | MAP_SHARED | MAP_ANONYMOUS;
-    r = rs_sys6(SYS_mmap, (long)addr, (long)len, prot, fl, -1, 0);
-    if (r < 0 && r > -4096) {
+    r = rt_sys6(SYS_mmap, (long)addr, (long)len, prot, fl, -1, 0);
+    if (RT_FAILED(r)) {
       err = (int)-r;
       r = -1;
     } else {
@@ -338,7 +342,7 @@ long beh_mmap(struct shim_call* c, uint64_t addr, uint64_t len, int prot, int fl
   }
   end_log(&w, r, err, m.event >= 0 ? m.outcome : RP_OUT_PASSED, m.event, t0);
   rs_progress();
-  rs_t.busy = busy;
+  rt_t.busy = busy;
   errno = err;
   return r;
 }
@@ -350,14 +354,13 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
   if (!was_device) return shim_perform(c);
   int err = 0;
   long r = rs_gpu_munmap(c, addr, len, &err);
-  if (rs_t.busy) {
+  if (rt_t.busy) {
     errno = err;
     return r;
   }
-  rs_t.busy = 1;
-  uint64_t t0 = rs_now();
-  struct rp_ident id = {RP_MUNMAP, (uint32_t)(idx < 0 ? 0 : idx), 0, 0, 0, 0, 0, 0};
-  struct rs_match m = idx >= 0 ? rs_match(&id, 0, 0) : (struct rs_match){-1, 0};
+  rt_t.busy = 1;
+  uint64_t t0 = rt_now_ns();
+  struct rs_match m = idx >= 0 ? match_fd_call(RP_MUNMAP, idx) : (struct rs_match){-1, 0};
   struct rs_rec w;
   begin_log(&w, RP_MUNMAP, 0, -1, idx);
   if (w.r) {
@@ -365,7 +368,7 @@ long beh_munmap(struct shim_call* c, uint64_t addr, uint64_t len) {
     w.r->len = len;
   }
   end_log(&w, r, err, m.event >= 0 ? m.outcome : RP_OUT_FREELIKE, m.event, t0);
-  rs_t.busy = 0;
+  rt_t.busy = 0;
   errno = err;
   return r;
 }

@@ -19,7 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../../record/glob_match.h"
+#include "../../base/glob_match.h"
 #include "replay_shim.h"
 
 static const struct rp_env* env_list(void) {
@@ -100,10 +100,10 @@ static void log_env(const char* abs, long ret, int err, int op) {
 }
 
 static long answer(const char* abs, long ret, int err, int op) {
-  if (!rs_t.busy) {
-    rs_t.busy = 1;
+  if (!rt_t.busy) {
+    rt_t.busy = 1;
     log_env(abs, ret, err, op);
-    rs_t.busy = 0;
+    rt_t.busy = 0;
   }
   errno = err;
   return ret;
@@ -136,8 +136,8 @@ static void* stat_buffer(const struct shim_call* c) {
 
 static long spawn_nothing(const struct shim_call* c) {
   /* posix_spawn(pid, path, …): a child that exits 0 at once stands for nvidia-modprobe. */
-  long pid = RS_SYS(SYS_fork, 0, 0, 0);
-  if (pid == 0) RS_SYS(SYS_exit_group, 0, 0, 0);
+  long pid = RT_SYS(SYS_fork, 0, 0, 0);
+  if (pid == 0) RT_SYS(SYS_exit_group, 0, 0, 0);
   if (pid < 0) return -pid;
   if (c->a[0] != 0) *(pid_t*)c->a[0] = (pid_t)pid;
   return 0;
@@ -149,11 +149,11 @@ long beh_path(struct shim_call* c) {
   const char* path = (const char*)c->a[f->path];
   int dirfd = f->dirfd >= 0 ? (int)c->a[f->dirfd] : AT_FDCWD;
   char abs[PATH_MAX];
-  if (!rs_absolute(dirfd, path, abs, sizeof abs)) return shim_perform(c);
+  if (!rt_path_absolute(dirfd, path, abs, sizeof abs)) return shim_perform(c);
   if (f->op == OP_EXEC && is_modprobe(abs)) {
     if (c->kind == SHIM_C_POSIX_SPAWN) return answer(abs, spawn_nothing(c), 0, f->op);
     answer(abs, 0, 0, f->op);
-    RS_SYS(SYS_exit_group, 0, 0, 0);
+    RT_SYS(SYS_exit_group, 0, 0, 0);
   }
   const struct rp_env* e = NULL;
   int dk = device_kind(abs, &e);

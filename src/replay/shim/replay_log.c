@@ -23,9 +23,9 @@ int rs_log_begin(struct rs_rec* w, uint32_t sys, uint64_t payload) {
   memset(r, 0, sizeof *r);
   r->size = (uint32_t)need;
   r->seq = __atomic_fetch_add(&rs.st->seq, 1, __ATOMIC_RELAXED);
-  r->t_ns = rs_now();
-  r->pid = rs.pid;
-  r->tid = rs_tid();
+  r->t_ns = rt_now_ns();
+  r->pid = rt_pid;
+  r->tid = rt_tid();
   r->fd = -1;
   r->path = -1;
   r->answered = -1;

@@ -88,19 +88,19 @@ static int has_inputs(const struct rp_bucket* b, uint32_t digest) {
  * these inputs, else the first (threads that race to the same call are told apart by what they
  * ask). */
 static int my_role(const struct rp_ident* id, uint32_t digest) {
-  if (rs_t.role >= 0 && rs_t.role_pid == rs.pid) return rs_t.role;
+  if (rs_t.role >= 0 && rs_t.role_pid == rt_pid) return rs_t.role;
   struct rp_state* st = rs.st;
   uint32_t n = rs.t->n_roles < RP_MAX_ROLES ? rs.t->n_roles : RP_MAX_ROLES;
-  int tid = rs_tid();
+  int tid = rt_tid();
   for (uint32_t r = 0; r < n; ++r) {
-    if (st->roles[r].owner_tid == tid && st->roles[r].owner_pid == rs.pid) {
+    if (st->roles[r].owner_tid == tid && st->roles[r].owner_pid == rt_pid) {
       rs_t.role = (int)r;
-      rs_t.role_pid = rs.pid;
+      rs_t.role_pid = rt_pid;
       return (int)r;
     }
   }
   int best = -1, best_score = -1;
-  rs_lock(&st->lock);
+  rt_lock(&st->lock);
   for (uint32_t r = 0; r < n && best_score < 3; ++r) {
     if (st->roles[r].owner_tid != 0) continue;
     const struct rp_bucket* b = bucket(id, r);
@@ -124,12 +124,12 @@ static int my_role(const struct rp_ident* id, uint32_t digest) {
   }
   if (best >= 0) {
     st->roles[best].owner_tid = tid;
-    st->roles[best].owner_pid = rs.pid;
+    st->roles[best].owner_pid = rt_pid;
     st->roles[best].hint = role_info((uint32_t)best)->first;
     rs_t.role = best;
-    rs_t.role_pid = rs.pid;
+    rs_t.role_pid = rt_pid;
   }
-  rs_unlock(&st->lock);
+  rt_unlock(&st->lock);
   return best;
 }
 

@@ -1,12 +1,21 @@
 /*
  * Internals of the replay shim (libcudatool_replay.so): the behaviour of the shared interposition
  * layer (src/record/preload/hooks.h) that answers a program's device calls from an answer table
- * (src/replay/replay_abi.h) instead of performing them, redirects the driver's view of the system
- * into a private directory tree, and plays a minimal GPU (fake_gpu.c).
+ * (src/record/shim_abi/replay_abi.h) instead of performing them, redirects the driver's view of the
+ * system into a private directory tree, and plays a minimal GPU (fake_gpu.c).
  *
- * Plain C inside arbitrary programs, like the recording shim: its own system calls through the
- * `syscall` instruction, no allocation but mmap, no lock a signal handler of the same thread could
- * want (a thread already inside the shim passes further calls through).
+ * Plain C inside arbitrary programs, over the shim runtime (src/record/shim_rt/shim_rt.h) as the
+ * recording shim is: its own system calls, no allocation but mmap, no lock a signal handler of the
+ * same thread could want (a thread already inside the shim passes further calls through).
+ *
+ * Files, each calling only those listed after it (no two call each other):
+ *   replay_calls.c, replay_ioctl.c, replay_env.c  the behaviour (beh_*)
+ *   replay_init.c   start-up (the answer table, the shared state and the log, mapped and checked)
+ *                   and fork
+ *   replay_match.c  which recorded call answers a live one
+ *   replay_log.c    the log of replayed calls
+ *   fake_gpu.c      the minimal GPU
+ *   replay_core.c   the run's state: device paths and fds, the handle map
  */
 #ifndef CUDATOOL_REPLAY_SHIM_H
 #define CUDATOOL_REPLAY_SHIM_H
@@ -15,32 +24,16 @@
 #include <stdint.h>
 
 #include "../../record/preload/hooks.h"
+#include "../../record/shim_abi/replay_abi.h"
+#include "../../record/shim_rt/shim_rt.h"
 #include "../../rm/nv_ioctl_abi.h"
-#include "../replay_abi.h"
 
-#define RS_HIDDEN __attribute__((visibility("hidden")))
+#define RS_HIDDEN RT_HIDDEN
 
-static inline long rs_sys6(long n, long a1, long a2, long a3, long a4, long a5, long a6) {
-  register long r10 __asm__("r10") = a4;
-  register long r8 __asm__("r8") = a5;
-  register long r9 __asm__("r9") = a6;
-  long ret;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
-#define RS_SYS(n, a, b, c) rs_sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
-
-/* ---- per thread ---- */
+/* ---- per thread (the runtime's rt_t has the busy flag, the tid, the stack) ---- */
 struct rs_tls {
-  int busy;
-  int tid;
   int role; /* -1: not yet assigned */
   int role_pid;
-  uint64_t stack_lo, stack_hi;
-  int stack_probes;
 };
 RS_HIDDEN extern __thread struct rs_tls rs_t __attribute__((tls_model("initial-exec")));
 
@@ -52,16 +45,15 @@ struct rs_run {
   struct rp_log_head* log;
   const char* root;
   const char* env_globs;
-  int pid;
 };
-RS_HIDDEN extern struct rs_run rs;
+RS_HIDDEN extern struct rs_run rs; /* set once by the start (replay_init.c) */
 
+/* Whether the shim started and answers (replay_init.c): the files mapped and of our version. */
 RS_HIDDEN int rs_ready(void);
-RS_HIDDEN int rs_tid(void);
-RS_HIDDEN uint64_t rs_now(void);
-RS_HIDDEN void rs_lock(uint32_t* l);
-RS_HIDDEN void rs_unlock(uint32_t* l);
-RS_HIDDEN void rs_progress(void);
+
+static inline void rs_progress(void) {
+  __atomic_fetch_add(&rs.st->progress, 1, __ATOMIC_RELAXED);
+}
 
 static inline const char* rs_str(uint32_t off) {
   return (const char*)rs.t + rs.t->off_strings + off;
@@ -75,21 +67,24 @@ static inline const char* rs_path(int idx) {
 
 /* Device paths: the index of an absolute path in the table, -1 when it is not a device. */
 RS_HIDDEN int rs_device_index(const char* abs);
-/* (dirfd, path) made absolute, "." and ".." folded; 0 when it cannot be. */
-RS_HIDDEN int rs_absolute(int dirfd, const char* path, char* abs, size_t cap);
 
-/* Device fds of this process. */
+/* Device fds of this process (replay_core.c), also in the shared state for an exec'd image. */
 RS_HIDDEN int rs_fd_path(int fd); /* path index, -1 */
 RS_HIDDEN void rs_fd_set(int fd, int path, int cloexec);
 RS_HIDDEN void rs_fd_clear(int fd);
+/* At start: the device fds this process kept across exec (not close-on-exec, still sockets). */
+RS_HIDDEN void rs_fds_restore(void);
+/* In a forked child: its device fds, for an exec it may make. */
+RS_HIDDEN void rs_fds_share_all(void);
 
 /* Handles: the recorded handle a live one stands for. */
 RS_HIDDEN uint32_t rs_handle(uint32_t live);
 RS_HIDDEN void rs_bind_handle(uint32_t live, uint32_t recorded);
 
-/* Memory of this process, read and written without faulting. */
-RS_HIDDEN uint64_t rs_read(uint64_t addr, void* dst, uint64_t n);
-RS_HIDDEN uint64_t rs_write(uint64_t addr, const void* src, uint64_t n);
+/* Memory of this process, read without faulting (rt_write writes). */
+static inline uint64_t rs_read(uint64_t addr, void* dst, uint64_t n) {
+  return rt_read(addr, dst, n, 0, NULL);
+}
 
 /* Matching (replay_match.c). */
 struct rs_match {

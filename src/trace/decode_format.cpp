@@ -1,0 +1,401 @@
+// Text and JSON renderings of a Decoded call (no printing: the caller writes the strings).
+#include <charconv>
+#include <cstdio>
+
+#include "base/json_writer.hpp"
+#include "trace/decode.hpp"
+
+namespace cudatool::trace {
+
+using rm::device_name;
+using rm::Field;
+using rm::ValueKind;
+namespace {
+
+// "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper.
+void append_hex(std::string& out, uint64_t v, bool pad8 = false) {
+  char buf[20];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  auto n = static_cast<size_t>(r.ptr - buf);
+  out += "0x";
+  if (pad8 && n < 8) out.append(8 - n, '0');
+  out.append(buf, n);
+}
+
+void append_dec(std::string& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_signed(std::string& out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_value(std::string& out, const Field& f);
+
+void append_members(std::string& out, const std::vector<Field>& items) {
+  bool first = true;
+  for (const Field& m : items) {
+    if (!first) out += ' ';
+    first = false;
+    out += m.name;
+    out += '=';
+    append_value(out, m);
+  }
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+void append_value(std::string& out, const Field& f) {
+  switch (f.kind) {
+    case ValueKind::kHex:
+      append_hex(out, f.value);
+      break;
+    case ValueKind::kDec:
+      append_dec(out, f.value);
+      break;
+    case ValueKind::kSigned:
+      append_signed(out, static_cast<int64_t>(f.value));
+      break;
+    case ValueKind::kHandle:
+      append_hex(out, f.value, true);
+      break;
+    case ValueKind::kClass:
+    case ValueKind::kStatus:
+      if (!f.symbol.empty()) {
+        out += f.symbol;
+      } else {
+        append_hex(out, f.value);
+        out += '?';
+      }
+      break;
+    case ValueKind::kControl:
+      if (!f.symbol.empty()) {
+        out += f.symbol;
+        if (!f.category.empty()) {
+          out += " (no header define; RM handler ";
+          out += f.category;
+          out += ')';
+        }
+      } else {
+        append_hex(out, f.value, true);
+        out += '?';
+        if (!f.category.empty()) {
+          out += " (";
+          out += f.category;
+          out += ')';
+        }
+      }
+      break;
+    case ValueKind::kChar:
+      if (f.value >= 0x20 && f.value < 0x7f) {
+        out += '\'';
+        out += static_cast<char>(f.value);
+        out += '\'';
+      } else {
+        append_hex(out, f.value);
+      }
+      break;
+    case ValueKind::kString:
+      append_quoted(out, f.text);
+      break;
+    case ValueKind::kBytes:
+      out += f.text.empty() ? "\"\"" : f.text;
+      if (f.total * 2 > f.text.size()) out += "…";
+      break;
+    case ValueKind::kList: {
+      out += '[';
+      bool first = true;
+      for (const Field& e : f.items) {
+        if (!first) out += ", ";
+        first = false;
+        append_value(out, e);
+      }
+      if (f.total > f.items.size()) {
+        out += ", … (" + std::to_string(f.total) + " in all)";
+      }
+      out += ']';
+      break;
+    }
+    case ValueKind::kStruct:
+      out += '{';
+      append_members(out, f.items);
+      out += '}';
+      break;
+  }
+}
+
+// The JSON of decoded members is written straight into a string (not through JsonWriter, whose
+// per-value bookkeeping was most of `decode --json`'s time) and inserted with JsonWriter::raw.
+void json_hex(std::string& out, uint64_t v) {
+  char buf[24] = {'"', '0', 'x'};
+  auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
+  *r.ptr = '"';
+  out.append(buf, r.ptr + 1);
+}
+
+void json_field_value(std::string& out, const Field& f);
+
+void json_fields(std::string& out, const std::vector<Field>& fields) {
+  out += '[';
+  bool first = true;
+  for (const Field& f : fields) {
+    if (!first) out += ',';
+    first = false;
+    out += "{\"name\":";
+    json_escape_to(out, f.name);
+    out += ",\"value\":";
+    json_field_value(out, f);
+    if (f.kind == ValueKind::kClass || f.kind == ValueKind::kControl ||
+        f.kind == ValueKind::kStatus) {
+      out += ",\"symbol\":";
+      if (f.symbol.empty()) {
+        out += "null";
+      } else {
+        json_escape_to(out, f.symbol);
+      }
+      if (f.kind == ValueKind::kControl && !f.category.empty()) {
+        out += f.symbol.empty() ? ",\"category\":" : ",\"handler\":";
+        json_escape_to(out, f.category);
+      }
+    }
+    out += '}';
+  }
+  out += ']';
+}
+
+// Numbers that people read as numbers are JSON numbers; handles, addresses, flags and ids are
+// "0x…" strings (docs/json.md); lists and structures nest.
+void json_field_value(std::string& out, const Field& f) {
+  switch (f.kind) {
+    case ValueKind::kDec:
+    case ValueKind::kChar:
+      append_dec(out, f.value);
+      break;
+    case ValueKind::kSigned:
+      append_signed(out, static_cast<int64_t>(f.value));
+      break;
+    case ValueKind::kString:
+    case ValueKind::kBytes:
+      json_escape_to(out, f.text);
+      break;
+    case ValueKind::kList: {
+      out += '[';
+      bool first = true;
+      for (const Field& e : f.items) {
+        if (!first) out += ',';
+        first = false;
+        if (e.kind == ValueKind::kStruct) {
+          json_fields(out, e.items);
+        } else if (e.kind == ValueKind::kClass || e.kind == ValueKind::kStatus) {
+          if (e.symbol.empty()) {
+            json_hex(out, e.value);
+          } else {
+            json_escape_to(out, e.symbol);
+          }
+        } else {
+          json_field_value(out, e);
+        }
+      }
+      out += ']';
+      break;
+    }
+    case ValueKind::kStruct:
+      json_fields(out, f.items);
+      break;
+    default:
+      json_hex(out, f.value);
+      break;
+  }
+}
+
+void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
+  thread_local std::string text;
+  text.clear();
+  json_fields(text, fields);
+  w.raw(text);
+}
+
+void kv_opt_hex(JsonWriter& w, std::string_view k, const std::optional<uint32_t>& v) {
+  w.key(k);
+  if (v) {
+    w.hex(*v);
+  } else {
+    w.null();
+  }
+}
+
+}  // namespace
+
+std::string format_value(const Field& f) {
+  std::string out;
+  append_value(out, f);
+  return out;
+}
+
+std::string format_line(const Decoded& d) {
+  std::string out;
+  append_line(out, d);
+  return out;
+}
+
+void append_line(std::string& out, const Decoded& d) {
+  if (!d.summary.empty()) {  // an environment event: its own text, the facts are in args
+    out += d.call;
+    out += ' ';
+    out += d.summary;
+    return;
+  }
+  if (!d.call.empty()) {
+    out += d.call;
+  } else {
+    out += "ioctl ";
+    append_hex(out, d.request);
+    out += '?';
+  }
+  if (!d.args.empty()) {
+    out += ' ';
+    append_members(out, d.args);
+  }
+  // " TYPE {members}": the parameters, then (an XFER) the wrapped call's own parameters.
+  for (const auto& [type, members] :
+       {std::pair{d.params_struct, &d.params}, std::pair{d.wrapped_struct, &d.wrapped}}) {
+    if (type.empty()) continue;
+    out += ' ';
+    out += type;
+    if (!members->empty()) {
+      out += " {";
+      append_members(out, *members);
+      out += '}';
+    }
+  }
+  for (const Pointee& p : d.pointees) {
+    out += ' ';
+    out += p.role;
+    out += '=';
+    append_value(out, p.value);
+  }
+  if (!d.hex.empty()) {
+    out += " hex=";
+    out += d.hex;
+  }
+}
+
+void write_json(JsonWriter& w, const Decoded& d) {
+  w.begin_object();
+  write_json_members(w, d);
+  w.end_object();
+}
+
+void write_json_members(JsonWriter& w, const Decoded& d) {
+  w.key("call");
+  if (d.call.empty()) {
+    w.null();
+  } else {
+    w.value(d.call);
+  }
+  w.kv("known", d.known);
+  w.kv("device", device_name(d.device));
+  if (d.sys == Sys::kIoctl) {
+    w.kv_hex("request", d.request);
+    w.kv_hex("nr", d.nr);
+    w.kv("size", d.ioc_size);
+  }
+  w.key("arg_struct");
+  if (d.arg_struct.empty()) {
+    w.null();
+  } else {
+    w.value(d.arg_struct);
+  }
+  w.key("args");
+  write_fields(w, d.args);
+  w.key("params_struct");
+  if (d.params_struct.empty()) {
+    w.null();
+  } else {
+    w.value(d.params_struct);
+  }
+  w.key("params");
+  write_fields(w, d.params);
+  if (!d.wrapped_struct.empty()) {  // NV_ESC_IOCTL_XFER_CMD only
+    w.kv("wrapped_struct", d.wrapped_struct);
+    w.key("wrapped");
+    write_fields(w, d.wrapped);
+  }
+  w.key("pointees");
+  w.begin_array();
+  for (const Pointee& p : d.pointees) {
+    w.begin_object();
+    w.kv("role", p.role);
+    w.key("struct");
+    if (p.elem_type.empty()) {
+      w.null();
+    } else {
+      w.value(p.elem_type);
+    }
+    w.kv("known", p.known);
+    w.key("value");
+    thread_local std::string text;
+    text.clear();
+    json_field_value(text, p.value);
+    w.raw(text);
+    w.end_object();
+  }
+  w.end_array();
+  kv_opt_hex(w, "status", d.status);
+  w.key("status_name");
+  if (d.status_name.empty()) {
+    w.null();
+  } else {
+    w.value(d.status_name);
+  }
+  kv_opt_hex(w, "h_client", d.h_client);
+  kv_opt_hex(w, "h_parent", d.h_parent);
+  kv_opt_hex(w, "h_object", d.h_object);
+  kv_opt_hex(w, "h_class", d.h_class);
+  kv_opt_hex(w, "cmd", d.cmd);
+  w.key("hex");
+  if (d.hex.empty()) {
+    w.null();
+  } else {
+    w.value(d.hex);
+  }
+  w.key("notes");
+  w.begin_array();
+  for (const std::string& n : d.notes) w.value(n);
+  w.end_array();
+  w.key("partial");
+  w.begin_array();
+  for (const std::string& n : d.partial) w.value(n);
+  w.end_array();
+  w.key("unrecorded");
+  w.begin_array();
+  for (const Unrecorded& u : d.unrecorded) {
+    w.begin_object();
+    w.kv("what", u.what);
+    w.kv("why", u.why);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace cudatool::trace
