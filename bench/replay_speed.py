@@ -8,7 +8,7 @@
    `dur`, the time the shim spent in the call (the recorder: the call and its recording; the
    replay: matching, writing the answer back and logging it). The medians of both, and the ratio
    replay / recording, over --runs pairs.
-2. With --libcuda: the wall time of `cudatool replay` of cuda_probe (tests/fixtures/replay) up to
+2. With --libcuda: the wall time of `cudatool replay` of cuda_probe (tools/cuda_probe, build/cuda_probe) up to
    the end of context creation (cuDevicePrimaryCtxRetain, cuCtxSetCurrent), answered from the
    imported trace_a capture; and of `--bisect` between a replay of it and one with FB_GET_INFO_V2
    injected to fail.
@@ -81,7 +81,7 @@ def main():
             trace = os.path.join(tmp, "a.jsonl")
             run([CUDATOOL, "import", os.path.join(ROOT, "tests/data/captures/trace_a.jsonl.xz"), "-o", trace,
                  "--driver-version", "580.159.04"])
-            probe = [os.path.join(FIX, "cuda_probe"), os.path.abspath(a.libcuda)]
+            probe = [os.path.join(BUILD, "cuda_probe"), os.path.abspath(a.libcuda)]
             walls = [run([CUDATOOL, "replay", trace, "-q", "--"] + probe + ["ctx"])[1] for _ in range(a.runs)]
             print(f"cuda_probe ctx replayed to the end of context creation: median {statistics.median(walls):.3f} s "
                   f"wall of {a.runs}")

@@ -27,6 +27,12 @@ std::map<std::string, std::vector<const ExportFact*>> by_base(const std::vector<
   return m;
 }
 
+// Exported data (OBJECT symbols: cuda-gdb's cudbgReported…) is not an API: a base name whose
+// every export is data is counted apart, by delta and history alike.
+bool all_data(const std::vector<const ExportFact*>& v) {
+  return std::all_of(v.begin(), v.end(), [](const ExportFact* e) { return e->type == "OBJECT"; });
+}
+
 void diff_exports(const BuildFacts& a, const BuildFacts& b, Delta& d) {
   std::vector<std::string> na, nb;
   for (const auto& e : a.exports) na.push_back(e.name);
@@ -39,9 +45,6 @@ void diff_exports(const BuildFacts& a, const BuildFacts& b, Delta& d) {
   std::set<std::string> bases;
   for (const auto& [k, v] : ga) bases.insert(k);
   for (const auto& [k, v] : gb) bases.insert(k);
-  auto all_data = [](const std::vector<const ExportFact*>& v) {
-    return std::all_of(v.begin(), v.end(), [](const ExportFact* e) { return e->type == "OBJECT"; });
-  };
   for (const auto& base : bases) {
     bool in_a = ga.count(base) > 0, in_b = gb.count(base) > 0;
     // Exported data is not an API: its names are listed apart.
@@ -340,9 +343,9 @@ History compute_history(const std::vector<BuildFacts>& facts) {
   });
   std::set<std::string, cuda::ArchLess> archs;
   for (const BuildFacts* f : h.builds) {
-    for (const auto& e : f->exports) {
-      h.export_since.emplace(e.name, build_label(*f));
-      h.api_since.emplace(e.base, build_label(*f));
+    for (const auto& e : f->exports) h.export_since.emplace(e.name, build_label(*f));
+    for (const auto& [base, exports] : by_base(f->exports)) {
+      (all_data(exports) ? h.data_since : h.api_since).emplace(base, build_label(*f));
     }
     if (f->cubins) {
       for (const auto& [arch, n] : f->cubins->images_per_arch) archs.insert(arch);

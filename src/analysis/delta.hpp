@@ -107,8 +107,11 @@ Delta compute_delta(const BuildFacts& old_facts, const BuildFacts& new_facts);
 struct History {
   std::vector<const BuildFacts*> builds;            // sorted
   std::map<std::string, std::string> export_since;  // name -> first version (or path)
-  std::map<std::string, std::string> api_since;     // base name -> first version
-  std::vector<std::string> archs;                   // union of cubin architectures, sorted
+  std::map<std::string, std::string> api_since;     // API base name -> first version
+  // Base names whose exports are all data (OBJECT: cuda-gdb's cudbgReported…), not APIs, as
+  // delta counts them apart -> first version.
+  std::map<std::string, std::string> data_since;
+  std::vector<std::string> archs;  // union of cubin architectures, sorted
 };
 
 History compute_history(const std::vector<BuildFacts>& facts);

@@ -8,12 +8,17 @@
 #include "analysis/deb_input.hpp"
 #include "analysis/version_strings.h"
 #include "base/archive.hpp"
+#include "base/decompress.hpp"
 
 namespace cudatool {
 
 std::optional<std::string> version_from_file_name(std::string_view path) {
   size_t slash = path.rfind('/');
   std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // A compressed library keeps the name of what it holds: libcuda.so.580.159.04.xz.
+  for (std::string_view ext : {".xz", ".zst", ".gz"}) {
+    if (name.ends_with(ext)) name.remove_suffix(ext.size());
+  }
   size_t so = name.rfind(".so.");
   if (so == std::string_view::npos) return std::nullopt;
   std::string_view tail = name.substr(so + 4);
@@ -49,10 +54,19 @@ Result<std::unique_ptr<DriverImage>> DriverImage::open(const std::string& path) 
     if (img) (*img)->resolved_ = fmt::format("{}:{}", path, lib->member);
     return img;
   }
-  auto img = from_file(std::move(*f), path);
+  Compression c = detect_compression(f->bytes());
+  std::optional<MappedFile> unpacked;
+  if (c != Compression::kNone) {
+    // A compressed library (libcuda.so.580.159.04.xz): decompressed in memory, capped.
+    auto bytes = decompress(f->bytes(), c, kMaxCompressedLibrary, path);
+    if (!bytes) return bytes.error();
+    unpacked = MappedFile::from_buffer(std::move(*bytes), path);
+  }
+  auto img = from_file(unpacked ? std::move(*unpacked) : std::move(*f), path);
   if (img) {
     char buf[PATH_MAX];
     if (realpath(path.c_str(), buf) != nullptr) (*img)->resolved_ = buf;
+    (*img)->compression_ = c;
   }
   return img;
 }

@@ -12,6 +12,7 @@
 #include <typeindex>
 #include <vector>
 
+#include "base/decompress.hpp"
 #include "base/error.hpp"
 #include "base/mapped_file.hpp"
 #include "cuda/api_name.hpp"
@@ -55,11 +56,16 @@ struct DriverVersion {
   }
 };
 
+// Largest library a compressed file may decompress to (580's libcuda is 96 MB).
+inline constexpr uint64_t kMaxCompressedLibrary = 1ULL << 30;
+
 class DriverImage {
  public:
   // Maps and checks the file. The ELF header tables must be readable; problems deeper in the
   // file are collected in diagnostics() as they are met. A Debian package (.deb) is accepted
-  // too: its libcuda.so.<version> member is read in memory (resolved_path() names it).
+  // too: its libcuda.so.<version> member is read in memory (resolved_path() names it); so is a
+  // library compressed with xz, zstd or gzip (compression() says which), up to
+  // kMaxCompressedLibrary bytes decompressed.
   static Result<std::unique_ptr<DriverImage>> open(const std::string& path);
   // For bytes that did not come from a file of their own (a .deb member, a fuzzer input).
   static Result<std::unique_ptr<DriverImage>> from_file(MappedFile file, std::string display_path);
@@ -69,6 +75,8 @@ class DriverImage {
   // "<package.deb>:<member path>" for a package.
   [[nodiscard]] const std::string& resolved_path() const { return resolved_; }
   [[nodiscard]] const MappedFile& file() const { return file_; }
+  // How the file on disk was compressed (kNone for a plain library or a package).
+  [[nodiscard]] Compression compression() const { return compression_; }
   [[nodiscard]] const elf::ElfImage& elf() const { return elf_; }
   [[nodiscard]] ByteView bytes() const { return file_.bytes(); }
   [[nodiscard]] Diagnostics& diagnostics() { return diag_; }
@@ -125,6 +133,7 @@ class DriverImage {
   std::optional<Error> fwd_compat_error_;
   std::optional<std::optional<elf::EhFrameHdr>> eh_frame_hdr_;
   std::optional<DriverVersion> version_;
+  Compression compression_ = Compression::kNone;
   std::map<std::type_index, std::shared_ptr<void>> facets_;
 };
 

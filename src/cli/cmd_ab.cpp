@@ -17,6 +17,7 @@ struct AbCliOptions {
   std::string a, b;
   std::string html;
   bool json = false;
+  bool force = false;
   AbReportOptions report;
   StackOptions stacks;  // --api-lib, --lib-path: the API call each event was made under
 };
@@ -36,7 +37,8 @@ ab::NormalizeOptions normalize_options(const StackOptions& s) {
 }
 
 int run_ab(const AbCliOptions& o) {
-  if (!o.html.empty() && !usable_output("--html", o.html, {o.a, o.b})) return kExitBadInput;
+  if (!o.html.empty() && !usable_output("--html", o.html, {o.a, o.b}, OutputKind::kHtml, o.force))
+    return kExitBadInput;
   // The two traces are read and normalised at the same time, one thread each.
   ab::NormalizedPair pair = ab::normalize_pair(o.a, o.b, normalize_options(o.stacks));
   Result<std::unique_ptr<ab::NormalizedTrace>>& ra = pair.a;
@@ -79,6 +81,7 @@ void register_ab(CLI::App& app, int* exit_code) {
       "threads normalised; docs/ab.md)");
   cmd->add_option("A", o->a, "the reference trace (e.g. bare metal)")->required();
   cmd->add_option("B", o->b, "the trace to compare (e.g. the guest)")->required();
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the comparison as JSON (schema cudatool.ab/1)");
   cmd->add_option("--context", o->report.context,
                   "calls shown before and after the first divergence (default 5)")

@@ -7,12 +7,15 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "analysis/embedded_images.hpp"
+#include "base/decompress.hpp"
 #include "base/mapped_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/cubins_render.hpp"
+#include "cuda/cubin_arch.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -59,6 +62,39 @@ bool arch_matches(const EmbeddedImage& im, std::string_view filter) {
     return rest.size() == 1 && rest[0] >= 'a' && rest[0] <= 'z';
   }
   return false;
+}
+
+// "sm_90", "sm_90a", "compute_80": the forms --arch takes.
+bool arch_form(std::string_view a) {
+  for (std::string_view prefix : {"sm_", "compute_"}) {
+    if (!a.starts_with(prefix)) continue;
+    a.remove_prefix(prefix.size());
+    size_t digits = 0;
+    while (digits < a.size() && a[digits] >= '0' && a[digits] <= '9') ++digits;
+    a.remove_prefix(digits);
+    return digits > 0 && (a.empty() || (a.size() == 1 && a[0] >= 'a' && a[0] <= 'z'));
+  }
+  return false;
+}
+
+// When --arch selected nothing: why, with the architectures the file has. Returns the exit
+// status: 2 for a value that is no architecture, 0 (after a note) for one the file lacks.
+int say_arch_unmatched(const std::string& arch, const EmbeddedImages& scan) {
+  std::set<std::string, cuda::ArchLess> have;
+  for (const auto& im : scan.images()) {
+    if (!im.arch.empty() && im.arch != "sm_?") have.insert(im.arch);
+  }
+  std::string list;
+  for (const auto& a : have) list += (list.empty() ? "" : " ") + a;
+  std::string has =
+      have.empty() ? "this file has no GPU images" : fmt::format("this file has {}", list);
+  if (!arch_form(arch)) {
+    print_error(
+        fmt::format("--arch {}: not an architecture (sm_90, sm_90a, compute_80); {}", arch, has));
+    return kExitBadInput;
+  }
+  fmt::print(stderr, "cudatool: note: no image for architecture {}; {}\n", arch, has);
+  return kExitOk;
 }
 
 bool write_file(const std::string& path, ByteView bytes) {
@@ -149,10 +185,12 @@ int run_cubins(const CubinsOptions& o) {
       print_error(f.error());
       return kExitBadInput;
     }
-    if (f->size() < 4 || std::memcmp(f->bytes().data(),
-                                     "\x7f"
-                                     "ELF",
-                                     4) != 0) {
+    // A compressed library (.xz, .zst, .gz) is decompressed by DriverImage like a plain one.
+    bool elf = f->size() >= 4 && std::memcmp(f->bytes().data(),
+                                             "\x7f"
+                                             "ELF",
+                                             4) == 0;
+    if (!elf && detect_compression(f->bytes()) == Compression::kNone) {
       raw = std::move(*f);
       raw_scan.emplace(raw->bytes(), nullptr, limits);
     }
@@ -182,6 +220,9 @@ int run_cubins(const CubinsOptions& o) {
         }
       }
     }
+  }
+  if (!o.arch.empty() && v.shown.empty()) {
+    if (int rc = say_arch_unmatched(o.arch, scan); rc != kExitOk) return rc;
   }
   if (!o.extract.empty()) {
     if (!extract(v, o.extract)) return kExitBadInput;

@@ -27,6 +27,7 @@ struct ExportOptions {
   std::string branch;
   StackOptions stacks;
   bool json = false;
+  bool force = false;
 };
 
 int run_export(const ExportOptions& o) {
@@ -34,7 +35,7 @@ int run_export(const ExportOptions& o) {
     print_error(fmt::format("--format '{}': the formats are: perfetto", o.format));
     return kExitBadInput;
   }
-  if (!usable_output("-o", o.output, {o.trace})) return kExitBadInput;
+  if (!usable_output("-o", o.output, {o.trace}, OutputKind::kJson, o.force)) return kExitBadInput;
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
   auto filter = trace::EventFilter::parse(o.filter, *in->tables);
@@ -128,6 +129,7 @@ void register_export(CLI::App& app, int* exit_code) {
                   "export only the events an expression selects "
                   "(the language of decode --filter, docs/decode.md)");
   cmd->add_option("--branch", o->branch, branch_option_help());
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json,
                 "print the summary as JSON (schema cudatool.export/1; on stderr with -o -)");
   add_stack_options(*cmd, o->stacks, false);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/glob_match.h"
+#include "base/glob_check.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -59,7 +60,26 @@ Summary summarize(const std::vector<const Export*>& list) {
   return s;
 }
 
+// Says on stderr that --filter matched none of the exports, and what matches ignoring case.
+void say_no_match(const std::string& filter, const std::vector<Export>& all) {
+  std::string like;
+  size_t n = 0;
+  for (const auto& e : all) {
+    std::string name(e.sym.name);
+    if (fnmatch(filter.c_str(), name.c_str(), FNM_CASEFOLD) == 0 && n++ == 0) like = name;
+  }
+  fmt::print(stderr, "cudatool: note: --filter '{}' matches none of the {} exports{}\n", filter,
+             all.size(),
+             n == 0 ? std::string() : fmt::format(" ({} match ignoring case, e.g. {})", n, like));
+}
+
 int run_exports(const ExportsOptions& o) {
+  if (!o.filter.empty()) {
+    if (auto why = glob_problem(o.filter)) {
+      print_error(fmt::format("--filter '{}': not a glob: {}", o.filter, *why));
+      return kExitBadInput;
+    }
+  }
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   std::vector<const Export*> list;
@@ -67,6 +87,7 @@ int run_exports(const ExportsOptions& o) {
     if (!o.filter.empty() && !glob_match(o.filter, e.sym.name)) continue;
     list.push_back(&e);
   }
+  if (!o.filter.empty() && list.empty()) say_no_match(o.filter, img->exports());
   std::string out;
   if (o.summary) {
     Summary s = summarize(list);

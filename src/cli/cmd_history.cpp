@@ -119,26 +119,37 @@ std::string render_doc(const History& h, const AbiColumns& abi, bool md, bool al
   right[9] = right[10] = false;
   doc.table(headers, rows, right);
   if (h.builds.empty()) return doc.str();
-  // APIs by the build that first exports them (the "since" attribute).
-  std::map<std::string, std::vector<std::string>> by_since;
+  // APIs by the build that first exports them (the "since" attribute), and exported data apart,
+  // as delta counts them.
+  std::map<std::string, std::vector<std::string>> by_since, data_by_since;
   for (const auto& [base, since] : h.api_since) by_since[since].push_back(base);
+  for (const auto& [base, since] : h.data_since) data_by_since[since].push_back(base);
   doc.heading(2, "API base names by the first build that exports them");
+  size_t limit = all ? SIZE_MAX : 30;
+  auto names = [&](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size() && i < limit; ++i) {
+      out += fmt::format("{}{}", i ? ", " : "", code(md, v[i]));
+    }
+    if (v.size() > limit) out += fmt::format(", … ({} more; --all)", v.size() - limit);
+    return out;
+  };
   for (const BuildFacts* f : h.builds) {
     std::string label = build_label(*f);
     auto it = by_since.find(label);
+    auto data = data_by_since.find(label);
     size_t n = it == by_since.end() ? 0 : it->second.size();
+    size_t nd = data == data_by_since.end() ? 0 : data->second.size();
     bool first = f == h.builds.front();
-    doc.bullet(fmt::format("{}: {} {}", label, n,
-                           first ? "(present in the first build of the series)" : "new"));
+    // "580.159.04: 54 new APIs, and 5 new exported data (not APIs): cudbgReported…"
+    std::string data_note =
+        nd == 0 ? std::string()
+                : fmt::format(", and {} {}exported data (not APIs){}", nd, first ? "" : "new ",
+                              first ? "" : ": " + names(data->second));
+    doc.bullet(fmt::format("{}: {} {}{}{}", label, n, first ? "APIs" : "new APIs", data_note,
+                           first ? ", present in the first build of the series" : ""));
     if (first || n == 0) continue;
-    size_t limit = all ? SIZE_MAX : 30;
-    std::string names;
-    for (size_t i = 0; i < it->second.size() && i < limit; ++i) {
-      names += fmt::format("{}{}", i ? ", " : "", code(md, it->second[i]));
-    }
-    if (it->second.size() > limit)
-      names += fmt::format(", … ({} more; --all)", it->second.size() - limit);
-    doc.bullet(names, 1);
+    doc.bullet(names(it->second), 1);
   }
   return doc.str();
 }
@@ -211,9 +222,11 @@ void register_history(CLI::App& app, int* exit_code) {
       "the\n"
       "first build of the series that exports it (the attribute NVIDIA's own export lists carry "
       "and\n"
-      "the binary does not); --json has it per export name too. 'kernel requests': the kernel-ABI\n"
-      "requests of high or medium confidence the build's code makes (cudatool abi), with how many\n"
-      "are new and gone against the build before it (not with --fast).\n"
+      "the binary does not); --json has it per export name too. Exported data (OBJECT symbols,\n"
+      "cuda-gdb's cudbgReported…) is counted apart from the APIs, as delta counts it.\n"
+      "'kernel requests': the kernel-ABI requests of high or medium confidence the build's code\n"
+      "makes (cudatool abi), with how many are new and gone against the build before it (not with\n"
+      "--fast).\n"
       "Examples:\n"
       "  cudatool history ~/.cache/cudatool/drivers/libcuda.so.*\n"
       "  cudatool history ~/.cache/cudatool/drivers/*.deb --csv > series.csv");

@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "analysis/version_strings.h"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "trace/capture_import.hpp"
+#include "trace/capture_probe.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -17,25 +19,59 @@ struct ImportCliOptions {
   std::string output;
   std::string driver_version;
   bool json = false;
+  bool force = false;
 };
 
+// The driver version for the header: --driver-version, else what the capture's calls name.
+// Fills `source` with where it came from; false (after the error) for a malformed option.
+bool choose_driver_version(const ImportCliOptions& o, trace::ImportOptions& io,
+                           std::string& source) {
+  if (!o.driver_version.empty()) {
+    const std::string& v = o.driver_version;
+    if (nvtr_version_length(v.data(), v.size()) != v.size()) {
+      print_error(fmt::format(
+          "--driver-version {}: not a driver version (digits.digits[.digits], e.g. 580.159.04)",
+          v));
+      return false;
+    }
+    io.driver_version = v;
+    source = "--driver-version";
+    return true;
+  }
+  if (auto found = trace::capture_driver_version(o.capture)) {
+    io.driver_version = found->version;
+    source = found->source;
+  }
+  return true;
+}
+
 int run_import(const ImportCliOptions& o) {
-  if (!usable_output("-o", o.output, {o.capture})) return kExitBadInput;
-  if (Status s = trace::refuse_trace_as_capture(o.capture); !s.ok()) {
+  if (!usable_output("-o", o.output, {o.capture}, OutputKind::kTrace, o.force)) {
+    return kExitBadInput;
+  }
+  if (Status s = trace::check_capture_start(o.capture); !s.ok()) {
     print_error(s.error());
     return kExitBadInput;
   }
+  trace::ImportOptions io;
+  std::string version_source;
+  if (!choose_driver_version(o, io, version_source)) return kExitBadInput;
   auto w = trace::TraceWriter::create(o.output);
   if (!w) {
     print_error(w.error());
     return kExitBadInput;
   }
-  trace::ImportOptions io;
-  if (!o.driver_version.empty()) io.driver_version = o.driver_version;
   Diagnostics diag;
   auto r = trace::import_capture(o.capture, io, **w, diag);
   if (!r) {
     print_error(r.error());
+    return kExitBadInput;
+  }
+  if (r->events == 0) {
+    report_diagnostics(diag);
+    std::remove(o.output.c_str());
+    print_error(fmt::format("{}: none of its {} lines is a capture record; nothing written",
+                            o.capture, r->lines));
     return kExitBadInput;
   }
   if (o.json) {
@@ -44,7 +80,8 @@ int run_import(const ImportCliOptions& o) {
     j.begin_object();
     j.kv("schema", "cudatool.import/1").kv("source", o.capture).kv("output", o.output);
     j.kv("compression", r->compression).kv("lines", r->lines).kv("events", r->events);
-    j.kv_or_null("driver_version", o.driver_version);
+    j.kv_or_null("driver_version", io.driver_version.value_or(""));
+    j.kv_or_null("driver_version_source", version_source);
     j.key("by_sys").begin_object();
     for (const auto& [k, n] : r->by_sys) j.kv(k, n);
     j.end_object();
@@ -60,13 +97,17 @@ int run_import(const ImportCliOptions& o) {
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
     emit(fmt::format("imported {} events ({}) from {} ({}) to {}\n", r->events, kinds, o.capture,
                      r->compression == "none" ? "plain" : r->compression, o.output));
-    if (o.driver_version.empty()) {
-      // The capture format holds no driver version: decode would take the newest branch's
-      // tables, and replay could neither make the build-version strings nor check the library.
+    if (!io.driver_version) {
+      // Neither the option nor the calls: decode would take the newest branch's tables, and
+      // replay could neither make the build-version strings nor check the library.
       std::fprintf(stderr,
-                   "cudatool: note: the capture does not name its driver version, so the trace's "
-                   "header has none; pass --driver-version (decode and stats then use that "
-                   "branch's tables, replay needs it)\n");
+                   "cudatool: note: no call of the capture names its driver version "
+                   "(NV_ESC_CHECK_VERSION_STR, NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2), so "
+                   "the trace's header has none; pass --driver-version (decode and stats then "
+                   "use that branch's tables, replay needs it)\n");
+    } else if (version_source != "--driver-version") {
+      std::fprintf(stderr, "cudatool: driver version %s, from %s\n", io.driver_version->c_str(),
+                   version_source.c_str());
     }
   }
   return report_diagnostics(diag);
@@ -83,13 +124,19 @@ void register_import(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("-o,--output", o->output, "trace file to write (.zst: compressed)")->required();
   cmd->add_option("--driver-version", o->driver_version,
-                  "kernel driver version the capture was made with (the capture does not say)");
+                  "kernel driver version the capture was made with (default: the version its "
+                  "NV_ESC_CHECK_VERSION_STR or build-version control names, when one does)");
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
   cmd->footer(
       "Examples:\n"
       "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
       "580.159.04\n"
       "  cudatool import capture.jsonl -o capture.jsonl.zst --json\n"
+      "The trace's header names the driver version: --driver-version's, else the one the\n"
+      "capture's calls name (import says which call); without one decode takes the newest\n"
+      "branch's tables. A file that is not a capture (an empty one, a trace, one whose first line\n"
+      "is not a JSON object) is refused, exit status 2.\n"
       "Every field of a capture line is kept (docs/trace-format.md, \"Imported captures\"). A\n"
       "line that is not a valid capture record is reported (line, offset, reason) and skipped;\n"
       "the exit status is then 2.");

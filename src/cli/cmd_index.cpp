@@ -18,10 +18,11 @@ struct IndexOptions {
   std::string lib;
   std::string output;
   bool json = false;
+  bool force = false;
 };
 
 int run_index(const IndexOptions& o) {
-  if (!usable_output("-o", o.output, {o.lib})) return kExitBadInput;
+  if (!usable_output("-o", o.output, {o.lib}, OutputKind::kSqlite, o.force)) return kExitBadInput;
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   auto stats = write_xref_database(*img, o.output);
@@ -72,8 +73,11 @@ void register_index(CLI::App& app, int* exit_code) {
       "The whole cross-reference index (functions, references, strings, imports, "
       "exports, driver tables) as one SQLite database");
   cmd->add_option("LIB", o->lib, "library to read")->required();
-  cmd->add_option("-o,--output", o->output, "SQLite file to write (replaced if present)")
+  cmd->add_option(
+         "-o,--output", o->output,
+         "SQLite file to write (an existing SQLite file is replaced; another only with --force)")
       ->required();
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.index/1)");
   cmd->footer(
       "Schema and example queries: docs/xrefs.md. The file is written as FILE.tmp and renamed.\n"

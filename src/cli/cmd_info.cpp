@@ -65,6 +65,9 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
   w.kv("schema", "cudatool.info/1");
   w.key("file").begin_object();
   w.kv("path", img.path()).kv("resolved_path", img.resolved_path()).kv("size", img.file().size());
+  w.kv_or_null("compression", img.compression() == Compression::kNone
+                                  ? std::string_view()
+                                  : compression_name(img.compression()));
   if (o.sha) w.kv("sha256", sha256_hex(img.bytes()));
   w.end_object();
   w.key("elf").begin_object();
@@ -243,7 +246,11 @@ std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c)
   row("file", base(img.path()) == base(img.resolved_path())
                   ? img.path()
                   : fmt::format("{} -> {}", img.path(), img.resolved_path()));
-  row("size", fmt::format("{} bytes ({})", img.file().size(), human_size(img.file().size())));
+  row("size", fmt::format("{} bytes ({}){}", img.file().size(), human_size(img.file().size()),
+                          img.compression() == Compression::kNone
+                              ? ""
+                              : fmt::format(", decompressed in memory from {}",
+                                            compression_name(img.compression()))));
   if (o.sha) row("sha256", sha256_hex(img.bytes()));
   const auto& id = img.build_id();
   row("build id", id ? *id : "none");

@@ -30,6 +30,7 @@ struct ReplayCliOptions {
   bool json = false;
   bool program_status = false;
   bool quiet = false;
+  bool force = false;
 };
 
 // Opens --report before anything runs, so that a report that cannot be written is said at
@@ -88,10 +89,12 @@ int run_replay_cmd(ReplayCliOptions& o) {
   }
   // Outputs that would overwrite a trace this command reads are refused before anything runs.
   const std::string_view second = traces.size() > 1 ? std::string_view(traces[1]) : "";
-  if (!o.report.empty() && !usable_output("--report", o.report, {traces[0], second})) {
+  if (!o.report.empty() &&
+      !usable_output("--report", o.report, {traces[0], second}, OutputKind::kText, o.force)) {
     return kExitBadInput;
   }
-  if (!o.output.empty() && !usable_output("-o", o.output, {traces[0], second})) {
+  if (!o.output.empty() &&
+      !usable_output("-o", o.output, {traces[0], second}, OutputKind::kTrace, o.force)) {
     return kExitBadInput;
   }
   std::ofstream report_file;
@@ -175,12 +178,17 @@ void register_replay(CLI::App& app, int* exit_code) {
          "change one recorded answer (repeatable): seq=N or cmd=/class=/call=NAME[,nth=K], "
          "then status=, member=PATH,value=, errno= or ret=")
       ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      // One value per --inject: else CLI11 takes a "--" right after its value as the end of
+      // the option's list and eats it, and a "--" inside CMD (cudatool trace -- PROG) is then
+      // the one that ends the options.
+      ->allow_extra_args(false);
   cmd->add_option("-o,--output", o->output,
                   "write the replayed run as a trace (header mode \"replay\"), for cudatool ab");
   cmd->add_option("--deadline", o->deadline,
                   "stop the program after this many seconds without progress (0: never)")
       ->capture_default_str();
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the report as JSON (schema cudatool.replay/1)");
   cmd->add_option("--report", o->report, "write the report to this file instead of stderr");
   cmd->add_flag("--program-status", o->program_status,

@@ -18,6 +18,7 @@ struct SymbolizeOptions {
   std::string out;
   std::string debug_dir;
   bool json = false;
+  bool force = false;
 };
 
 int run_symbolize(const SymbolizeOptions& o) {
@@ -25,7 +26,8 @@ int run_symbolize(const SymbolizeOptions& o) {
     print_error("symbolize: say where to write the symbol file: -o FILE and/or --debug-dir DIR");
     return kExitBadInput;
   }
-  if (!o.out.empty() && !usable_output("-o", o.out, {o.lib})) return kExitBadInput;
+  if (!o.out.empty() && !usable_output("-o", o.out, {o.lib}, OutputKind::kSymbolFile, o.force))
+    return kExitBadInput;
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
@@ -127,6 +129,7 @@ void register_symbolize(CLI::App& app, int* exit_code) {
   cmd->add_option("--debug-dir", o->debug_dir,
                   "also (or instead) write it as DIR/.build-id/xx/yyyy.debug, the layout gdb's "
                   "debug-file-directory and perf use");
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print JSON (schema cudatool.symbolize/1)");
   add_names_option(cmd, o->names);
   cmd->footer(

@@ -3,11 +3,16 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
+#include "base/glob_check.hpp"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "record/dev_nodes.hpp"
 #include "record/devices.hpp"
 #include "record/recorder.hpp"
+#include "replay/replay_abi.h"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
@@ -16,6 +21,7 @@ namespace {
 struct TraceOptions {
   std::string output = "trace.jsonl";
   std::string mode = "ptrace";
+  bool mode_given = false;  // --mode on the command line (else ptrace, or preload under replay)
   std::string devices = std::string(record::kDefaultDevices);
   std::string env = std::string(record::kDefaultEnv);
   std::string cpu = "same";
@@ -25,8 +31,40 @@ struct TraceOptions {
   bool json = false;
   bool quiet = false;
   bool no_stacks = false;
+  bool force = false;
   std::vector<std::string> command;
 };
+
+using NewNodes = std::vector<std::pair<std::string, record::DevNode>>;
+
+std::string node_text(const std::pair<std::string, record::DevNode>& n) {
+  return fmt::format("{} ({} {}:{})", n.first, n.second.block ? "block" : "char", n.second.major,
+                     n.second.minor);
+}
+
+// Says that device nodes appeared in the machine's /dev while the program ran (made by it, as a
+// rule: nothing else is watched), that they stay, and how to avoid it.
+void warn_new_nodes(const NewNodes& nodes) {
+  if (nodes.empty()) return;
+  std::string list, paths;
+  for (const auto& n : nodes) {
+    list += (list.empty() ? "" : ", ") + node_text(n);
+    paths += " " + n.first;
+  }
+  fmt::print(
+      stderr,
+      "cudatool: warning: device nodes appeared in this machine's /dev while the program "
+      "ran, and they stay: {}. Remove them (rm{}), and record a program that makes nodes (as "
+      "libcuda does as root without the NVIDIA driver) with its own /dev: "
+      "tools/private-dev.sh cudatool trace … (docs/tracing.md)\n",
+      list, paths);
+}
+
+// The device calls of a program under `cudatool replay` are answered inside it by the replay
+// shim and never reach the kernel, so ptrace mode would record none of them.
+bool under_replay() {
+  return std::getenv(RP_ENV_TABLE) != nullptr;
+}
 
 std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
   std::string out = fmt::format("cudatool: {} events to {} ({} mode, {})\n", s.events, o.output,
@@ -71,7 +109,8 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
   return out;
 }
 
-std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
+std::string render_json(const TraceOptions& o, const record::RecordSummary& s,
+                        const NewNodes& nodes) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -97,6 +136,9 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s) {
   w.end_object();
   w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
   w.kv("exit_status", s.trailer.exit_status).kv("exit_code", s.exit_code);
+  w.key("created_device_nodes").begin_array();
+  for (const auto& n : nodes) w.value(node_text(n));
+  w.end_array();
   if (s.error.empty()) {
     w.key("error").null();
   } else {
@@ -121,6 +163,29 @@ int run_trace(TraceOptions& o) {
     print_error(fmt::format("trace: --mode {}: expected ptrace or preload", o.mode));
     return kExitBadInput;
   }
+  if (o.pid == 0 && under_replay() && o.mode == "ptrace") {
+    if (o.mode_given) {
+      fmt::print(stderr,
+                 "cudatool: warning: under `cudatool replay` the device calls are answered inside "
+                 "the program and never reach the kernel: ptrace mode records none of them; "
+                 "--mode preload records them\n");
+    } else {
+      o.mode = "preload";
+      fmt::print(stderr,
+                 "cudatool: note: under `cudatool replay` the device calls are answered inside "
+                 "the program and never reach the kernel, where ptrace mode would see them: "
+                 "recording in preload mode\n");
+    }
+  }
+  for (const auto& [option, globs] :
+       {std::pair{"--devices", &o.devices}, std::pair{"--env", &o.env}}) {
+    if (*globs == "none" || globs->empty()) continue;
+    if (auto why = glob_list_problem(*globs)) {
+      print_error(fmt::format("trace: {} {}: not a glob: {}", option, *globs, *why));
+      return kExitBadInput;
+    }
+  }
+  if (!usable_output("-o", o.output, {}, OutputKind::kTrace, o.force)) return kExitBadInput;
   if (o.mode == "preload" && o.pid != 0) {
     print_error("trace: --pid needs --mode ptrace (a running process cannot load the shim)");
     return kExitBadInput;
@@ -135,6 +200,7 @@ int run_trace(TraceOptions& o) {
   ro.preload_lib = o.preload_lib;
   ro.count_events = !o.quiet;
   ro.stacks = !o.no_stacks;
+  auto nodes_before = record::device_nodes("/dev");
   Result<record::RecordSummary> sum = Error{};
   if (o.mode == "preload") {
     sum = record::record_preload(ro, o.output);
@@ -155,8 +221,13 @@ int run_trace(TraceOptions& o) {
     return kExitBadInput;
   }
   if (!sum->error.empty()) print_error(sum->error);
+  NewNodes nodes;
+  for (auto& n : record::new_device_nodes(nodes_before, record::device_nodes("/dev"))) {
+    if (record::seen_by_ancestors(n.first)) nodes.push_back(std::move(n));
+  }
+  warn_new_nodes(nodes);
   if (!o.quiet) {
-    std::string text = o.json ? render_json(o, *sum) : render_text(o, *sum);
+    std::string text = o.json ? render_json(o, *sum, nodes) : render_text(o, *sum);
     (void)!write(STDERR_FILENO, text.data(), text.size());
   }
   return sum->exit_code;
@@ -171,10 +242,12 @@ void register_trace(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output,
                   "trace file to write (JSON lines; zstd-compressed when it ends in .zst)")
       ->capture_default_str();
-  cmd->add_option("--mode", o->mode,
-                  "ptrace: complete (threads, forks, execs, raw syscalls); preload: an "
-                  "LD_PRELOAD shim, fastest, sees what goes through libc")
-      ->capture_default_str();
+  auto* mode = cmd->add_option("--mode", o->mode,
+                               "ptrace: complete (threads, forks, execs, raw syscalls); preload: "
+                               "an LD_PRELOAD shim, fastest, sees what goes through libc (the "
+                               "default under cudatool replay, whose answers never reach the "
+                               "kernel)")
+                   ->capture_default_str();
   cmd->add_option("--devices", o->devices,
                   "comma-separated globs of the device paths to record ('*' matches '/' too)")
       ->capture_default_str();
@@ -194,6 +267,7 @@ void register_trace(CLI::App& app, int* exit_code) {
   cmd->add_option("--preload-lib", o->preload_lib,
                   "the shim for --mode preload (default: libcudatool_preload.so beside cudatool)");
   cmd->add_option("--pid", o->pid, "attach to this running process instead (ptrace mode)");
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json,
                 "print the end summary as JSON (schema cudatool.trace/1) on stderr; stdout "
                 "belongs to the traced command");
@@ -219,7 +293,10 @@ void register_trace(CLI::App& app, int* exit_code) {
       "(128+N when signal N killed it; 127/126 when it could not be run); 2 when tracing could\n"
       "not start. The first Ctrl-C/SIGTERM goes to the command; a second one ends the trace and\n"
       "kills the command (with --pid: detaches). See docs/tracing.md.");
-  cmd->callback([o, exit_code] { *exit_code = run_trace(*o); });
+  cmd->callback([o, exit_code, mode] {
+    o->mode_given = mode->count() > 0;
+    *exit_code = run_trace(*o);
+  });
 }
 
 }  // namespace cudatool::cli

@@ -1,13 +1,13 @@
 #include "cli/common.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
 #include "analysis/find_library.hpp"
+#include "base/json_writer.hpp"
 
 namespace cudatool::cli {
 
@@ -36,15 +36,13 @@ std::unique_ptr<DriverImage> open_library(const std::string& path) {
       std::fclose(f);
       std::string_view h(head, n);
       if (h.starts_with("{\"cudatool_trace\"")) {
-        fmt::print(stderr,
-                   "cudatool: hint: {} is a cudatool trace; read it with decode, stats, export "
-                   "or ab\n",
-                   p);
+        print_hint(
+            fmt::format("{} is a cudatool trace; read it with decode, stats, export or ab", p));
       } else if (h.starts_with("{")) {
-        fmt::print(stderr,
-                   "cudatool: hint: {} looks like JSON lines; a capture is converted with "
-                   "`cudatool import`, then read with decode, stats, export or ab\n",
-                   p);
+        print_hint(
+            fmt::format("{} looks like JSON lines; a capture is converted with "
+                        "`cudatool import`, then read with decode, stats, export or ab",
+                        p));
       }
     }
     return nullptr;
@@ -52,8 +50,28 @@ std::unique_ptr<DriverImage> open_library(const std::string& path) {
   return std::move(*img);
 }
 
+namespace {
+
+// What --json keeps of the errors, hints and warnings printed (keep_json_errors).
+struct JsonErrors {
+  bool on = false;
+  std::string command;
+  std::vector<std::pair<std::string, Error>> errors;  // as printed, and its parts
+  std::vector<std::string> hints, warnings;
+};
+JsonErrors& json_errors() {
+  static JsonErrors j;
+  return j;
+}
+bool stdout_written = false;
+
+}  // namespace
+
 int report_diagnostics(const Diagnostics& diag) {
-  for (const auto& e : diag.items()) fmt::print(stderr, "cudatool: warning: {}\n", e.message());
+  for (const auto& e : diag.items()) {
+    fmt::print(stderr, "cudatool: warning: {}\n", e.message());
+    if (json_errors().on) json_errors().warnings.push_back(e.message());
+  }
   if (diag.count() > diag.items().size()) {
     fmt::print(stderr, "cudatool: warning: … and {} more problems\n",
                diag.count() - diag.items().size());
@@ -62,14 +80,65 @@ int report_diagnostics(const Diagnostics& diag) {
 }
 
 void print_error(const Error& e) {
-  print_error(e.message());
+  fmt::print(stderr, "cudatool: error: {}\n", e.message());
+  if (json_errors().on) json_errors().errors.emplace_back(e.message(), e);
 }
 
 void print_error(std::string_view message) {
   fmt::print(stderr, "cudatool: error: {}\n", message);
+  if (json_errors().on) {
+    json_errors().errors.emplace_back(std::string(message),
+                                      make_error("", "", std::nullopt, std::string(message)));
+  }
+}
+
+void print_hint(std::string_view message) {
+  fmt::print(stderr, "cudatool: hint: {}\n", message);
+  if (json_errors().on) json_errors().hints.emplace_back(message);
+}
+
+void keep_json_errors(std::string_view command) {
+  json_errors().on = true;
+  json_errors().command = command;
+}
+
+int json_error_exit(int exit_status) {
+  const JsonErrors& j = json_errors();
+  if (!j.on || exit_status == 0 || j.errors.empty() || stdout_written) return exit_status;
+  const auto& [message, e] = j.errors.front();
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().key("error").begin_object();
+  w.kv("command", j.command).kv("exit_status", exit_status).kv("message", message);
+  w.kv_or_null("structure", e.structure).kv_or_null("field", e.field);
+  w.key("offset");
+  if (e.offset) {
+    w.value(*e.offset);
+  } else {
+    w.null();
+  }
+  w.kv("reason", e.reason);
+  auto list = [&w](std::string_view key, auto first, auto last, auto text) {
+    w.key(key).begin_array();
+    for (auto it = first; it != last; ++it) w.value(text(*it));
+    w.end_array();
+  };
+  list("more", j.errors.begin() + 1, j.errors.end(), [](const auto& x) { return x.first; });
+  auto same = [](const std::string& s) { return s; };
+  list("hints", j.hints.begin(), j.hints.end(), same);
+  list("warnings", j.warnings.begin(), j.warnings.end(), same);
+  w.end_object().end_object();
+  w.finish();
+  emit(out);
+  return exit_status;
+}
+
+void note_stdout_written() {
+  stdout_written = true;
 }
 
 void emit(std::string_view text) {
+  if (!text.empty()) stdout_written = true;
   const char* p = text.data();
   size_t n = text.size();
   while (n > 0) {
@@ -119,43 +188,6 @@ std::string TextTable::render(std::string_view indent) const {
 
 std::string hex(uint64_t v) {
   return fmt::format("{:#x}", v);
-}
-
-bool usable_output(std::string_view option, const std::string& output,
-                   std::initializer_list<std::string_view> inputs) {
-  if (output == "-") return true;
-  if (output.empty()) {
-    print_error(fmt::format("{}: an empty path", option));
-    return false;
-  }
-  struct stat out {};
-  if (::stat(output.c_str(), &out) != 0) {
-    // Not there yet: its directory must be.
-    std::string dir = output.substr(0, output.find_last_of('/') + 1);
-    if (dir.empty()) dir = ".";
-    struct stat d {};
-    if (::stat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode)) {
-      print_error(fmt::format("{} {}: cannot write: no directory {}", option, output, dir));
-      return false;
-    }
-    return true;
-  }
-  if (S_ISDIR(out.st_mode)) {
-    print_error(fmt::format("{} {}: is a directory; name a file", option, output));
-    return false;
-  }
-  for (std::string_view in : inputs) {
-    struct stat i {};
-    if (in.empty() || ::stat(std::string(in).c_str(), &i) != 0) continue;
-    if (i.st_dev == out.st_dev && i.st_ino == out.st_ino) {
-      print_error(
-          fmt::format("{} {}: is the input {} (writing it would destroy it); write "
-                      "elsewhere",
-                      option, output, in));
-      return false;
-    }
-  }
-  return true;
 }
 
 std::string human_size(uint64_t b) {

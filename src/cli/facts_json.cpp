@@ -225,6 +225,9 @@ void write_history_json(JsonWriter& w, const History& h,
   w.key("api_since").begin_object();
   for (const auto& [name, v] : h.api_since) w.kv(name, v);
   w.end_object();
+  w.key("data_since").begin_object();
+  for (const auto& [name, v] : h.data_since) w.kv(name, v);
+  w.end_object();
   if (extra) extra(w);
   w.end_object();
 }

@@ -99,18 +99,19 @@ void write_branch_json(JsonWriter& w, const TraceInput& in) {
 void DiagnosticStream::flush(const Diagnostics& d) {
   const auto& items = d.items();
   for (; printed_ < items.size(); ++printed_) {
-    fmt::print(stderr, "cudatool: error: {}\n", items[printed_].message());
+    print_error(items[printed_]);
   }
   if (d.count() > items.size() && !said_more_) {
     said_more_ = true;
-    fmt::print(stderr, "cudatool: error: more than {} bad lines: the rest are counted, not shown\n",
-               items.size());
+    print_error(
+        fmt::format("more than {} bad lines: the rest are counted, not shown", items.size()));
   }
 }
 
 void OutBuffer::flush() {
   const char* p = buf_.data();
   size_t n = buf_.size();
+  if (n > 0 && fd_ == STDOUT_FILENO) note_stdout_written();
   while (n > 0 && ok_) {
     ssize_t w = ::write(fd_, p, n);
     if (w <= 0) {

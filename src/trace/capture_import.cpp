@@ -213,24 +213,6 @@ void note_unrecorded(const nvtr_rm_branch* rm, Event& ev) {
   if (n == 2) ev.unrecorded.push_back({plans[1].role, "capture format"});  // NVOS64 rights
 }
 
-Status refuse_trace_as_capture(const std::string& path) {
-  auto src = LineSource::open(path);
-  if (!src) return Status::success();
-  std::string_view line;
-  uint64_t off = 0;
-  bool complete = true;
-  while ((*src)->next(line, off, complete)) {
-    if (line.empty()) continue;
-    if (classify_line(line) == LineKind::kHeader) {
-      return make_error(path + " line 1", "", 0,
-                        "already a cudatool trace (a trace header): decode, stats, ab and replay "
-                        "read it as it is; import converts captures of the simpler format");
-    }
-    break;
-  }
-  return Status::success();
-}
-
 Header import_header(const ImportOptions& o, const std::string& capture_path) {
   Header h;
   h.mode = "import";

@@ -54,11 +54,6 @@ Header import_header(const ImportOptions& o, const std::string& capture_path);
 // escape an XFER wraps ("capture format").
 void note_unrecorded(const nvtr_rm_branch* rm, Event& ev);
 
-// An error when the file at `path` is already a cudatool trace (its first line is a trace
-// header): a trace is read as it is; import converts captures. An unreadable file is left to
-// import_capture to report.
-Status refuse_trace_as_capture(const std::string& path);
-
 // Reads the capture at `path` (plain, xz or zstd), writes header, events and a trailer to `out`.
 // Lines that are not valid capture records are reported to `diag` (one error each) and skipped;
 // an unreadable file is an error.

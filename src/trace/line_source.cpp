@@ -204,7 +204,8 @@ class XzLines : public StreamLines {
     strm_.avail_in = in_.size() - in_pos_;
     strm_.next_out = reinterpret_cast<uint8_t*>(buf_.data() + at);
     strm_.avail_out = kChunk;
-    lzma_ret r = lzma_code(&strm_, strm_.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
+    lzma_action action = strm_.avail_in == 0 ? LZMA_FINISH : LZMA_RUN;
+    lzma_ret r = lzma_code(&strm_, action);
     in_pos_ = in_.size() - strm_.avail_in;
     size_t produced = kChunk - strm_.avail_out;
     buf_.resize(at + produced);
@@ -213,8 +214,9 @@ class XzLines : public StreamLines {
       return true;
     }
     if (r == LZMA_OK) {
-      if (produced == 0 && strm_.avail_in == 0 && in_pos_ >= in_.size()) {
-        // LZMA_FINISH made no progress: input is exhausted inside the stream.
+      if (produced == 0 && action == LZMA_FINISH) {
+        // LZMA_FINISH made no progress: input is exhausted inside the stream. (LZMA_RUN may
+        // take the last input and give nothing, as for an empty stream: the next call says.)
         fail("xz stream is cut short", in_pos_);
         return false;
       }

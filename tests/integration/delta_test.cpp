@@ -56,6 +56,13 @@ std::set<std::string> strings(const json& a) {
   return s;
 }
 
+// history's line for a build: "- 580.159.04: 54 new APIs, and 5 new exported data (not APIs): …".
+std::string fmt_line(const std::string& version, size_t apis, size_t data) {
+  std::string l = "- " + version + ": " + std::to_string(apis) + " new APIs";
+  if (data > 0) l += ", and " + std::to_string(data) + " new exported data (not APIs): ";
+  return l;
+}
+
 // The newest Debian build (drivers.list is in version order) and the shared 580.159.04.
 std::pair<DriverBuild, DriverBuild> debian_to_shared() {
   return {driver_builds().back(), shared_builds().front()};
@@ -478,6 +485,42 @@ TEST(History, DebianTo580SeriesAgreesWithSingleVersionFacts) {
             std::string::npos)
       << header << "\n"
       << row_b;
+}
+
+// For a pair, history's "new" are delta's: the API base names of apis_added, and the exported
+// data (objects_added) apart, each a defined OBJECT symbol as readelf lists them.
+void expect_history_counts_as_delta(const DriverBuild& a, const DriverBuild& b) {
+  SCOPED_TRACE(a.version + " -> " + b.version);
+  json h = run_json({"history", "--json", "--fast", a.lib_path, b.lib_path});
+  json d = run_json({"delta", "--json", "--fast", a.lib_path, b.lib_path}, {0, 1});
+  std::set<std::string> new_apis, new_data;
+  for (auto& [base, since] : h["api_since"].items()) {
+    if (since == b.version) new_apis.insert(base);
+  }
+  for (auto& [base, since] : h["data_since"].items()) {
+    if (since == b.version) new_data.insert(base);
+  }
+  std::set<std::string> delta_apis;
+  for (const auto& g : d["exports"]["apis_added"]) delta_apis.insert(g["base"].get<std::string>());
+  EXPECT_EQ(new_apis, delta_apis);
+  // Data names are their own base names (no _vN / _ptsz form): compare as names.
+  std::set<std::string> delta_data = strings(d["exports"]["objects_added"]);
+  EXPECT_EQ(new_data, delta_data);
+  std::set<std::string> objects = readelf_objects(b.lib_path);
+  for (const auto& name : delta_data) EXPECT_TRUE(objects.count(name)) << name;
+  for (auto& [base, since] : h["api_since"].items()) EXPECT_FALSE(objects.count(base)) << base;
+  // The text says both counts.
+  RunResult text = run({cudatool_bin(), "history", "--fast", a.lib_path, b.lib_path}, 600);
+  std::string line = fmt_line(b.version, new_apis.size(), new_data.size());
+  EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+}
+
+TEST(History, NewApisAndDataAgreeWithDelta) {
+  auto builds = driver_builds();
+  expect_history_counts_as_delta(builds[2], builds[3]);
+  auto [a, b] = debian_to_shared();
+  CUDATOOL_REQUIRE_BUILD(b);
+  expect_history_counts_as_delta(builds[2], b);
 }
 
 TEST(Delta, DebInputGivesTheSameDelta) {

@@ -9,9 +9,9 @@
 // recordings compare equivalent with `ab`.
 //
 // libcuda mknods /dev/nvidiactl when it runs as root and the node is missing, so the program runs
-// in a private mount namespace whose /dev is a fresh tmpfs (`unshare -m`): nothing is created in
-// the host's /dev, which the test checks. Where no such namespace can be made (not root, no
-// CAP_SYS_ADMIN), or the machine has the NVIDIA module (/proc/driver/nvidia), it says SKIPPED
+// in a private mount namespace whose /dev is a fresh tmpfs (tools/private-dev.sh): nothing is
+// created in the host's /dev, which the test checks. Where no such namespace can be made (not root,
+// no CAP_SYS_ADMIN), or the machine has the NVIDIA module (/proc/driver/nvidia), it says SKIPPED
 // and why.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,6 +22,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "hex_text.hpp"
 #include "replay_support.hpp"
 #include "rm/tables.hpp"
 #include "trace_check.hpp"
@@ -32,17 +33,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Runs "$@" with a private /dev: a tmpfs holding copies of the usual nodes, /dev/shm bound in.
-constexpr const char* kPrivateDev = R"(set -e
-d=$(mktemp -d)
-mount -t tmpfs -o mode=755 cudatool-test-dev "$d"
-for n in null zero full random urandom tty; do [ -e /dev/$n ] && cp -a /dev/$n "$d/"; done
-ln -s /proc/self/fd "$d/fd"
-mkdir "$d/shm"
-[ -d /dev/shm ] && mount --bind /dev/shm "$d/shm"
-mount --move "$d" /dev
-exec "$@"
-)";
+// The command with a private /dev (a tmpfs holding copies of the usual nodes, /dev/shm bound
+// in), as README.md and docs/tracing.md tell users to record: tools/private-dev.sh.
+std::vector<std::string> with_private_dev(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), source_dir() + "/tools/private-dev.sh");
+  return argv;
+}
 
 // Why this machine cannot run the test, or "".
 std::string cannot_run() {
@@ -52,22 +48,9 @@ std::string cannot_run() {
            "machine without it";
   }
   if (fs::exists("/dev/nvidiactl")) return "/dev/nvidiactl exists on this machine";
-  RunResult r =
-      run({"unshare", "-m", "--propagation", "private", "sh", "-c", kPrivateDev, "sh", "true"}, 30);
+  RunResult r = run(with_private_dev({"true"}), 30);
   if (r.status != 0) return "cannot make a private mount namespace with a tmpfs /dev: " + r.err;
   return "";
-}
-
-// The bytes as the trace writes them (lower-case hex), written here rather than with the
-// project's own encoder: the test reads the machine independently of the recorder.
-std::string hex_of(const std::string& bytes) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
 }
 
 std::string file_bytes(const std::string& path) {
@@ -81,9 +64,8 @@ class EnvReal : public ::testing::TestWithParam<DriverBuild> {
   std::string record(const std::string& mode, std::string& probe_out) {
     const DriverBuild& b = GetParam();
     std::string out = temp_dir() + "/env-real-" + b.version + "-" + mode + ".jsonl";
-    RunResult r = run({"unshare", "-m", "--propagation", "private", "sh", "-c", kPrivateDev, "sh",
-                       cudatool_bin(), "trace", "--mode", mode, "-q", "-o", out, "--",
-                       fixtures_dir() + "/cuda_probe", b.lib_path, "init"},
+    RunResult r = run(with_private_dev({cudatool_bin(), "trace", "--mode", mode, "-q", "-o", out,
+                                        "--", cuda_probe_bin(), b.lib_path, "init"}),
                       180);
     EXPECT_FALSE(r.timed_out);
     EXPECT_EQ(r.status, 1) << "cuda_probe exits 1 when cuInit fails\n" << r.out << r.err;
@@ -214,8 +196,8 @@ TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
   // same way; the replayed run compares equivalent with the recording (its environment events,
   // which a replayed run does not write, left out). Nothing is created on the host.
   std::string replayed = temp_dir() + "/env-real-" + b.version + "-replayed.jsonl";
-  ReplayRun r = replay(traces["ptrace"], {"-o", replayed},
-                       {fixtures_dir() + "/cuda_probe", b.lib_path, "init"}, 180);
+  ReplayRun r =
+      replay(traces["ptrace"], {"-o", replayed}, {cuda_probe_bin(), b.lib_path, "init"}, 180);
   EXPECT_EQ(r.run.status, 0) << "a faithful replay\n" << r.run.err;
   ASSERT_EQ(json_lines(r.run.out).size(), 1u) << r.run.out;
   EXPECT_EQ(json_lines(r.run.out)[0], json({{"call", "cuInit"}, {"ret", 100}}));
@@ -227,8 +209,7 @@ TEST_P(EnvReal, LibcudaLooksAtTheMachineAndTheTraceHoldsWhatItGot) {
   // replay takes that version, so another build's libcuda is refused, both versions named.
   for (const DriverBuild& other : all_builds()) {
     if (other.version == b.version || !std::filesystem::exists(other.lib_path)) continue;
-    ReplayRun x =
-        replay(traces["ptrace"], {}, {fixtures_dir() + "/cuda_probe", other.lib_path, "init"}, 180);
+    ReplayRun x = replay(traces["ptrace"], {}, {cuda_probe_bin(), other.lib_path, "init"}, 180);
     ASSERT_TRUE(x.report.is_object()) << x.run.err;
     EXPECT_EQ(x.run.status, 2) << x.run.err;
     EXPECT_EQ(x.report["end"], "refused") << x.report.dump(1);

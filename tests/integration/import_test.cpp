@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "hex_text.hpp"
 #include "rm/tables.hpp"
 #include "trace/trace_file.hpp"
 #include "trace_check.hpp"
@@ -222,6 +223,165 @@ TEST(ImportBadInput, MissingFileIsOneLineError) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("/nonexistent.jsonl"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace cudatool::test
+
+namespace cudatool::test {
+namespace {
+
+// The lines of a capture as tests/data/captures/README.md describes them: an open of nvidiactl,
+// then `calls`.
+std::string capture_of(const std::vector<std::string>& calls) {
+  std::string s =
+      "{\"seq\":0,\"t_us\":1.0,\"tid\":7,\"sys\":\"open\",\"path\":\"/dev/nvidiactl\","
+      "\"flags\":\"0x2\",\"ret\":3}\n";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    s += "{\"seq\":" + std::to_string(i + 1) +
+         ",\"t_us\":2.0,\"tid\":7,\"sys\":\"ioctl\","
+         "\"fd\":3,\"path\":\"/dev/nvidiactl\"," +
+         calls[i] + "}\n";
+  }
+  return s;
+}
+
+// `text` NUL-padded to n bytes.
+std::string padded(const std::string& text, size_t n) {
+  std::string s = text;
+  s.resize(n, '\0');
+  return s;
+}
+
+// nv_ioctl_rm_api_version_t (nv-ioctl.h: NvU32 cmd; NvU32 reply; char versionString[64]), the
+// argument of NV_ESC_CHECK_VERSION_STR: _IOWR('F', NV_IOCTL_BASE + 10, 72).
+std::string check_version_call(const std::string& pre_version, const std::string& post_version,
+                               int ret) {
+  std::string pre = std::string(8, '\0') + padded(pre_version, 64);
+  std::string post = std::string("\0\0\0\0\x01\0\0\0", 8) + padded(post_version, 64);
+  return "\"req\":\"0xc04846d2\",\"ret\":" + std::to_string(ret) + ",\"pre\":\"" + hex_of(pre) +
+         "\",\"post\":\"" + hex_of(post) + "\"";
+}
+
+RunResult run_import(const std::string& capture, const std::string& out,
+                     std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{cudatool_bin(), "import", capture, "-o", out};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return run(argv);
+}
+
+TEST(ImportDriverVersion, TakenFromTheVersionCheckAndSaid) {
+  std::string cap = write_temp("version-check.jsonl",
+                               capture_of({check_version_call("580.159.04", "580.159.04", 0)}));
+  std::string out = temp_dir() + "/version-check.trace";
+  RunResult r = run_import(cap, out, {"--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["driver_version"], "580.159.04");
+  EXPECT_EQ(j["driver_version_source"], "NV_ESC_CHECK_VERSION_STR versionString, line 2");
+  EXPECT_EQ(load_trace(out).header["driver_version"], "580.159.04");
+  r = run_import(cap, out);
+  EXPECT_NE(r.err.find("driver version 580.159.04, from NV_ESC_CHECK_VERSION_STR versionString, "
+                       "line 2"),
+            std::string::npos)
+      << r.err;
+  // decode then takes that branch's tables.
+  RunResult d = run({cudatool_bin(), "decode", out});
+  EXPECT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("NV_ESC_CHECK_VERSION_STR"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("the trace names no driver version"), std::string::npos) << d.out;
+}
+
+// A mismatch: the client asked for its own version, the kernel answered with its own (and
+// EINVAL): the kernel's is the driver's.
+TEST(ImportDriverVersion, TheKernelsAnswerWinsOverTheClientsQuestion) {
+  std::string cap = write_temp("version-mismatch.jsonl",
+                               capture_of({check_version_call("999.1.2", "550.163.01", -22)}));
+  RunResult r = run_import(cap, temp_dir() + "/mismatch.trace", {"--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["driver_version"], "550.163.01");
+}
+
+// NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2 (ctrl0000system.h, 0x13e): its parameters hold the
+// strings inline (driverVersionBuffer[256] first; 1032 bytes in 580's headers).
+TEST(ImportDriverVersion, TakenFromTheBuildVersionControl) {
+  std::string nvos54 = std::string("\x01\0\0\xc1\x01\0\0\xc1\x3e\x01\0\0\0\0\0\0", 16) +
+                       std::string("\0\x10\0\0\0\0\0\0", 8) +
+                       std::string("\x08\x04\0\0\0\0\0\0", 8);
+  std::string params = padded("575.57.08", 1032);
+  std::string call = "\"req\":\"0xc020462a\",\"ret\":0,\"pre\":\"" + hex_of(nvos54) +
+                     "\",\"post\":\"" + hex_of(nvos54) + "\",\"nptr\":\"0x1000\",\"npre\":\"" +
+                     hex_of(std::string(1032, '\0')) + "\",\"npost\":\"" + hex_of(params) + "\"";
+  std::string cap = write_temp("build-version.jsonl", capture_of({call}));
+  RunResult r = run_import(cap, temp_dir() + "/build-version.trace", {"--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["driver_version"], "575.57.08");
+  EXPECT_EQ(j["driver_version_source"],
+            "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2 driverVersionBuffer, line 2");
+}
+
+// The real captures name no version (no version check, and the build-version control's strings
+// are behind pointers the capture format does not follow): import says so; the option wins.
+TEST(ImportDriverVersion, OptionIsCheckedAndWins) {
+  std::string capture = captures_dir() + "/trace_a.jsonl.xz";
+  std::string out = temp_dir() + "/opt.trace";
+  RunResult r = run_import(capture, out);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no call of the capture names its driver version"), std::string::npos)
+      << r.err;
+  for (const char* bad : {"banana", "580", "580.159.04x", "v580.159.04"}) {
+    r = run_import(capture, temp_dir() + "/never-" + std::string(bad) + ".trace",
+                   {"--driver-version", bad});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("not a driver version"), std::string::npos) << r.err;
+  }
+  std::string cap = write_temp("version-check-2.jsonl",
+                               capture_of({check_version_call("580.159.04", "580.159.04", 0)}));
+  r = run_import(cap, out, {"--driver-version", "575.57.08", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["driver_version"], "575.57.08");
+  EXPECT_EQ(json::parse(r.out)["driver_version_source"], "--driver-version");
+}
+
+// What is plainly not a capture is refused at its first line, and nothing is written.
+TEST(ImportBadInput, NotACaptureIsRefusedAtItsFirstBytes) {
+  std::string lib = fixtures_dir() + "/libcuda_fixture.so.999.88.77";
+  std::string xz_lib = temp_dir() + "/lib.so.xz";
+  ASSERT_EQ(sh("xz -c " + lib + " > " + xz_lib).status, 0);
+  struct Case {
+    std::string path, says;
+  };
+  std::vector<Case> cases = {
+      {lib, "an ELF file"},
+      {xz_lib, "an ELF file"},
+      {write_temp("array.json", "[{\"seq\":0}]\n"), "a JSON array"},
+      {write_temp("text.txt", "hello world\n"), "\"hello world\""},
+      {write_temp("empty.jsonl", ""), "empty: no capture records"},
+      {write_temp("blank.jsonl", "\n  \n\n"), "empty: no capture records"},
+  };
+  std::string empty_xz = temp_dir() + "/empty.jsonl.xz";
+  ASSERT_EQ(sh("printf '' | xz -c > " + empty_xz).status, 0);
+  cases.push_back({empty_xz, "empty: no capture records (after xz decompression)"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    std::string out = temp_dir() + "/refused.trace";
+    RunResult r = run_import(c.path, out);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_NE(access(out.c_str(), F_OK), 0) << "nothing written";
+  }
+}
+
+// JSON lines none of which is a capture record: each is reported, and no empty trace is left.
+TEST(ImportBadInput, NoCaptureRecordAtAllWritesNothing) {
+  std::string cap = write_temp("other.jsonl", "{\"a\":1}\n{\"b\":2}\n");
+  std::string out = temp_dir() + "/other.trace";
+  RunResult r = run_import(cap, out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("none of its 2 lines is a capture record"), std::string::npos) << r.err;
+  EXPECT_NE(access(out.c_str(), F_OK), 0);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace {
 using nlohmann::json;
 
 std::string probe() {
-  return fixtures_dir() + "/cuda_probe";
+  return cuda_probe_bin();
 }
 
 // The capture imported as a trace (once per test binary and version).

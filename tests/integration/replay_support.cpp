@@ -24,6 +24,10 @@ ReplayRun replay(const std::string& trace, const std::vector<std::string>& extra
   return r;
 }
 
+std::string cuda_probe_bin() {
+  return std::string(CUDATOOL_BUILD_DIR) + "/cuda_probe";
+}
+
 std::set<std::string> host_nvidia_nodes() {
   std::set<std::string> out;
   for (const char* dir : {"/dev", "/dev/char"}) {

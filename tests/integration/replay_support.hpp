@@ -20,6 +20,9 @@ struct ReplayRun {
 ReplayRun replay(const std::string& trace, const std::vector<std::string>& extra,
                  const std::vector<std::string>& command, int timeout_s = 120);
 
+// build/cuda_probe (tools/cuda_probe): the driver-API program README.md and docs/ run.
+std::string cuda_probe_bin();
+
 // The names under /dev that begin with "nvidia" (and /dev/char entries for major 195).
 std::set<std::string> host_nvidia_nodes();
 
