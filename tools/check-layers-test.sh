@@ -43,8 +43,8 @@ expect 1 "^check-layers: src/rm/tables.hpp:$line: rm includes trace/event.hpp"
 restore rm/tables.hpp
 
 what="a shim C file includes a layer below by a relative path"
-plant record/preload/hooks.c '#include "../../replay/replay_abi.h"'
-expect 1 "^check-layers: src/record/preload/hooks.c:$line: record includes replay/replay_abi.h"
+plant record/preload/hooks.c '#include "../../replay/session.hpp"'
+expect 1 "^check-layers: src/record/preload/hooks.c:$line: record includes replay/session.hpp"
 restore record/preload/hooks.c
 
 what="base/ includes cli/ with angle brackets"
