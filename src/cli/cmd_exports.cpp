@@ -66,7 +66,7 @@ void say_no_match(const std::string& filter, const std::vector<Export>& all) {
   size_t n = 0;
   for (const auto& e : all) {
     std::string name(e.sym.name);
-    if (fnmatch(filter.c_str(), name.c_str(), FNM_CASEFOLD) == 0 && n++ == 0) like = name;
+    if (glob_match(filter, name, /*fold_case=*/true) && n++ == 0) like = name;
   }
   fmt::print(stderr, "cudatool: note: --filter '{}' matches none of the {} exports{}\n", filter,
              all.size(),
