@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "analysis/x86_length.hpp"
 #include "base/mapped_file.hpp"
+#include "base/x86_length.hpp"
 #include "elf/elf_image.hpp"
 
 namespace {

@@ -1,8 +1,9 @@
 // Fuzzes `ab` end to end below the command line (src/ab/): two traces from one input (split at
 // the first "\n=====B=====\n"), each read, normalised (handles, pointers, fds, layouts), aligned,
 // compared, and every divergence described — field names, values, summaries, byte fates — and the
-// verdict made (first divergence, aftermath, early end) and written as text. B is normalised as
-// an imported capture holds its calls (capture_view) when bit 1 of the input size is set.
+// verdict made (first divergence with consequences, answers without, aftermath, early end) and
+// written as text. B is normalised as an imported capture holds its calls (capture_view) when
+// bit 1 of the input size is set; bit 2 hides known differences (--ignore).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,6 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!na || !nb) return 0;
   CompareOptions o;
   o.align.max_dp_cells = 1 << 16;  // small budget: anchors and the greedy walk are fuzzed too
+  if ((size & 4) != 0) {           // known differences (--ignore): a call, a member
+    for (std::string_view spec : {"NV_ESC_RM_FREE", "params.*", "status"}) {
+      auto k = parse_known(spec, "--ignore");
+      FUZZ_CHECK(k.ok());
+      o.known.push_back(std::move(*k));
+    }
+  }
   Comparison c = compare(**na, **nb, o);
   size_t n = 0;
   for (const Divergence& d : c.divergences) {
@@ -40,6 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(v.first != nullptr);
   }
   for (size_t k = 0; k < v.counts.size(); ++k) FUZZ_CHECK(v.shown[k] <= v.counts[k]);
+  // The first divergence has consequences; the answers listed under it (all, without one) none.
+  if (v.first == nullptr) FUZZ_CHECK(v.quiet.size() == c.divergences.size());
+  if (v.first != nullptr) FUZZ_CHECK(has_consequence(c, v, *v.first));
+  for (const Divergence* d : v.quiet) FUZZ_CHECK(d->answer && !has_consequence(c, v, *d));
   for (const Divergence& d : c.divergences) n += not_made(v, d);
   const NormalizedTrace& t = **na;
   for (uint32_t e = 0; e < t.events.size() && e < 64; ++e) {

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;

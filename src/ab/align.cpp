@@ -337,6 +337,78 @@ void detach_far_changes(std::vector<Step>& steps, const Hashes& a, const Hashes&
   }
 }
 
+// A run that stopped early tears down: frees, unmaps, closes, its exit (and a control or two:
+// libcuda's teardown releases a boost or a compute-mode reservation). The other run makes calls of
+// the same kinds at its own end, hundreds of calls later, and the alignment pairs them (a free of
+// another object is a changed call, a free of the same one a match) only because the other run's
+// calls in between are missing anyway. So: when a teardown call of the run is paired with a call
+// of the other reached only across at least kFarRun calls it never made since its own call before,
+// and from there on at least three in four of the run's calls are teardown calls, that call and
+// the run's calls after it are its own teardown: they become extra (missing, for A) calls where it
+// made them, and their partners calls it did not make. Not when that end is the other run's end
+// too (every call paired with the same request, none of the other run's calls missing among them
+// or after them: a run that skipped a stretch of the other's calls and then ended as it did).
+// kFarRun as in detach_far_changes.
+void detach_far_teardown(std::vector<Step>& steps, const Hashes& a, const Hashes& b) {
+  constexpr uint32_t kFarRun = 16;
+  if (a.teardown.size() != a.full.size() || b.teardown.size() != b.full.size()) return;
+  bool inputs = a.input.size() == a.full.size() && b.input.size() == b.full.size();
+  auto paired = [](const Step& s) { return s.op == Op::kMatch || s.op == Op::kChange; };
+  for (bool in_b : {true, false}) {
+    auto own = [&](const Step& s) { return in_b ? s.b : s.a; };
+    std::span<const uint8_t> teardown = in_b ? b.teardown : a.teardown;
+    Op gone = in_b ? Op::kMissing : Op::kExtra;  // the other run's calls it never made
+    size_t n = steps.size();
+    // From step k on: the run's calls, and of them its teardown calls.
+    std::vector<uint32_t> calls(n + 1, 0), releases(n + 1, 0);
+    for (size_t k = n; k-- > 0;) {
+      bool mine = own(steps[k]) != kNone;
+      calls[k] = calls[k + 1] + mine;
+      releases[k] = releases[k + 1] + (mine && teardown[own(steps[k])]);
+    }
+    size_t far = n, prev = n;  // the call that starts the teardown; the run's step before it
+    uint32_t run = 0;
+    for (size_t k = 0; k < n && far == n; ++k) {
+      run += steps[k].op == gone;
+      if (own(steps[k]) == kNone) continue;
+      if (paired(steps[k]) && run >= kFarRun && teardown[own(steps[k])] &&
+          4 * releases[k] >= 3 * calls[k]) {
+        far = k;
+      } else {
+        prev = k;
+        run = 0;
+      }
+    }
+    if (far == n) continue;
+    bool own_end = false;
+    for (size_t k = far; k < n && !own_end; ++k) {
+      const Step& x = steps[k];
+      bool same =
+          x.op == Op::kMatch || (x.op == Op::kChange && inputs && a.input[x.a] == b.input[x.b]);
+      own_end = x.op == gone || (own(x) != kNone && !same);
+    }
+    if (!own_end) continue;
+    // The run's calls from `far` on, unpaired, go right after its call before them; the other
+    // run's calls stay in their order.
+    size_t keep = prev == n ? 0 : prev + 1;
+    std::vector<Step> out(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep));
+    std::vector<Step> rest;
+    for (size_t k = keep; k < n; ++k) {
+      const Step& s = steps[k];
+      if (own(s) == kNone) {
+        rest.push_back(s);
+        continue;
+      }
+      out.push_back(in_b ? Step{Op::kExtra, kNone, s.b} : Step{Op::kMissing, s.a, kNone});
+      uint32_t other = in_b ? s.a : s.b;
+      if (other == kNone) continue;
+      rest.push_back(in_b ? Step{Op::kMissing, other, kNone} : Step{Op::kExtra, kNone, other});
+    }
+    out.insert(out.end(), rest.begin(), rest.end());
+    steps = std::move(out);
+  }
+}
+
 }  // namespace
 
 std::vector<Step> align(const Hashes& a, const Hashes& b, const AlignOptions& options,
@@ -347,6 +419,7 @@ std::vector<Step> align(const Hashes& a, const Hashes& b, const AlignOptions& op
   al.steps.reserve(std::max(a.full.size(), b.full.size()));
   al.run(0, static_cast<uint32_t>(a.full.size()), 0, static_cast<uint32_t>(b.full.size()), 0);
   detach_far_changes(al.steps, a, b);
+  detach_far_teardown(al.steps, a, b);
   return std::move(al.steps);
 }
 

@@ -55,6 +55,9 @@ struct AlignStats {
 struct Hashes {
   std::span<const uint64_t> key, shape, full;
   std::span<const uint64_t> input = {};
+  // Per event, whether it is a teardown call (ab::is_teardown_call); empty: not known. A run's
+  // teardown after it stopped early is not paired with the other run's calls far on.
+  std::span<const uint8_t> teardown = {};
 };
 
 // Steps in order of both sequences.

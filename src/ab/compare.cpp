@@ -114,6 +114,57 @@ void note(std::vector<HeaderNote>& out, std::string what, std::string a, std::st
       HeaderNote{std::move(what), std::move(a), std::move(b), serious, std::move(message)});
 }
 
+}  // namespace
+
+std::vector<std::string> gpu_lines(const NormalizedTrace& t) {
+  uint32_t n = 0;
+  for (const IdentitySeen& s : t.identities) n = std::max(n, s.ordinal + 1);
+  std::vector<std::string> out;
+  for (uint32_t k = 0; k < n; ++k) {
+    auto value = [&](IdentityKind kind) -> const std::string* {
+      for (const IdentitySeen& s : t.identities) {
+        if (s.kind == kind && s.ordinal == k) return &s.text;
+      }
+      return nullptr;
+    };
+    const std::string* u = value(IdentityKind::kUuid);
+    const std::string* p = value(IdentityKind::kPciLocation);
+    std::string what = u && p ? *u + " at " + *p : u ? *u : p ? *p : std::string();
+    for (auto [kind, word] :
+         {std::pair{IdentityKind::kGpuId, "id "}, std::pair{IdentityKind::kBoardId, "board "},
+          std::pair{IdentityKind::kSerial, "serial "}}) {
+      if (const std::string* v = value(kind))
+        what += std::string(what.empty() ? "" : ", ") + word + *v;
+    }
+    if (k == 0 && !t.gpu.name.empty()) what += std::string(what.empty() ? "" : ", ") + t.gpu.name;
+    std::string line = "gpu#" + std::to_string(k) + ": " + what;
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+namespace {
+
+// The names (gpu#0, gpu#0.pci …) under which the two traces hold other GPU identity values, in
+// A's order of first appearance (a name only one of them holds was not asked in the other).
+std::vector<std::string> differing_identities(const NormalizedTrace& a, const NormalizedTrace& b) {
+  std::vector<std::string> out;
+  for (const IdentitySeen& s : a.identities) {
+    for (const IdentitySeen& x : b.identities) {
+      if (x.kind == s.kind && x.ordinal == s.ordinal && x.text != s.text) {
+        out.push_back(identity_name(s.kind, s.ordinal));
+      }
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v, std::string_view sep) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : std::string(sep)) + x;
+  return s;
+}
+
 // What the two recordings are, before what they say: drivers and GPUs first.
 // `reach_a`, `reach_b`: what of A (of B) the other's recording could not hold.
 std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b,
@@ -149,6 +200,12 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
   } else if (!a.gpu.name.empty() && !b.gpu.name.empty() && a.gpu.name != b.gpu.name) {
     note(out, "gpu", a.gpu.name, b.gpu.name, true,
          "the traces come from different GPUs: A " + a.gpu.name + ", B " + b.gpu.name);
+  }
+  if (std::vector<std::string> d = differing_identities(a, b); !d.empty()) {
+    note(out, "gpu_identity", joined(gpu_lines(a), "; "), joined(gpu_lines(b), "; "), false,
+         "the GPUs differ (" + joined(d, ", ") +
+             ": the lines above); their UUIDs, PCI locations, gpuIds, board ids and serials are "
+             "compared as these names, so a GPU used consistently is no divergence");
   }
   if (a.tables != b.tables) {
     note(out, "driver_branch", std::string(a.tables->info().id), std::string(b.tables->info().id),
@@ -267,17 +324,22 @@ std::vector<Entry> align_threads(const NormalizedTrace& a, const NormalizedTrace
   std::vector<Entry> out;
   out.reserve(std::max(a.events.size(), b.events.size()) + 16);
   std::vector<uint64_t> ak, as, af, ai, bk, bs, bf, bi;
+  std::vector<uint8_t> at, bt;  // teardown calls
   for (size_t t = 0; t < threads; ++t) {
     ak.clear(), as.clear(), af.clear(), ai.clear(), bk.clear(), bs.clear(), bf.clear(), bi.clear();
+    at.clear(), bt.clear();
     for (uint32_t i : ia[t]) {
       const NormEvent& e = a.events[i];
       ak.push_back(e.key), as.push_back(e.shape), af.push_back(e.full), ai.push_back(e.input);
+      at.push_back(is_teardown_call(e));
     }
     for (uint32_t j : ib[t]) {
       const NormEvent& e = b.events[j];
       bk.push_back(e.key), bs.push_back(e.shape), bf.push_back(e.full), bi.push_back(e.input);
+      bt.push_back(is_teardown_call(e));
     }
-    for (const Step& s : align(Hashes{ak, as, af, ai}, Hashes{bk, bs, bf, bi}, o.align, &st)) {
+    for (const Step& s :
+         align(Hashes{ak, as, af, ai, at}, Hashes{bk, bs, bf, bi, bt}, o.align, &st)) {
       out.push_back(
           Entry{s.op, s.a == kNone ? kNone : ia[t][s.a], s.b == kNone ? kNone : ib[t][s.b]});
     }
@@ -413,20 +475,11 @@ bool same_event(const NormalizedTrace& ta, const NormEvent& a, const NormalizedT
   return eq;
 }
 
-Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
-                   const CompareOptions& options) {
-  Comparison c;
-  c.a = &a;
-  c.b = &b;
-  OutOfReach reach_a(a, b), reach_b(b, a);
-  c.notes = header_notes(a, b, reach_a, reach_b);
-  c.threads_a = static_cast<uint32_t>(a.thread_tids.size());
-  c.threads_b = static_cast<uint32_t>(b.thread_tids.size());
-  c.entries =
-      merge(align_threads(a, b, reach_a, reach_b, options, c), a.events.size(), b.events.size());
-  bool divergent = std::any_of(c.entries.begin(), c.entries.end(),
-                               [](const Entry& e) { return e.op != Op::kMatch; });
-  if (!divergent) return c;
+namespace {
+
+void find_divergences(Comparison& c) {
+  const NormalizedTrace& a = *c.a;
+  const NormalizedTrace& b = *c.b;
   // Along the merged order: learn the correspondence of names from aligned calls; a changed
   // call that is equal under it is a match after all.
   for (uint32_t k = 0; k < c.entries.size(); ++k) {
@@ -453,10 +506,58 @@ Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
         d.kind = Kind::kStatus;
       }
       d.fields = diff_events(a, x, b, y, c.symbols);
+      d.answer = answer_only(d.kind, d.fields);
     }
     c.divergences.push_back(std::move(d));
   }
+}
+
+}  // namespace
+
+Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
+                   const CompareOptions& options) {
+  Comparison c;
+  c.a = &a;
+  c.b = &b;
+  OutOfReach reach_a(a, b), reach_b(b, a);
+  c.notes = header_notes(a, b, reach_a, reach_b);
+  c.threads_a = static_cast<uint32_t>(a.thread_tids.size());
+  c.threads_b = static_cast<uint32_t>(b.thread_tids.size());
+  c.entries =
+      merge(align_threads(a, b, reach_a, reach_b, options, c), a.events.size(), b.events.size());
+  bool divergent = std::any_of(c.entries.begin(), c.entries.end(),
+                               [](const Entry& e) { return e.op != Op::kMatch; });
+  if (divergent) find_divergences(c);
+  apply_known(c, options.known);
   return c;
+}
+
+bool is_teardown_call(const NormEvent& e) {
+  switch (e.sys) {
+    case trace::Sys::kClose:
+    case trace::Sys::kMunmap:
+    case trace::Sys::kExit:
+      return true;
+    case trace::Sys::kIoctl:
+      break;
+    default:
+      return false;
+  }
+  // nv_escape.h, uvm_ioctl.h: the calls that release what a program set up.
+  static constexpr std::string_view kReleases[] = {
+      "NV_ESC_RM_FREE",          "NV_ESC_RM_UNMAP_MEMORY",     "NV_ESC_RM_UNMAP_MEMORY_DMA",
+      "NV_ESC_FREE_OS_EVENT",    "UVM_DEINITIALIZE",           "UVM_FREE",
+      "UVM_UNREGISTER_GPU",      "UVM_UNREGISTER_GPU_VASPACE", "UVM_UNREGISTER_CHANNEL",
+      "UVM_DESTROY_RANGE_GROUP", "UVM_UNMAP_EXTERNAL",         "UVM_RELEASE_VA",
+      "UVM_REMOVE_SESSION",      "UVM_REMOVE_EVENT_QUEUE",     "UVM_REGION_DECOMMIT",
+  };
+  return std::find(std::begin(kReleases), std::end(kReleases), e.call) != std::end(kReleases);
+}
+
+bool answer_only(Kind kind, const std::vector<FieldDiff>& fields) {
+  return kind == Kind::kParameters && !fields.empty() &&
+         std::all_of(fields.begin(), fields.end(),
+                     [](const FieldDiff& f) { return f.side == "out"; });
 }
 
 }  // namespace cudatool::ab

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ab/align.hpp"
+#include "ab/known.hpp"
 #include "ab/normalize.hpp"
 
 namespace cudatool::ab {
@@ -40,6 +41,9 @@ struct Divergence {
   uint32_t entry;  // index into Comparison::entries
   uint32_t a, b;   // as in the entry
   std::vector<FieldDiff> fields;
+  // Only what came back differs: different parameters, every member that differs an output
+  // ("out"). Such an answer difference has a consequence only where the runs part (ab/verdict.hpp).
+  bool answer = false;
 };
 
 // A difference of the recordings themselves, reported before any divergence.
@@ -53,6 +57,8 @@ struct HeaderNote {
 
 struct CompareOptions {
   AlignOptions align;
+  // Known differences to hide once the comparison is made (--ignore, --expect: ab/known.hpp).
+  std::vector<KnownDifference> known;
 };
 
 // Correspondence of names between A and B, learned along the merged alignment: the names two
@@ -94,6 +100,8 @@ struct Comparison {
   uint32_t left_out_a = 0, left_out_b = 0;
   uint64_t left_out_bytes_a = 0;  // the bytes of A's left-out events (not compared)
   AlignStats stats;
+  // CompareOptions::known, with what each hid (a "known" note says it).
+  std::vector<KnownDifference> known;
 
   [[nodiscard]] bool equivalent() const { return divergences.empty(); }
   [[nodiscard]] Namer namer_a() const { return Namer{*a}; }
@@ -102,6 +110,19 @@ struct Comparison {
 
 Comparison compare(const NormalizedTrace& a, const NormalizedTrace& b,
                    const CompareOptions& options = {});
+
+// A call that releases what a program set up (RM frees and unmaps, NV_ESC_FREE_OS_EVENT,
+// UVM_DEINITIALIZE, UVM_FREE and the other UVM unregistrations and releases, closes, munmaps,
+// exits): a program that makes only these is tearing down.
+bool is_teardown_call(const NormEvent& e);
+
+// Divergence::answer for a divergence of this kind with these members.
+bool answer_only(Kind kind, const std::vector<FieldDiff>& fields);
+
+// Hides the divergences, and the members of divergences, that `known` names (known.cpp); each
+// entry counts what it hid, and a "known" note says it. compare() calls it with
+// CompareOptions::known.
+void apply_known(Comparison& c, std::vector<KnownDifference> known);
 
 // Whether two events of the same call are equal under the correspondence of names (learning
 // pairs met for the first time).
@@ -112,6 +133,10 @@ bool same_event(const NormalizedTrace& ta, const NormEvent& a, const NormalizedT
 // through `map`.
 std::vector<FieldDiff> diff_events(const NormalizedTrace& ta, const NormEvent& a,
                                    const NormalizedTrace& tb, const NormEvent& b, SymbolMap& map);
+
+// The GPUs a trace names, one line each: "gpu#0: GPU-5b57e3bf-3ef8-9827-e2df-30d462191363 at
+// 0000:00:06.0, id 0x6, board 0x6, NVIDIA H200" (ordinals per kind of value: ab/identity.hpp).
+std::vector<std::string> gpu_lines(const NormalizedTrace& t);
 
 // One line for people: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2 c0/80#0/2080#0 on
 // /dev/nvidiactl#0 → NV_OK".

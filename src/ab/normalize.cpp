@@ -102,7 +102,11 @@ std::string NormalizedTrace::describe(const Subst& s) const {
 
 Normalizer::State::State(NormalizedTrace& o, const rm::Tables& tables,
                          const NormalizeOptions& options)
-    : out(o), t(tables), rules(options.rules), capture_view(options.capture_view) {
+    : out(o),
+      t(tables),
+      rules(options.rules),
+      identity(options.identity),
+      capture_view(options.capture_view) {
   size_t n = 0;
   for (const rm::StructEntry& s : t.structs()) {
     n = std::max<size_t>(n, size_t{s.first_field} + s.field_count);

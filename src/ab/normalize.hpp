@@ -7,6 +7,8 @@
 //   pointers    → the recorded buffer or device mapping they point into ("params+0x10",
 //                 "map2@/dev/nvidiactl#1+0x40"), else a name by first appearance ("va7")
 //   fds         → device path and order of opening ("/dev/nvidiactl#1")
+//   GPU identity → UUIDs, PCI locations, gpuIds, board ids, serials by order of first appearance
+//                 ("gpu#0", "gpu#0.pci": ab/identity.hpp)
 //   threads     → roles by order of first call
 //   times, seq  → dropped
 //
@@ -27,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ab/identity.hpp"
 #include "base/error.hpp"
 #include "rm/tables.hpp"
 #include "trace/decode.hpp"
@@ -40,15 +43,16 @@ namespace cudatool::ab {
 
 // What a symbol stands for.
 enum class SymKind : uint8_t {
-  kHandle,   // RM handle (object, client or never-created)
-  kPointer,  // user address: buffer, mapping or first-appearance name, plus `delta`
-  kFd,       // file descriptor
+  kHandle,    // RM handle (object, client or never-created)
+  kPointer,   // user address: buffer, mapping or first-appearance name, plus `delta`
+  kFd,        // file descriptor
+  kIdentity,  // a GPU's UUID, PCI location, gpuId, board id or serial (ab/identity.hpp)
 };
 
 // A member whose raw value was replaced by a symbol; its bytes in the image are zero.
 struct Subst {
   uint32_t offset = 0;  // in the buffer
-  uint8_t width = 0;    // bytes (4 for handles and fds, 8 for pointers)
+  uint8_t width = 0;    // bytes (4 for handles and fds, 8 for pointers, 16 or 40 for UUIDs …)
   SymKind kind = SymKind::kHandle;
   uint64_t base = 0;   // symbol id, comparable between traces (see Names)
   uint64_t delta = 0;  // pointers: offset from the named base
@@ -93,6 +97,7 @@ struct MaskCounts {
   uint64_t unsized = 0;      // bounded reads of calls whose size is not known
   uint64_t by_rule = 0;      // members masked by a rule of ab/rules.cpp
   uint64_t handles = 0, pointers = 0, fds = 0;  // members replaced by symbols
+  uint64_t identities = 0;                      // GPU identity values replaced by symbols
   // NormalizeOptions::capture_view: what was left out because an imported capture cannot hold
   // it — allocation parameters RM sized by the class (calls), buffers behind pointer members
   // (buffers), UVM arguments cut at the capture's bound (calls; their bytes in `beyond_size`).
@@ -134,6 +139,14 @@ struct GpuIdentity {
   std::string name;                // NV2080_CTRL_CMD_GPU_GET_NAME_STRING, when traced
 };
 
+// A GPU identity value the trace holds, named by its kind and ordinal (identity_name): "gpu#0" is
+// GPU-5b57e3bf-3ef8-9827-e2df-30d462191363, "gpu#0.pci" is 0000:00:06.0.
+struct IdentitySeen {
+  IdentityKind kind;
+  uint32_t ordinal;
+  std::string text;
+};
+
 // One normalised trace. Symbol ids are hashes of the symbol's definition (kind, parent, ordinal,
 // path …), so equal names in two traces have equal ids.
 struct NormalizedTrace {
@@ -148,6 +161,7 @@ struct NormalizedTrace {
   // records say the program loaded (trace/loaded_libcuda.hpp), which chose the tables; "" else.
   std::string libcuda_version;
   GpuIdentity gpu;
+  std::vector<IdentitySeen> identities;  // in order of first appearance
   std::vector<NormEvent> events;
   std::vector<NormBuffer> buffers;
   std::vector<uint8_t> bytes;
@@ -178,6 +192,8 @@ struct NormalizeOptions {
   // Apply the rules of ab/rules.cpp for members that vary between identical runs. Off only to
   // show that each rule is needed.
   bool rules = true;
+  // Name the GPU's identity values (ab/identity.cpp) gpu#0 …; off only to show each row is needed.
+  bool identity = true;
   // Made once per trace from its header (where a module map would be), then asked for each
   // event; unset (the default) or returning an empty ApiNamer: no event is named.
   std::function<ApiNamer(const trace::Header&)> api_namer;

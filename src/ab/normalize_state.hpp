@@ -2,6 +2,7 @@
 // first-appearance addresses) and the walk of one buffer into its normalised image.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -23,7 +24,8 @@ enum Tag : uint64_t {
   kTagAddress,
   kTagFd,
   kTagUnknownFd,
-  kTagDisplay,  // counters of display ordinals
+  kTagDisplay,   // counters of display ordinals
+  kTagIdentity,  // a GPU identity value: (kind, ordinal among that kind's values)
 };
 
 // Where a value was met, for names given by first appearance ("va:pChannelList#2",
@@ -66,6 +68,7 @@ struct Normalizer::State {
   NormalizedTrace& out;
   const rm::Tables& t;
   bool rules;          // apply ab/rules.cpp kMaskRules
+  bool identity;       // name the GPU's identity values (ab/identity.cpp)
   bool capture_view;   // NormalizeOptions::capture_view
   ApiNamer api_namer;  // NormalizeOptions::api_namer for this trace (may be empty)
   std::unordered_map<std::string, uint32_t> api_ids;       // name → index in out.api_names
@@ -96,6 +99,12 @@ struct Normalizer::State {
     uint64_t path;  // hash of the path it was opened with
   };
   std::unordered_map<int32_t, OpenFd> fds;
+
+  // GPU identity values: mix(kind, key) → symbol; how many of each kind were named.
+  std::unordered_map<uint64_t, uint64_t> identity_syms;
+  std::array<uint32_t, kIdentityKinds> identity_count{};
+  // The symbol of an identity value: gpu#<ordinal among the values of its kind>.
+  uint64_t identity_symbol(IdentityKind kind, const IdentityValue& v);
 
   // Device mappings by start address, and addresses named by first appearance.
   struct Mapping {

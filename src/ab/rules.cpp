@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ab/identity.hpp"
 #include "rm/call_semantics.hpp"
 #include "rm/field.hpp"
 
@@ -50,8 +51,11 @@ bool is_fd_name(std::string_view n) {
   return n == "fd" || ends_with(n, "_fd") || ends_with(n, "Fd");
 }
 
-MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m, bool rules) {
+MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m, bool rules,
+                            bool identity) {
   if (const MaskRule* r = rules ? find_mask_rule(structure, m.name) : nullptr) return r->action;
+  // The GPU's identity: one table of its own (ab/identity.cpp).
+  if (identity && find_identity_row(structure, m.name) != nullptr) return MemberClass::kIdentity;
   uint32_t w = m.elem_size;
   if (w == 4 && rm::member_kind(structure, m) == rm::ValueKind::kHandle)
     return MemberClass::kHandle;

@@ -12,11 +12,12 @@
 namespace cudatool::ab {
 
 enum class MemberClass : uint8_t {
-  kLiteral,  // compared as it is
-  kHandle,   // an RM handle: renamed (rm::member_kind gives kHandle)
-  kPointer,  // a user or device address: renamed after the buffer or mapping it points into
-  kFd,       // a file descriptor of the traced process: renamed after its device and opening
-  kMasked,   // varies between identical runs (a MaskRule): not compared
+  kLiteral,   // compared as it is
+  kHandle,    // an RM handle: renamed (rm::member_kind gives kHandle)
+  kPointer,   // a user or device address: renamed after the buffer or mapping it points into
+  kFd,        // a file descriptor of the traced process: renamed after its device and opening
+  kMasked,    // varies between identical runs (a MaskRule): not compared
+  kIdentity,  // a GPU's identity (ab/identity.hpp): renamed gpu#0 …
 };
 
 // A member that differs between two runs of the same program for a reason that says nothing
@@ -32,8 +33,10 @@ std::span<const MaskRule> mask_rules();
 const MaskRule* find_mask_rule(std::string_view structure, std::string_view member);
 
 // The class of member `m` of `structure` (each element, for arrays). `rules` false: by name and
-// type only, as if kMaskRules were empty (the tests show each rule is needed).
-MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m, bool rules = true);
+// type only, as if kMaskRules were empty (the tests show each rule is needed); `identity` false:
+// as if the identity table (ab/identity.cpp) were empty.
+MemberClass classify_member(std::string_view structure, const rm::FieldEntry& m, bool rules = true,
+                            bool identity = true);
 
 // Names of 64-bit members that hold addresses though their type is an integer (NvU64 `base` of
 // UVM calls, `requestedBase`, `targetVa`, …).

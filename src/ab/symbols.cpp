@@ -9,6 +9,7 @@
 //   fd       id (path, open flags, ordinal among equal opens); shown <path>#<ordinal of path>
 //   mapping  id (fd, len, prot, flags, offset, ordinal among equal ones); shown map<k>@<fd>
 //   address  id (place of first appearance, ordinal there); shown va:<member>#k
+//   identity id (kind, ordinal among the values of that kind); shown gpu#k, gpu#k.pci …
 #include <cstdio>
 
 #include "ab/normalize_state.hpp"
@@ -140,6 +141,19 @@ void Normalizer::State::free_object(uint32_t raw) {
 bool Normalizer::State::is_known_handle_value(uint32_t raw) const {
   if (raw < kMinValueHandle || raw < min_handle || raw > max_handle) return false;
   return clients.count(raw) != 0 || (client != 0 && objects.count(mix(client, raw)) != 0);
+}
+
+uint64_t Normalizer::State::identity_symbol(IdentityKind kind, const IdentityValue& v) {
+  uint64_t key = mix(mix(detail::kTagIdentity, static_cast<uint64_t>(kind)),
+                     detail::hash_bytes(v.key.data(), v.key.size()));
+  auto [it, inserted] = identity_syms.try_emplace(key, 0);
+  if (inserted) {
+    uint32_t k = identity_count[static_cast<size_t>(kind)]++;
+    it->second = mix(mix(detail::kTagIdentity, static_cast<uint64_t>(kind)), k);
+    set_name(it->second, identity_name(kind, k));
+    out.identities.push_back(IdentitySeen{kind, k, v.text});
+  }
+  return it->second;
 }
 
 uint64_t Normalizer::State::open_fd(int32_t fd, const std::string& path, uint64_t flags) {

@@ -10,29 +10,6 @@ constexpr std::array kKinds{Kind::kMissing, Kind::kExtra, Kind::kStatus, Kind::k
                             Kind::kReturn};
 constexpr size_t kMaxListed = 6;
 
-// Calls that release what a program set up (nv_escape.h, uvm_ioctl.h): a program that makes only
-// these after a failure is tearing down.
-bool releases(const NormEvent& e) {
-  switch (e.sys) {
-    case trace::Sys::kClose:
-    case trace::Sys::kMunmap:
-    case trace::Sys::kExit:
-      return true;
-    case trace::Sys::kIoctl:
-      break;
-    default:
-      return false;
-  }
-  static constexpr std::string_view kReleases[] = {
-      "NV_ESC_RM_FREE",          "NV_ESC_RM_UNMAP_MEMORY",     "NV_ESC_RM_UNMAP_MEMORY_DMA",
-      "NV_ESC_FREE_OS_EVENT",    "UVM_DEINITIALIZE",           "UVM_FREE",
-      "UVM_UNREGISTER_GPU",      "UVM_UNREGISTER_GPU_VASPACE", "UVM_UNREGISTER_CHANNEL",
-      "UVM_DESTROY_RANGE_GROUP", "UVM_UNMAP_EXTERNAL",         "UVM_RELEASE_VA",
-      "UVM_REMOVE_SESSION",      "UVM_REMOVE_EVENT_QUEUE",     "UVM_REGION_DECOMMIT",
-  };
-  return std::find(std::begin(kReleases), std::end(kReleases), e.call) != std::end(kReleases);
-}
-
 std::string call_label(const NormEvent& e) {
   if (!e.call.empty()) return std::string(e.call);
   char buf[32];
@@ -53,9 +30,11 @@ std::string call_list(const Aftermath& m, bool ascii) {
 std::string ending(const Aftermath& m) {
   if (!m.end_reason) return " (no trailer: the recording was cut)";
   const std::string& r = *m.end_reason;
-  if (r == "exit") return " (exit status " + std::to_string(m.exit_status) + ")";
-  if (r == "signal") return " (killed by signal " + std::to_string(-m.exit_status) + ")";
-  if (r == "import") return "";
+  int status = m.exit_status.value_or(0);
+  if (r == "exit") return " (exit status " + std::to_string(status) + ")";
+  if (r == "signal") return " (killed by signal " + std::to_string(-status) + ")";
+  // An import holds no exit status unless `import --exit-status` stated one.
+  if (r == "import") return m.exit_status ? " (exit status " + std::to_string(status) + ")" : "";
   return " (recording " + r + ")";
 }
 
@@ -77,7 +56,7 @@ void fill_aftermath(const Comparison& c, const NormalizedTrace& t, bool side_a, 
     if (i == kNone) continue;
     const NormEvent& e = t.events[i];
     ++m.events;
-    all_release &= releases(e);
+    all_release &= is_teardown_call(e);
     if (e.sys == trace::Sys::kExit) continue;
     std::string label = call_label(e);
     auto it = std::find_if(m.calls.begin(), m.calls.end(),
@@ -127,8 +106,10 @@ std::string counted(std::string_view call, uint64_t n) {
 namespace {
 
 // A run that stopped after the first divergence: the alignment ends with calls of the other run
-// only (after the first divergence's entry `fk`). Those are folded into one finding.
-void later_end(const Comparison& c, uint32_t fk, Verdict& v) {
+// only (after the first divergence's entry `fk`). Those are folded into one finding; `divergent`
+// says which entries are divergences (not those known differences hid).
+void later_end(const Comparison& c, uint32_t fk, const std::vector<uint8_t>& divergent,
+               Verdict& v) {
   size_t n = c.entries.size();
   if (n <= fk + 1) return;
   Op gone = c.entries[n - 1].op;
@@ -139,7 +120,10 @@ void later_end(const Comparison& c, uint32_t fk, Verdict& v) {
   ee.b_stopped = gone == Op::kMissing;
   ee.later = true;
   ee.from_entry = static_cast<uint32_t>(k);
-  ee.not_made = ee.remaining = static_cast<uint32_t>(n - k);
+  ee.remaining = static_cast<uint32_t>(n - k);
+  ee.not_made = static_cast<uint32_t>(
+      std::count(divergent.begin() + static_cast<std::ptrdiff_t>(k), divergent.end(), uint8_t{1}));
+  if (ee.not_made == 0) return;
   for (size_t j = k; j-- > 0 && ee.after == kNone;) {
     ee.after = ee.b_stopped ? c.entries[j].a : c.entries[j].b;
   }
@@ -149,30 +133,72 @@ void later_end(const Comparison& c, uint32_t fk, Verdict& v) {
 
 }  // namespace
 
+namespace {
+
+// Verdict::consequence: a divergence other than an answer difference has consequences; an answer
+// difference has them when the next entry that is no answer difference is a divergence (the runs
+// part there), not a match.
+std::vector<uint8_t> consequences(const Comparison& c) {
+  size_t n = c.divergences.size();
+  std::vector<uint8_t> out(n, 1);
+  std::vector<uint32_t> at(c.entries.size(), kNone);  // entry → divergence
+  for (size_t i = 0; i < n; ++i) at[c.divergences[i].entry] = static_cast<uint32_t>(i);
+  // Backwards: whether, from entry k on, the first entry that is not an answer difference is a
+  // divergence (false at the end).
+  bool parts = false;
+  for (size_t k = c.entries.size(); k-- > 0;) {
+    uint32_t i = at[k];
+    if (i == kNone) {
+      parts = false;  // a match
+    } else if (c.divergences[i].answer) {
+      out[i] = parts;
+    } else {
+      parts = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool has_consequence(const Comparison& c, const Verdict& v, const Divergence& d) {
+  size_t i = static_cast<size_t>(&d - c.divergences.data());
+  return i >= v.consequence.size() || v.consequence[i] != 0;
+}
+
 Verdict make_verdict(const Comparison& c) {
   Verdict v;
   for (const Divergence& d : c.divergences) ++v.counts[static_cast<size_t>(d.kind)];
   v.shown = v.counts;
-  uint32_t fk =
-      c.divergences.empty() ? static_cast<uint32_t>(c.entries.size()) : c.divergences.front().entry;
+  v.consequence = consequences(c);
+  for (size_t i = 0; i < c.divergences.size() && v.first == nullptr; ++i) {
+    if (v.consequence[i]) {
+      v.first = &c.divergences[i];
+    } else {
+      v.quiet.push_back(&c.divergences[i]);
+    }
+  }
+  uint32_t fk = v.first ? v.first->entry : static_cast<uint32_t>(c.entries.size());
   fill_aftermath(c, *c.a, true, fk, v.a);
   fill_aftermath(c, *c.b, false, fk, v.b);
-  if (c.divergences.empty()) return v;
-  const Divergence& f = c.divergences.front();
-  v.first = &f;
-  // From the first divergence on: calls of one run without a partner, calls of the other run.
+  if (v.first == nullptr) return v;
+  const Divergence& f = *v.first;
+  // From the first divergence on: calls of one run without a partner (divergences: not those
+  // known differences hid), calls of the other run.
+  std::vector<uint8_t> divergent(c.entries.size(), 0);
+  for (const Divergence& d : c.divergences) divergent[d.entry] = 1;
   uint32_t missing = 0, extra = 0, a_from = 0, b_from = 0;
   for (size_t k = fk; k < c.entries.size(); ++k) {
     const Entry& e = c.entries[k];
-    missing += e.op == Op::kMissing;
-    extra += e.op == Op::kExtra;
+    missing += e.op == Op::kMissing && divergent[k];
+    extra += e.op == Op::kExtra && divergent[k];
     a_from += e.a != kNone;
     b_from += e.b != kNone;
   }
   bool b_stopped = missing > b_from;
   bool a_stopped = extra > a_from;
   if (!b_stopped && !a_stopped) {
-    later_end(c, fk, v);
+    later_end(c, fk, divergent, v);
     return v;
   }
   EarlyEnd ee;
@@ -235,9 +261,55 @@ std::string end_line(const EarlyEnd& ee) {
 
 }  // namespace
 
+std::string divergence_line(const Comparison& c, const Divergence& d, bool ascii) {
+  const NormEvent& e = d.a != kNone ? c.a->events[d.a] : c.b->events[d.b];
+  std::string call =
+      d.a != kNone ? summarize(c.namer_a(), e, ascii) : summarize(c.namer_b(), e, ascii);
+  std::string_view arrow = ascii ? " ->" : " →";
+  if (size_t at = call.rfind(arrow); at != std::string::npos) call.resize(at);
+  std::string s = divergence_place(c, d) + " " + call;
+  if (!d.fields.empty()) {
+    const FieldDiff& f = d.fields.front();
+    s += ": " + f.field + (f.side.empty() ? "" : " (" + f.side + ")") + " " + f.a +
+         std::string(arrow) + " " + f.b;
+    if (d.fields.size() > 1)
+      s += " (+" + plural(d.fields.size() - 1, "more member", "more members") + ")";
+  }
+  return s;
+}
+
+namespace {
+
+constexpr size_t kMaxQuiet = 10;
+
+// "before it, 3 answers differed without visible consequence:" and one line each.
+void quiet_lines(const Comparison& c, const Verdict& v, bool ascii, std::vector<std::string>& out) {
+  if (v.quiet.empty()) return;
+  std::string n = plural(v.quiet.size(), "answer", "answers");
+  out.push_back(v.first ? "before it, " + n + " differed without visible consequence:"
+                        : n + " differed without visible consequence:");
+  for (size_t i = 0; i < v.quiet.size() && i < kMaxQuiet; ++i) {
+    out.push_back("  " + divergence_line(c, *v.quiet[i], ascii));
+  }
+  if (v.quiet.size() > kMaxQuiet) {
+    out.push_back(std::string(ascii ? "  ... and " : "  … and ") +
+                  std::to_string(v.quiet.size() - kMaxQuiet) +
+                  " more (--all lists every divergence)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bool ascii) {
   std::vector<std::string> out;
-  if (v.first == nullptr) return out;
+  if (v.first == nullptr) {
+    if (v.quiet.empty()) return out;
+    out.push_back(
+        "no divergence with consequences: the same calls, asked the same, with the same status "
+        "and return;");
+    quiet_lines(c, v, ascii, out);
+    return out;
+  }
   const Divergence& f = *v.first;
   std::string_view arrow = ascii ? "->" : "→";
   out.push_back("first divergence: " + std::string(kind_title(f.kind)) + ": " +
@@ -284,6 +356,7 @@ std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bo
                   ending(v.a) + " and B " + std::to_string(v.b.events) + ending(v.b) + ".");
     if (v.early_end) out.push_back(end_line(*v.early_end));  // a later end
   }
+  quiet_lines(c, v, ascii, out);
   return out;
 }
 

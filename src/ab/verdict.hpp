@@ -27,7 +27,7 @@ struct Aftermath {
   uint32_t total = 0;  // events in the whole run
   // How the recording ended (the trailer); absent when the trace has none.
   std::optional<std::string> end_reason;  // "exit", "signal", "import", …
-  int exit_status = 0;
+  std::optional<int> exit_status;         // none: not known (an import without --exit-status)
   std::string api;  // the API call in progress at the first divergence; "" when not known
 };
 
@@ -48,7 +48,18 @@ struct EarlyEnd {
 };
 
 struct Verdict {
-  const Divergence* first = nullptr;  // null: equivalent
+  // The first divergence with consequences (below); null when none has any: the runs are
+  // equivalent, or only answers differed.
+  const Divergence* first = nullptr;
+  // Answer differences without visible consequence before `first` (every divergence when it is
+  // null): listed under it, not the verdict.
+  std::vector<const Divergence*> quiet;
+  // Per divergence (Comparison::divergences' order): whether it has consequences — a call made
+  // in one run only, another status or return, a call the program asked differently — or is an
+  // answer difference that the runs part at (no call matched between it and the next such
+  // divergence). The other answer differences (configuration: floorsweeping masks, clocks,
+  // memory sizes) have no visible consequence.
+  std::vector<uint8_t> consequence;
   Aftermath a, b;
   std::optional<EarlyEnd> early_end;
   std::array<size_t, 5> counts{};  // every divergence, by Kind
@@ -73,6 +84,13 @@ std::string divergence_place(const Comparison& c, const Divergence& d);
 //   B ends after A #44: A's remaining 708 calls were not made
 // `ascii`: "->" for arrows (JSON output writes bytes outside ASCII as \u00XX).
 std::vector<std::string> verdict_lines(const Comparison& c, const Verdict& v, bool ascii = false);
+
+// Whether divergence `d` (one of c.divergences) has consequences (Verdict::consequence).
+bool has_consequence(const Comparison& c, const Verdict& v, const Divergence& d);
+
+// "A #68 / B #68 NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GR_GET_TPC_MASK c1/80#0/2080#0 on
+// /dev/nvidiactl#1: params.tpcMask (out) 0x1ff → 0x1bf": a divergence in one line.
+std::string divergence_line(const Comparison& c, const Divergence& d, bool ascii = false);
 
 // "5 divergences (1 different_status, 4 different_parameters); B ended early: 704 of A's calls
 // not made".

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ab/identity.hpp"
 #include "ab/normalize_state.hpp"
 #include "ab/rules.hpp"
 #include "base/bytes.hpp"
@@ -63,16 +64,70 @@ struct Walk {
   uint64_t masked = 0;
   std::vector<uint8_t>& classes;  // per field index: MemberClass + 1, 0 unknown
   const rm::FieldEntry* field_base;
+  // The structure whose members are being walked, and where it starts (a PCI location is read
+  // from all its members).
+  const rm::StructEntry* st_now = nullptr;
+  uint64_t st_base = 0;
 
   MemberClass class_of(const rm::StructEntry& st, const rm::FieldEntry& m) {
     size_t i = static_cast<size_t>(&m - field_base);
     if (i < classes.size()) {
       if (classes[i] == 0) {
-        classes[i] = static_cast<uint8_t>(classify_member(st.name, m, s.rules)) + 1;
+        classes[i] = static_cast<uint8_t>(classify_member(st.name, m, s.rules, s.identity)) + 1;
       }
       return static_cast<MemberClass>(classes[i] - 1);
     }
-    return classify_member(st.name, m, s.rules);
+    return classify_member(st.name, m, s.rules, s.identity);
+  }
+
+  // The PCI location the identity members of the structure being walked hold together.
+  std::optional<IdentityValue> pci_here() {
+    if (st_now == nullptr) return std::nullopt;
+    uint64_t part[4] = {};  // domain, bus, slot, function
+    for (const rm::FieldEntry& f : s.t.fields(*st_now)) {
+      const IdentityRow* r = find_identity_row(st_now->name, f.name);
+      if (r == nullptr || r->kind != IdentityKind::kPciLocation || f.size != f.elem_size ||
+          !scalar_size(f.size)) {
+        continue;
+      }
+      uint64_t at = st_base + f.offset;
+      if (at >= limit || f.size > limit - at) continue;
+      size_t k = f.name == "domain" ? 0 : f.name == "bus" ? 1 : f.name == "slot" ? 2 : 3;
+      part[k] = load(raw + at, f.size);
+    }
+    return identity_pci(part[0], part[1], part[2], part[3]);
+  }
+
+  // A scalar member of the identity table (ab/identity.cpp): its value named, unless it holds
+  // none (0, an unused gpuId slot) — then it is compared as it is.
+  bool identity_scalar_member(const detail::Place& where, uint64_t off, uint32_t w, uint64_t v) {
+    const IdentityRow* row = find_identity_row(where.structure, where.member);
+    if (row == nullptr) return false;
+    std::optional<IdentityValue> val =
+        row->kind == IdentityKind::kPciLocation ? pci_here() : identity_scalar(row->kind, v, w);
+    if (!val) return false;
+    subst(off, static_cast<uint8_t>(w), SymKind::kIdentity, s.identity_symbol(row->kind, *val), 0,
+          v);
+    ++s.out.masks.identities;
+    return true;
+  }
+
+  // A byte-array member of the identity table (a UUID, a serial): the bytes of its value named,
+  // the rest of the member compared as it is.
+  bool identity_bytes_member(const rm::StructEntry& st, const rm::FieldEntry& m, uint64_t off) {
+    const IdentityRow* row = find_identity_row(st.name, m.name);
+    if (row == nullptr || off >= limit) return false;
+    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(m.size, limit - off));
+    std::optional<IdentityValue> val = identity_bytes(row->kind, raw + off, n);
+    if (!val || val->width == 0 || val->width > n || val->width > 0xff) return false;
+    std::memcpy(img + off, raw + off, n);
+    covered += n;
+    uint64_t head = 0;
+    std::memcpy(&head, raw + off, std::min<uint32_t>(8, val->width));
+    subst(off, static_cast<uint8_t>(val->width), SymKind::kIdentity,
+          s.identity_symbol(row->kind, *val), 0, head);
+    ++s.out.masks.identities;
+    return true;
   }
 
   void subst(uint64_t off, uint8_t width, SymKind kind, uint64_t base, uint64_t delta,
@@ -111,6 +166,9 @@ struct Walk {
           return;
         }
         break;
+      case MemberClass::kIdentity:
+        if (identity_scalar_member(where, off, w, v)) return;
+        break;
       case MemberClass::kLiteral:
         break;
     }
@@ -129,6 +187,8 @@ struct Walk {
     for (const rm::FieldEntry& m : s.t.fields(st)) {
       uint64_t off = base + m.offset;
       if (off >= limit) continue;  // not recorded
+      st_now = &st;
+      st_base = base;
       if (m.size == m.elem_size && scalar_size(m.size)) {
         if (m.size <= limit - off) {
           member(class_of(st, m), off, m.size, detail::Place{st.name, m.name});
@@ -158,8 +218,11 @@ struct Walk {
           }
         }
       } else {
-        // Bytes, strings, unions: compared as they are (masked when a rule names them).
-        literal(off, m.size, class_of(st, m) == MemberClass::kMasked);
+        // Bytes, strings, unions: compared as they are (masked when a rule names them); a UUID
+        // or a serial of the identity table named.
+        MemberClass c = class_of(st, m);
+        if (c == MemberClass::kIdentity && identity_bytes_member(st, m, off)) continue;
+        literal(off, m.size, c == MemberClass::kMasked);
       }
     }
   }

@@ -5,9 +5,9 @@
 #include <tuple>
 
 #include "analysis/function_map.hpp"
-#include "analysis/x86_length.hpp"
 #include "analysis/xref_query.hpp"
 #include "analysis/xrefs.hpp"
+#include "base/x86_length.hpp"
 
 namespace cudatool {
 

@@ -7,7 +7,7 @@
 #include "analysis/embedded_images.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 
 namespace cudatool {
 namespace {

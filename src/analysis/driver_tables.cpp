@@ -114,21 +114,30 @@ const std::vector<DriverTables::ApiCoverage>& DriverTables::coverage() {
   return *coverage_;
 }
 
-std::vector<DriverTables::NamedFunction> DriverTables::function_names() {
+std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_sources) {
   std::vector<NamedFunction> out;
-  for (const auto& d : dispatch().entries) {
+  // In this order: each reports its damage to the diagnostics as it is first built.
+  const auto& dm = dispatch();
+  const auto& pa = procaddress();
+  const auto& et = export_tables();
+  size_t slots = 0;
+  for (const auto& t : et.tables) slots += t.slots.size();
+  out.reserve(dm.entries.size() + pa.rows.size() + slots);
+  for (const auto& d : dm.entries) {
     if (d.implementation != 0)
-      out.push_back({d.implementation, std::string(d.export_name), "impl via dispatch",
+      out.push_back({d.implementation, std::string(d.export_name),
+                     with_sources ? "impl via dispatch" : std::string(),
                      NamedFunction::Kind::kDispatch});
   }
-  for (const auto& r : procaddress().rows) {
+  for (const auto& r : pa.rows) {
     if (r.function == 0 || !r.export_name.empty()) continue;
     out.push_back({r.function, std::string(r.api),
-                   fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
-                               cuda::proc_flags_name(r.flags)),
+                   with_sources ? fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
+                                              cuda::proc_flags_name(r.flags))
+                                : std::string(),
                    NamedFunction::Kind::kProcAddress});
   }
-  for (const auto& t : export_tables().tables) {
+  for (const auto& t : et.tables) {
     std::string uuid = cuda::format_uuid(t.uuid);
     for (const auto& s : t.slots) {
       if (s.kind != cuda::SlotKind::kFunction || !s.export_name.empty()) continue;
@@ -136,9 +145,10 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names() {
                              ? fmt::format("{}.{}", t.known->name, s.known_name)
                          : t.known ? fmt::format("{}.slot{}", t.known->name, s.index)
                                    : fmt::format("etbl_{}_{}", uuid.substr(0, 8), s.index);
-      out.push_back({s.value, std::move(name),
-                     fmt::format("export table {} slot {}", uuid, s.index),
-                     NamedFunction::Kind::kExportTable});
+      out.push_back(
+          {s.value, std::move(name),
+           with_sources ? fmt::format("export table {} slot {}", uuid, s.index) : std::string(),
+           NamedFunction::Kind::kExportTable});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const NamedFunction& a, const NamedFunction& b) {

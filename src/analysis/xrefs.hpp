@@ -132,6 +132,8 @@ class XrefIndex {
 
   const FunctionMap* map_ = nullptr;
   const elf::SectionMap* sections_ = nullptr;
+  void sort_by_target();
+
   std::vector<Ref> refs_;
   size_t pointer_begin_ = 0;            // refs_[pointer_begin_..] are the kPointer ones, by slot
   std::vector<uint32_t> by_target_;     // indices into refs_

@@ -290,6 +290,7 @@ std::string trace_text(const ab::NormalizedTrace& t) {
   std::string s = t.path + " — " + std::to_string(t.events.size()) + " events";
   if (t.header.driver_version) s += ", driver " + *t.header.driver_version;
   if (!t.header.gpu.empty()) s += ", GPU " + t.header.gpu;
+  for (const std::string& g : ab::gpu_lines(t)) s += "; " + g;
   return s;
 }
 
@@ -333,7 +334,9 @@ std::string comparison_data(const ab::Comparison& c, const Side& a, const Side& 
     str(o, ab::kind_name(static_cast<ab::Kind>(k)));
   }
   o += "],\"first\":";
-  num(o, c.divergences.empty() ? -1 : static_cast<int64_t>(c.divergences.front().entry));
+  // Framed and in view: the first divergence with consequences, else the first answer difference.
+  const ab::Divergence* first = v.first ? v.first : v.quiet.empty() ? nullptr : v.quiet.front();
+  num(o, first == nullptr ? -1 : static_cast<int64_t>(first->entry));
   // Rows: op, A index, B index, divergence index (-1: none), four numbers each.
   std::vector<int64_t> div_of(c.entries.size(), -1);
   for (size_t i = 0; i < c.divergences.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "ab/identity.hpp"
 #include "ab/rules.hpp"
 #include "ab/verdict.hpp"
 #include "base/json_writer.hpp"
@@ -57,7 +58,9 @@ std::string trace_line(char name, const NormalizedTrace& t) {
   std::string gpu = !t.header.gpu.empty() ? t.header.gpu : pci_text(t.gpu);
   if (!gpu.empty()) s += ", GPU " + gpu;
   if (t.truncated) s += ", last line cut";
-  return s + "\n";
+  s += "\n";
+  for (const std::string& g : ab::gpu_lines(t)) s += "   " + g + "\n";
+  return s;
 }
 
 void divergence_text(std::string& out, const Comparison& c, const Divergence& d,
@@ -170,6 +173,7 @@ void divergence_json(JsonWriter& w, const Comparison& c, const ab::Verdict& v,
                      const Divergence& d) {
   w.begin_object();
   w.kv("kind", ab::kind_name(d.kind)).kv("entry", d.entry).kv("not_made", ab::not_made(v, d));
+  w.kv("answer", d.answer).kv("consequence", ab::has_consequence(c, v, d));
   w.key("a");
   event_json(w, c.namer_a(), d.a == ab::kNone ? nullptr : &c.a->events[d.a]);
   w.key("b");
@@ -219,7 +223,14 @@ void trace_json(JsonWriter& w, const NormalizedTrace& t) {
   w.kv("beyond_size_bytes", m.beyond_size).kv("unsized_bytes", m.unsized);
   w.kv("masked_by_rule_bytes", m.by_rule);
   w.kv("handles_renamed", m.handles).kv("pointers_renamed", m.pointers).kv("fds_renamed", m.fds);
+  w.kv("identities_renamed", m.identities);
   w.end_object();
+  w.key("identities").begin_array();
+  for (const ab::IdentitySeen& s : t.identities) {
+    w.begin_object().kv("name", ab::identity_name(s.kind, s.ordinal));
+    w.kv("kind", ab::identity_kind_name(s.kind)).kv("value", s.text).end_object();
+  }
+  w.end_array();
   w.key("diagnostics").begin_array();
   for (const Error& e : t.diagnostics.items()) w.value(e.message());
   w.end_array();
@@ -236,8 +247,8 @@ void aftermath_json(JsonWriter& w, const ab::Aftermath& m) {
   w.end_array();
   w.kv("events", m.total);
   w.kv_or_null("end_reason", m.end_reason.value_or(""));
-  if (m.end_reason) {
-    w.kv("exit_status", m.exit_status);
+  if (m.end_reason && m.exit_status) {
+    w.kv("exit_status", *m.exit_status);
   } else {
     w.key("exit_status").null();
   }
@@ -267,6 +278,9 @@ void verdict_json(JsonWriter& w, const Comparison& c, const ab::Verdict& v) {
   w.key("shown").begin_object();
   for (Kind k : kKinds) w.kv(ab::kind_name(k), v.shown[static_cast<size_t>(k)]);
   w.end_object();
+  w.key("without_consequence").begin_array();
+  for (const Divergence* d : v.quiet) divergence_json(w, c, v, *d);
+  w.end_array();
   w.key("text").begin_array();
   for (const std::string& l : ab::verdict_lines(c, v, true)) w.value(l);
   w.value(ab::count_line(v));
@@ -284,6 +298,8 @@ std::string_view class_word(ab::MemberClass c) {
       return "renamed as a pointer";
     case ab::MemberClass::kFd:
       return "renamed as an fd";
+    case ab::MemberClass::kIdentity:
+      return "renamed as a GPU identity";
     case ab::MemberClass::kLiteral:
       break;
   }
@@ -311,15 +327,16 @@ std::string render_ab_text(const Comparison& c, const AbReportOptions& o) {
                          c.left_out_b);
     }
     out += fmt::format(
-        "\n(in A: {} handles, {} pointers, {} fds renamed; {} bytes compared; left out: {} bytes "
-        "of\n"
-        "padding, {} past the calls' sizes, {} masked by rule)\n",
-        m.handles, m.pointers, m.fds, m.compared - std::min(m.compared, c.left_out_bytes_a),
-        m.padding, m.beyond_size + m.unsized, m.by_rule);
+        "\n(in A: {} handles, {} pointers, {} fds, {} GPU identity values renamed; {} bytes "
+        "compared;\nleft out: {} bytes of padding, {} past the calls' sizes, {} masked by rule)\n",
+        m.handles, m.pointers, m.fds, m.identities,
+        m.compared - std::min(m.compared, c.left_out_bytes_a), m.padding, m.beyond_size + m.unsized,
+        m.by_rule);
     return out;
   }
   ab::Verdict v = ab::make_verdict(c);
-  const Divergence& first = c.divergences.front();
+  // The context of the first divergence with consequences, else of the first answer difference.
+  const Divergence& first = v.first ? *v.first : *v.quiet.front();
   out += "\n";
   for (const std::string& l : ab::verdict_lines(c, v)) out += l + "\n";
   context_text(out, c, first.entry, o.context);
@@ -380,10 +397,10 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   for (Kind k : kKinds) w.kv(ab::kind_name(k), counts[static_cast<size_t>(k)]);
   w.end_object();
   w.key("first");
-  if (c.divergences.empty()) {
+  if (v.first == nullptr) {
     w.null();
   } else {
-    const Divergence& d = c.divergences.front();
+    const Divergence& d = *v.first;
     w.begin_object();
     w.key("divergence");
     divergence_json(w, c, v, d);
@@ -414,6 +431,19 @@ std::string render_ab_json(const Comparison& c, const AbReportOptions& o) {
   for (const ab::MaskRule& r : ab::mask_rules()) {
     w.begin_object().kv("structure", r.structure).kv("member", r.member);
     w.kv("action", class_word(r.action)).kv("reason", r.reason).end_object();
+  }
+  w.end_array();
+  w.key("identity").begin_array();
+  for (const ab::IdentityRow& r : ab::identity_rows()) {
+    w.begin_object().kv("structure", r.structure).kv("member", r.member);
+    w.kv("kind", ab::identity_kind_name(r.kind)).kv("reason", r.reason).end_object();
+  }
+  w.end_array();
+  w.key("known").begin_array();
+  for (const ab::KnownDifference& k : c.known) {
+    w.begin_object().kv("spec", k.spec).kv("origin", k.origin);
+    w.kv_or_null("call", k.call).kv_or_null("member", k.member);
+    w.kv("hid", k.hid).kv("members", k.members).end_object();
   }
   w.end_array();
   w.key("alignment").begin_object();

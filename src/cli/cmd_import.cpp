@@ -18,6 +18,7 @@ struct ImportCliOptions {
   std::string capture;
   std::string output;
   std::string driver_version;
+  std::optional<int> exit_status;  // --exit-status
   bool json = false;
   bool force = false;
 };
@@ -61,6 +62,7 @@ int run_import(const ImportCliOptions& o) {
     print_error(w.error());
     return kExitBadInput;
   }
+  io.exit_status = o.exit_status;
   Diagnostics diag;
   auto r = trace::import_capture(o.capture, io, **w, diag);
   if (!r) {
@@ -82,6 +84,11 @@ int run_import(const ImportCliOptions& o) {
     j.kv("compression", r->compression).kv("lines", r->lines).kv("events", r->events);
     j.kv_or_null("driver_version", io.driver_version.value_or(""));
     j.kv_or_null("driver_version_source", version_source);
+    if (o.exit_status) {
+      j.kv("exit_status", *o.exit_status);
+    } else {
+      j.key("exit_status").null();
+    }
     j.key("by_sys").begin_object();
     for (const auto& [k, n] : r->by_sys) j.kv(k, n);
     j.end_object();
@@ -127,19 +134,27 @@ void register_import(CLI::App& app, int* exit_code) {
                   "kernel driver version the capture was made with (default: the version its "
                   "NV_ESC_CHECK_VERSION_STR or build-version control names, when one does)");
   add_force_flag(cmd, o->force);
+  cmd->add_option("--exit-status", o->exit_status,
+                  "the traced program's exit status, when known (the capture does not say; without "
+                  "it the trailer's exit_status is null)")
+      ->check(CLI::Range(-255, 255));
   cmd->add_flag("--json", o->json, "print the summary as JSON (schema cudatool.import/1)");
   cmd->footer(
       "Examples:\n"
       "  cudatool import tests/data/captures/trace_a.jsonl.xz -o a.jsonl --driver-version "
       "580.159.04\n"
       "  cudatool import capture.jsonl -o capture.jsonl.zst --json\n"
+      "  cudatool import guest.jsonl.xz -o guest.trace --driver-version 580.159.04 --exit-status "
+      "1\n"
       "The trace's header names the driver version: --driver-version's, else the one the\n"
       "capture's calls name (import says which call); without one decode takes the newest\n"
       "branch's tables. A file that is not a capture (an empty one, a trace, one whose first line\n"
       "is not a JSON object) is refused, exit status 2.\n"
       "Every field of a capture line is kept (docs/trace-format.md, \"Imported captures\"). A\n"
       "line that is not a valid capture record is reported (line, offset, reason) and skipped;\n"
-      "the exit status is then 2.");
+      "the exit status is then 2. The capture holds no exit status of the traced program: the\n"
+      "trailer's exit_status is null unless --exit-status states it (replay --bisect then tells\n"
+      "a failed run by its path instead, docs/replay.md).");
   cmd->callback([o, exit_code] { *exit_code = run_import(*o); });
 }
 

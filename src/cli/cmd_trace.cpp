@@ -12,7 +12,7 @@
 #include "record/dev_nodes.hpp"
 #include "record/devices.hpp"
 #include "record/recorder.hpp"
-#include "replay/replay_abi.h"
+#include "record/shim_abi/replay_abi.h"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::cli {
@@ -104,7 +104,8 @@ std::string render_text(const TraceOptions& o, const record::RecordSummary& s) {
     out += fmt::format("cudatool:  the command was killed by signal {} ({})\n", s.term_signal,
                        strsignal(s.term_signal));
   } else {
-    out += fmt::format("cudatool:  the command exited with status {}\n", s.trailer.exit_status);
+    out += fmt::format("cudatool:  the command exited with status {}\n",
+                       s.trailer.exit_status.value_or(0));
   }
   return out;
 }
@@ -135,7 +136,7 @@ std::string render_json(const TraceOptions& o, const record::RecordSummary& s,
   }
   w.end_object();
   w.kv("lost", s.trailer.lost).kv("reason", s.trailer.reason);
-  w.kv("exit_status", s.trailer.exit_status).kv("exit_code", s.exit_code);
+  w.kv("exit_status", s.trailer.exit_status.value_or(0)).kv("exit_code", s.exit_code);
   w.key("created_device_nodes").begin_array();
   for (const auto& n : nodes) w.value(node_text(n));
   w.end_array();

@@ -298,7 +298,12 @@ std::string render_bisect_json(const replay::BisectReport& r) {
   w.key("argv").begin_array();
   for (const auto& a : r.argv) w.value(a);
   w.end_array();
-  w.kv("criterion", r.criterion);
+  w.kv("criterion", r.criterion).kv("criterion_kind", r.criterion_kind);
+  if (r.departure) {
+    w.kv("departure", *r.departure);
+  } else {
+    w.key("departure").null();
+  }
   w.key("diffs").begin_array();
   for (const auto& d : r.diffs) {
     w.begin_object().kv("good_seq", d.good_seq).kv("bad_seq", d.bad_seq).kv("kind", d.kind);

@@ -19,13 +19,13 @@
 // straight-line code and direct jumps for a few instructions, tries the other side of a
 // conditional branch when the straight line ends without a slot, and follows a slot that lands
 // on another such wrapper (bounded, with cycle detection).
-#include <capstone/capstone.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 
 #include "cuda/driver_tables.hpp"
+#include "cuda/stub_insn.hpp"
 
 namespace cudatool::cuda {
 namespace {
@@ -37,36 +37,6 @@ constexpr uint32_t kMaxChain = 4;  // wrappers behind wrappers
 // guard_value of each dispatch entry).
 constexpr uint32_t kTeardownGuard = 0x321cba00;
 
-class Disassembler {
- public:
-  Disassembler() {
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle_) != CS_ERR_OK) return;
-    cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON);
-    insn_ = cs_malloc(handle_);
-    ok_ = insn_ != nullptr;
-  }
-  ~Disassembler() {
-    if (insn_) cs_free(insn_, 1);
-    if (handle_) cs_close(&handle_);
-  }
-  Disassembler(const Disassembler&) = delete;
-  Disassembler& operator=(const Disassembler&) = delete;
-  [[nodiscard]] bool ok() const { return ok_; }
-  // Decodes one instruction at vaddr from `code` (bytes starting at vaddr).
-  const cs_insn* decode(ByteView code, uint64_t vaddr) {
-    const uint8_t* p = code.data();
-    size_t n = code.size();
-    uint64_t a = vaddr;
-    if (!cs_disasm_iter(handle_, &p, &n, &a, insn_)) return nullptr;
-    return insn_;
-  }
-
- private:
-  csh handle_ = 0;
-  cs_insn* insn_ = nullptr;
-  bool ok_ = false;
-};
-
 struct PathResult {
   WrapperKind kind = WrapperKind::kOther;
   uint64_t slot = 0;
@@ -75,134 +45,173 @@ struct PathResult {
   std::optional<uint32_t> constant;
   uint32_t hops = 0;
   bool framed = false;  // the path began with a frame prologue
-  std::string note;
+  // Why the path is not a stub, written out (note()) only for the path that is kept: most first
+  // paths of 580's stubs end at the error path's call, and Capstone's text of it costs more
+  // than decoding the whole stub.
+  enum class Note : uint8_t {
+    kNone,
+    kOutside,
+    kLoop,
+    kUndecodable,
+    kBodyCall,
+    kBeforeSlot,
+    kReturns,
+    kBodyPush,
+    kNoSlot
+  };
+  Note why = Note::kNone;
+  uint64_t at = 0;     // the instruction (or address) the note names
+  uint64_t frame = 0;  // kBodyCall: the prologue's first push
 };
 
-bool is_rip_mem(const cs_x86_op& op) {
-  return op.type == X86_OP_MEM && op.mem.base == X86_REG_RIP && op.mem.index == X86_REG_INVALID;
+// The instruction's text as Capstone prints it, for a note.
+std::string insn_text(const TableInput& in, StubDecoder& dis, uint64_t pc) {
+  const auto* sec = in.sections->at(pc);
+  if (sec == nullptr) return "(outside every section)";
+  return dis.text(sec->bytes.clamp(pc - sec->addr, 16), pc);
 }
 
-bool is_eax(x86_reg r) {
-  return r == X86_REG_EAX || r == X86_REG_RAX;
+std::string note(const PathResult& r, const TableInput& in, StubDecoder& dis) {
+  using Note = PathResult::Note;
+  switch (r.why) {
+    case Note::kNone:
+      return {};
+    case Note::kOutside:
+      return fmt::format("reaches {:#x}, outside executable code", r.at);
+    case Note::kLoop:
+      return fmt::format("loops back to {:#x}", r.at);
+    case Note::kUndecodable:
+      return fmt::format("undecodable bytes at {:#x}", r.at);
+    case Note::kBodyCall:
+      return fmt::format(
+          "a function body (push at {:#x}, then {} at {:#x} without the "
+          "teardown guard), not a forwarding stub",
+          r.frame, insn_text(in, dis, r.at), r.at);
+    case Note::kBeforeSlot:
+      return fmt::format("{} at {:#x} before any slot", insn_text(in, dis, r.at), r.at);
+    case Note::kReturns:
+      return fmt::format("returns at {:#x} without dispatching", r.at);
+    case Note::kBodyPush:
+      return fmt::format("a function body ({} at {:#x}), not a forwarding stub",
+                         insn_text(in, dis, r.at), r.at);
+    case Note::kNoSlot:
+      return fmt::format("no slot within {} instructions", kMaxSteps);
+  }
+  return {};
 }
 
 // Follows one path from `pc`; conditional-branch targets are appended to `branches`.
-PathResult follow(const TableInput& in, Disassembler& dis, uint64_t pc, uint64_t* counter,
+PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t* counter,
                   std::vector<uint64_t>& branches) {
+  using Kind = StubInsn::Kind;
+  using Operand = StubInsn::Operand;
   PathResult r;
   std::optional<uint32_t> eax;
-  std::array<std::pair<x86_reg, uint64_t>, 4> loaded{};  // reg <- [rip+x], most recent first
-  std::vector<uint64_t> visited;
+  std::array<std::pair<uint16_t, uint64_t>, 4> loaded{};  // reg <- [rip+x], most recent first
+  std::array<uint64_t, kMaxSteps> visited;                // one per step: no allocation per path
+  size_t n_visited = 0;
   std::optional<uint64_t> frame_at;  // the first push of a prologue
+  const elf::MappedSection* sec = nullptr;
   for (int step = 0; step < kMaxSteps; ++step) {
-    const auto* sec = in.sections->at(pc);
+    if (sec == nullptr || !sec->contains(pc) || !in.sections->disjoint()) sec = in.sections->at(pc);
     if (sec == nullptr || !sec->exec || sec->bytes.empty()) {
-      r.note = fmt::format("reaches {:#x}, outside executable code", pc);
+      r.why = PathResult::Note::kOutside;
+      r.at = pc;
       return r;
     }
-    if (std::find(visited.begin(), visited.end(), pc) != visited.end()) {
-      r.note = fmt::format("loops back to {:#x}", pc);
+    if (std::find(visited.begin(), visited.begin() + n_visited, pc) !=
+        visited.begin() + n_visited) {
+      r.why = PathResult::Note::kLoop;
+      r.at = pc;
       return r;
     }
-    visited.push_back(pc);
-    const cs_insn* insn = dis.decode(sec->bytes.clamp(pc - sec->addr, 16), pc);
-    if (insn == nullptr) {
-      r.note = fmt::format("undecodable bytes at {:#x}", pc);
+    visited[n_visited++] = pc;
+    auto insn = dis.decode(sec->bytes.clamp(pc - sec->addr, 16), pc);
+    if (!insn) {
+      r.why = PathResult::Note::kUndecodable;
+      r.at = pc;
       return r;
     }
     ++*counter;
-    uint64_t next = insn->address + insn->size;
-    const cs_x86& x = insn->detail->x86;
-    const cs_x86_op* op = x.operands;
-    switch (insn->id) {
-      case X86_INS_ENDBR64:
-      case X86_INS_NOP:
+    switch (insn->kind) {
+      case Kind::kOther:
         break;
-      case X86_INS_CMP:
-        if (x.op_count == 2 && is_rip_mem(op[0]) && op[1].type == X86_OP_IMM) {
-          r.guard_vaddr = next + static_cast<uint64_t>(op[0].mem.disp);
-          r.guard_value = static_cast<uint32_t>(op[1].imm);
-        }
+      case Kind::kCmpRipImm:
+        r.guard_vaddr = insn->value;
+        r.guard_value = insn->imm;
         break;
-      case X86_INS_MOV:
-        if (x.op_count == 2 && op[0].type == X86_OP_REG && op[1].type == X86_OP_IMM &&
-            is_eax(op[0].reg)) {
-          eax = static_cast<uint32_t>(op[1].imm);
-        } else if (x.op_count == 2 && op[0].type == X86_OP_REG && is_rip_mem(op[1])) {
-          std::rotate(loaded.rbegin(), loaded.rbegin() + 1, loaded.rend());
-          loaded[0] = {op[0].reg, next + static_cast<uint64_t>(op[1].mem.disp)};
-        }
+      case Kind::kMovEaxImm:
+        eax = insn->imm;
         break;
-      case X86_INS_JMP:
-      case X86_INS_CALL: {
-        bool call = insn->id == X86_INS_CALL;
-        bool through_pointer = x.op_count == 1 && (is_rip_mem(op[0]) || op[0].type == X86_OP_REG);
+      case Kind::kMovRegRip:
+        std::rotate(loaded.rbegin(), loaded.rbegin() + 1, loaded.rend());
+        loaded[0] = {insn->reg, insn->value};
+        break;
+      case Kind::kJmp:
+      case Kind::kCall: {
+        bool call = insn->kind == Kind::kCall;
+        bool through_pointer = insn->operand == Operand::kRip || insn->operand == Operand::kReg;
         if (through_pointer && frame_at && r.guard_value != kTeardownGuard) {
-          r.note = fmt::format(
-              "a function body (push at {:#x}, then {} {} at {:#x} without the "
-              "teardown guard), not a forwarding stub",
-              *frame_at, insn->mnemonic, insn->op_str, insn->address);
+          r.why = PathResult::Note::kBodyCall;
+          r.at = pc;
+          r.frame = *frame_at;
           return r;
         }
-        if (x.op_count == 1 && is_rip_mem(op[0])) {
+        if (insn->operand == Operand::kRip) {
           r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
-          r.slot = next + static_cast<uint64_t>(op[0].mem.disp);
+          r.slot = insn->value;
           return r;
         }
-        if (x.op_count == 1 && op[0].type == X86_OP_REG) {
+        if (insn->operand == Operand::kReg) {
           for (const auto& [reg, at] : loaded) {
-            if (reg == op[0].reg && at != 0) {
+            if (reg == insn->reg && at != 0) {
               r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
               r.slot = at;
               return r;
             }
           }
         }
-        if (!call && x.op_count == 1 && op[0].type == X86_OP_IMM) {
-          pc = static_cast<uint64_t>(op[0].imm);
+        if (!call && insn->operand == Operand::kImm) {
+          pc = insn->value;
           ++r.hops;
           continue;
         }
-        r.note = fmt::format("{} {} at {:#x} before any slot", insn->mnemonic, insn->op_str,
-                             insn->address);
+        r.why = PathResult::Note::kBeforeSlot;
+        r.at = pc;
         return r;
       }
-      case X86_INS_RET:
+      case Kind::kRet:
         if (eax) {
           r.kind = WrapperKind::kConstant;
           r.constant = eax;
         } else {
-          r.note = fmt::format("returns at {:#x} without dispatching", insn->address);
+          r.why = PathResult::Note::kReturns;
+          r.at = pc;
         }
         return r;
-      case X86_INS_PUSH:
+      case Kind::kPush:
         // A prologue before the guard (580.159.04); after the teardown guard, the caller's
         // stack arguments pushed again for the call (push 0x20(%rbp), or mov 0x18(%rbp),%eax;
         // push %rax for a narrowed one); after any other guard, a body.
         if (r.guard_vaddr && r.guard_value != kTeardownGuard) {
-          r.note = fmt::format("a function body ({} {} at {:#x}), not a forwarding stub",
-                               insn->mnemonic, insn->op_str, insn->address);
+          r.why = PathResult::Note::kBodyPush;
+          r.at = pc;
           return r;
         }
-        if (!frame_at) frame_at = insn->address;
+        if (!frame_at) frame_at = pc;
         r.framed = true;
         break;
-      default: {
-        bool is_jcc = false;
-        for (uint8_t g = 0; g < insn->detail->groups_count; ++g)
-          is_jcc |= insn->detail->groups[g] == X86_GRP_JUMP;
-        if (is_jcc && x.op_count == 1 && op[0].type == X86_OP_IMM)
-          branches.push_back(static_cast<uint64_t>(op[0].imm));
+      case Kind::kJcc:
+        branches.push_back(insn->value);
         break;
-      }
     }
-    pc = next;
+    pc += insn->length;
   }
-  r.note = fmt::format("no slot within {} instructions", kMaxSteps);
+  r.why = PathResult::Note::kNoSlot;
   return r;
 }
 
-PathResult decode_wrapper(const TableInput& in, Disassembler& dis, uint64_t address,
+PathResult decode_wrapper(const TableInput& in, StubDecoder& dis, uint64_t address,
                           uint64_t* counter) {
   std::vector<uint64_t> branches;
   PathResult first = follow(in, dis, address, counter, branches);
@@ -230,7 +239,7 @@ PathResult decode_wrapper(const TableInput& in, Disassembler& dis, uint64_t addr
 
 DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunction> functions) {
   DispatchMap m;
-  Disassembler dis;
+  StubDecoder dis;
   if (!dis.ok()) {
     m.error = "Capstone could not open an x86-64 disassembler";
     return m;
@@ -247,7 +256,7 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
     e.guard_value = p.guard_value;
     e.constant = p.constant;
     e.hops = p.hops;
-    e.note = std::move(p.note);
+    e.note = note(p, in, dis);
     e.slot = p.slot;
     if (p.kind == WrapperKind::kSlotJump || p.kind == WrapperKind::kSlotCall) {
       // The dispatch table is made of the slots the loader fills; a slot filled at run time
@@ -258,9 +267,9 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
       }
       std::vector<uint64_t> chain{f.address};
       uint64_t slot = p.slot;
+      auto structure = [&] { return fmt::format("dispatch {}", f.name); };
       for (uint32_t depth = 0;; ++depth) {
         const auto* rel = in.relocs->find(slot);
-        std::string structure = fmt::format("dispatch {}", f.name);
         if (rel == nullptr) {
           e.note = fmt::format("slot {:#x} has no relocation (filled at run time)", slot);
           break;
@@ -272,7 +281,7 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
           // an ordinary function that jumps through a data pointer is just not a stub.
           if (in.diag && (ts == nullptr || e.guard_vaddr)) {
             in.diag->report(make_error(
-                structure, "slot", in.sections->offset_of(slot),
+                structure(), "slot", in.sections->offset_of(slot),
                 fmt::format("relocation at vaddr {:#x} points to {:#x}, {}", slot, target,
                             ts ? fmt::format("in non-executable {}", ts->name())
                                : std::string("outside every section"))));
@@ -283,7 +292,7 @@ DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunct
         if (std::find(chain.begin(), chain.end(), target) != chain.end()) {
           if (in.diag && e.guard_vaddr) {
             in.diag->report(make_error(
-                structure, "slot", in.sections->offset_of(slot),
+                structure(), "slot", in.sections->offset_of(slot),
                 fmt::format("dispatch cycle: slot {:#x} leads back to {:#x} after {} wrapper(s)",
                             slot, target, chain.size())));
           }

@@ -9,10 +9,11 @@
 //    cuGetErrorName / cuGetErrorString.
 //
 // Every table is found from the dynamic relocations first: they are arrays of pointers in
-// .data.rel.ro whose values exist only as R_X86_64_RELATIVE addends. Disassembly (Capstone) is
-// used only for the wrappers, where no data says which slot a wrapper jumps through. Parsers never
-// print; damage (a table running off its section, a relocation pointing nowhere, a dispatch
-// cycle) is reported to the Diagnostics sink and parsing goes on.
+// .data.rel.ro whose values exist only as R_X86_64_RELATIVE addends. Disassembly (stub_insn.hpp:
+// a small decoder, Capstone behind it) is used only for the wrappers, where no data says which
+// slot a wrapper jumps through. Parsers never print; damage (a table running off its section, a
+// relocation pointing nowhere, a dispatch cycle) is reported to the Diagnostics sink and parsing
+// goes on.
 #pragma once
 
 #include <array>

@@ -36,15 +36,15 @@ bool looks_like_text(ByteView b) {
   return true;
 }
 
-bool is_pair(const TableInput& in, uint64_t p, Uuid* uuid = nullptr, uint64_t* uuid_at = nullptr,
-             uint64_t* table_at = nullptr) {
-  const auto* u = in.relocs->find(p);
-  const auto* t = in.relocs->find(p + 8);
+// The pair whose two words the relocations `u` (at p) and `t` (at p + 8) fill.
+bool is_pair(const TableInput& in, const elf::RelocTarget* u, const elf::RelocTarget* t,
+             Uuid* uuid = nullptr, uint64_t* uuid_at = nullptr, uint64_t* table_at = nullptr) {
   if (u == nullptr || t == nullptr) return false;
   const auto* us = in.sections->at(u->target);
+  if (us == nullptr || us->exec) return false;
   const auto* ts = in.sections->at(t->target);
-  if (us == nullptr || us->exec || ts == nullptr || ts->exec) return false;
-  auto bytes = in.sections->bytes(u->target, 16);
+  if (ts == nullptr || ts->exec) return false;
+  auto bytes = us->bytes.sub(u->target - us->addr, 16);  // SectionMap::bytes, section known
   if (!bytes || looks_like_text(*bytes)) return false;
   if (uuid) std::copy_n(bytes->data(), 16, uuid->begin());
   if (uuid_at) *uuid_at = u->target;
@@ -156,10 +156,14 @@ ExportTables find_export_tables(const TableInput& in) {
   std::vector<Run> runs;
   Run cur[2];
   uint64_t prev[2] = {0, 0};
-  for (const auto& r : in.relocs->all()) {
-    if (r.where % 8 != 0) continue;
+  // A pair needs p and p+8 relocated: with the index sorted by slot, one entry per slot, that
+  // is the next entry, read before anything else is looked up.
+  auto all = in.relocs->all();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    const auto& r = all[i];
+    if (r.where % 8 != 0 || all[i + 1].where != r.where + 8) continue;
     Uuid u;
-    if (!is_pair(in, r.where, &u)) continue;
+    if (!is_pair(in, &r, &all[i + 1], &u)) continue;
     int ph = static_cast<int>((r.where >> 3) & 1);
     if (cur[ph].len > 0 && r.where == prev[ph] + kPair) {
       ++cur[ph].len;
@@ -205,7 +209,8 @@ ExportTables find_export_tables(const TableInput& in) {
     ExportTable et;
     et.index = static_cast<uint32_t>(i);
     et.entry_vaddr = best->start + i * kPair;
-    is_pair(in, et.entry_vaddr, &et.uuid, &et.uuid_vaddr, &et.table_vaddr);
+    is_pair(in, in.relocs->find(et.entry_vaddr), in.relocs->find(et.entry_vaddr + 8), &et.uuid,
+            &et.uuid_vaddr, &et.table_vaddr);
     et.known = find_known_export_table(et.uuid);
     out.tables.push_back(std::move(et));
   }

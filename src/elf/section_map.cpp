@@ -24,6 +24,8 @@ SectionMap::SectionMap(const ElfImage& elf) {
   }
   std::stable_sort(sections_.begin(), sections_.end(),
                    [](const MappedSection& a, const MappedSection& b) { return a.addr < b.addr; });
+  for (size_t i = 1; i < sections_.size(); ++i)
+    if (sections_[i].addr < sections_[i - 1].end()) disjoint_ = false;
 }
 
 const MappedSection* SectionMap::at(uint64_t vaddr) const {

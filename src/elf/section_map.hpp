@@ -32,6 +32,9 @@ class SectionMap {
 
   // The section holding vaddr, or null (sorted by address; overlapping sections: the first).
   [[nodiscard]] const MappedSection* at(uint64_t vaddr) const;
+  // No two sections overlap (every real file): a section known to contain an address is then
+  // the one at() returns, and a caller walking nearby addresses may keep it.
+  [[nodiscard]] bool disjoint() const { return disjoint_; }
   [[nodiscard]] const MappedSection* named(std::string_view name) const;
   [[nodiscard]] const std::vector<MappedSection>& sections() const { return sections_; }
 
@@ -46,6 +49,7 @@ class SectionMap {
 
  private:
   std::vector<MappedSection> sections_;
+  bool disjoint_ = true;
 };
 
 }  // namespace cudatool::elf

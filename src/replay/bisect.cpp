@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ab/compare.hpp"
+#include "ab/verdict.hpp"
 #include "base/regex.hpp"
 
 namespace cudatool::replay {
@@ -73,6 +74,26 @@ std::vector<uint32_t> ddmin(uint32_t count,
 }
 
 std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording& bad) {
+  return plan_bisect(good, bad).diffs;
+}
+
+namespace {
+
+// The first of GOOD's calls that BAD never made after it stopped early (ab's early end), other
+// than a teardown call: where BAD's path leaves GOOD's.
+std::optional<uint32_t> departure(const ab::Comparison& cmp) {
+  ab::Verdict v = ab::make_verdict(cmp);
+  if (!v.early_end || !v.early_end->b_stopped) return std::nullopt;
+  for (size_t k = v.early_end->from_entry; k < cmp.entries.size(); ++k) {
+    const ab::Entry& e = cmp.entries[k];
+    if (e.op == ab::Op::kMissing && !ab::is_teardown_call(cmp.a->events[e.a])) return e.a;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+BisectPlan plan_bisect(const Recording& good, const Recording& bad) {
   // Of what both hold: against an imported capture, a recording is compared as the capture holds
   // its calls (ab::normalize_pair does the same for `cudatool ab`).
   auto view = [](const Recording& self, const Recording& other) {
@@ -88,7 +109,9 @@ std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording
   std::unique_ptr<ab::NormalizedTrace> good_view = view(good, bad), bad_view = view(bad, good);
   ab::Comparison cmp =
       ab::compare(good_view ? *good_view : *good.norm, bad_view ? *bad_view : *bad.norm);
-  std::vector<AnswerDiff> out;
+  BisectPlan plan;
+  plan.departure = departure(cmp);
+  std::vector<AnswerDiff>& out = plan.diffs;
   for (const ab::Divergence& d : cmp.divergences) {
     if (d.kind != ab::Kind::kStatus && d.kind != ab::Kind::kReturn &&
         d.kind != ab::Kind::kParameters) {
@@ -119,8 +142,47 @@ std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording
     a.change = change;
     out.push_back(std::move(a));
   }
-  return out;
+  return plan;
 }
+
+namespace {
+
+// How a try is told to fail as BAD failed (BisectReport::criterion): --fails-if, else BAD's exit
+// status when GOOD's is another, else BAD's path. Errors when none of them can tell.
+Status choose_criterion(const BisectOptions& o, const Recording& good, const Recording& bad,
+                        BisectReport& rep) {
+  if (!o.fails_if.empty()) {
+    rep.criterion = fmt::format("the program's output matches /{}/", o.fails_if);
+    rep.criterion_kind = "output";
+    return Status::success();
+  }
+  std::optional<int> bad_status = bad.trailer ? bad.trailer->exit_status : std::nullopt;
+  std::optional<int> good_status = good.trailer ? good.trailer->exit_status : std::nullopt;
+  if (bad_status && bad_status != good_status) {
+    rep.bad_exit_status = *bad_status;
+    rep.criterion = fmt::format("exit status {} (BAD's trailer)", *bad_status);
+    rep.criterion_kind = "exit_status";
+    return Status::success();
+  }
+  std::string why = !bad.trailer ? fmt::format("{} has no trailer", o.bad)
+                    : !bad_status
+                        ? std::string("BAD's exit status is not known (an import)")
+                        : fmt::format("GOOD and BAD both exited with status {}", *bad_status);
+  if (!rep.departure) {
+    return err(fmt::format(
+        "{}, and BAD's device calls do not end early against GOOD's (ab finds no early end): "
+        "give --fails-if to say how BAD failed",
+        why));
+  }
+  rep.criterion = fmt::format(
+      "its device calls end where BAD's ended: it does not reach GOOD's seq {} ({}), the "
+      "first of GOOD's calls BAD never made ({})",
+      good.events[*rep.departure].seq, describe(good, good.events[*rep.departure]).name, why);
+  rep.criterion_kind = "path";
+  return Status::success();
+}
+
+}  // namespace
 
 Result<BisectReport> run_bisect(const BisectOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
@@ -137,22 +199,12 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     auto compiled = PosixRegex::compile(o.fails_if);
     if (!compiled) return err(fmt::format("--fails-if: {}", compiled.error().message()));
     re.emplace(std::move(*compiled));
-    rep.criterion = fmt::format("the program's output matches /{}/", o.fails_if);
-  } else {
-    if (!bad->trailer) {
-      return err(
-          fmt::format("{} has no trailer, so its exit status is unknown: give --fails-if", o.bad));
-    }
-    rep.bad_exit_status = bad->trailer->exit_status;
-    if (good->trailer && good->trailer->exit_status == rep.bad_exit_status) {
-      return err(
-          fmt::format("GOOD and BAD both exited with status {}: give --fails-if to say "
-                      "how BAD failed",
-                      rep.bad_exit_status));
-    }
-    rep.criterion = fmt::format("exit status {} (BAD's trailer)", rep.bad_exit_status);
   }
-  rep.diffs = differing_answers(*good, *bad);
+  BisectPlan plan = plan_bisect(*good, *bad);
+  rep.diffs = std::move(plan.diffs);
+  rep.departure = plan.departure;
+  if (Status st = choose_criterion(o, *good, *bad, rep); !st.ok()) return st.error();
+
   if (rep.diffs.empty()) {
     rep.message = "BAD answers no call differently from GOOD (after ab's normalisation)";
     return rep;
@@ -175,8 +227,14 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     t.exit_status = r->exit_status;
     t.end = r->end;
     t.wall_s = r->wall_s;
-    t.failed = re ? re->search_lines(r->program_output)
-                  : r->end != "refused" && r->exit_status == rep.bad_exit_status;
+    if (re) {
+      t.failed = re->search_lines(r->program_output);
+    } else if (rep.criterion_kind == "exit_status") {
+      t.failed = r->end != "refused" && r->exit_status == rep.bad_exit_status;
+    } else {  // BAD's path: GOOD's call where BAD's path departs is not reached
+      t.failed = r->end != "refused" && std::find(r->unanswered.begin(), r->unanswered.end(),
+                                                  *rep.departure) != r->unanswered.end();
+    }
     rep.tries.push_back(t);
     return t.failed;
   };

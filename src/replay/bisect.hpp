@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@ namespace cudatool::replay {
 struct BisectOptions {
   std::string good, bad;
   std::vector<std::string> argv;
-  std::string fails_if;  // a regex on the program's output; "" = BAD's exit status
+  // A regex on the program's output; "" = BAD's exit status when its trailer holds one that
+  // GOOD's does not, else BAD's path (BisectReport::departure).
+  std::string fails_if;
   double deadline_s = 10;
   std::string shim;
 };
@@ -44,8 +47,15 @@ struct BisectTry {
 struct BisectReport {
   std::string good, bad;
   std::vector<std::string> argv;
-  std::string criterion;  // "exit status 1 (BAD's trailer)", "output matches /…/"
+  // "exit status 1 (BAD's trailer)", "the program's output matches /…/", "its device calls end
+  // where BAD's ended: it does not reach GOOD's seq 45 (…)"
+  std::string criterion;
+  std::string criterion_kind;  // "output" (--fails-if), "exit_status", "path"
   int bad_exit_status = 0;
+  // BAD's path: the first of GOOD's calls that BAD never made, not a teardown (trace index in
+  // GOOD), where BAD stopped early against GOOD (ab's early end). A try whose program does not
+  // reach it fails as BAD failed, when neither --fails-if nor an exit status decides.
+  std::optional<uint32_t> departure;
   std::vector<AnswerDiff> diffs;
   std::vector<BisectTry> tries;   // in the order run, the two baselines first
   std::vector<uint32_t> culprit;  // indices into diffs; empty when not found
@@ -59,8 +69,17 @@ struct BisectReport {
 // imported capture, the other is compared as the capture holds its calls.
 std::vector<AnswerDiff> differing_answers(const Recording& good, const Recording& bad);
 
-// Errors: a recording cannot be read, the criterion cannot be formed (BAD has no trailer and no
-// --fails-if), a replay cannot be run.
+// The same, and where BAD's path departs from GOOD's (BisectReport::departure), from one
+// comparison.
+struct BisectPlan {
+  std::vector<AnswerDiff> diffs;
+  std::optional<uint32_t> departure;
+};
+BisectPlan plan_bisect(const Recording& good, const Recording& bad);
+
+// Errors: a recording cannot be read, the criterion cannot be formed (no --fails-if, no exit
+// status that tells BAD from GOOD, and BAD's calls do not end early against GOOD's), a replay
+// cannot be run.
 Result<BisectReport> run_bisect(const BisectOptions& options);
 
 // ddmin over n items: the smallest subset (1-minimal) for which `fails` holds, given that it

@@ -256,7 +256,10 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   rep.driver_version = rec.header.driver_version.value_or("");
   if (rec.norm != nullptr) rep.libcuda_version = rec.norm->libcuda_version;
   rep.recorded_calls = table.calls.size();
-  for (size_t k = 0; k < table.calls.size(); ++k) rep.answered += answered[k] != 0;
+  for (size_t k = 0; k < table.calls.size(); ++k) {
+    rep.answered += answered[k] != 0;
+    if (answered[k] == 0) rep.unanswered.push_back(table.calls[k].trace_index);
+  }
   rep.synthesized = env.synthesized;
   rep.synthesized.insert(rep.synthesized.end(), table.synthesized.begin(), table.synthesized.end());
   rep.gaps = table.gaps;

@@ -71,10 +71,11 @@ struct ReplayReport {
   std::string trace;
   std::vector<std::string> argv;
   std::string driver_version;
-  std::string libcuda_version;  // a trace without driver_version: its module records' libcuda
-  uint64_t recorded_calls = 0;  // device calls in the answer table
-  uint64_t answered = 0;        // of them, answered (at least once)
-  uint64_t replayed_calls = 0;  // device calls the program made
+  std::string libcuda_version;       // a trace without driver_version: its module records' libcuda
+  uint64_t recorded_calls = 0;       // device calls in the answer table
+  uint64_t answered = 0;             // of them, answered (at least once)
+  std::vector<uint32_t> unanswered;  // trace indices of the recorded calls never answered
+  uint64_t replayed_calls = 0;       // device calls the program made
   uint64_t by_outcome[7] = {};
   uint64_t env_calls = 0;  // environment calls answered or redirected
   std::vector<Deviation> deviations;

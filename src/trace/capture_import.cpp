@@ -256,7 +256,8 @@ Result<ImportResult> import_capture(const std::string& path, const ImportOptions
   if (const auto& e = (*src)->stream_error()) diag.report(*e);
   Trailer t;
   t.events = res.events;
-  t.reason = "import";  // converted from a capture: how the program ended is not recorded
+  t.reason = "import";            // converted from a capture: how the program ended is not recorded
+  t.exit_status = o.exit_status;  // null unless the user states it
   if (Status st = out.write_trailer(t); !st.ok()) return st.error();
   if (Status st = out.close(); !st.ok()) return st.error();
   return res;

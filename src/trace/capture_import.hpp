@@ -28,6 +28,9 @@ namespace cudatool::trace {
 struct ImportOptions {
   std::optional<std::string> driver_version;  // --driver-version
   std::string source_name;                    // header "source" (default: the capture path)
+  // The traced program's exit status, when the user knows it (--exit-status): the capture
+  // format holds none, so the trailer says null without it.
+  std::optional<int> exit_status;
 };
 
 struct ImportResult {

@@ -183,8 +183,10 @@ struct Header {
 // was killed); readers report its absence.
 struct Trailer {
   uint64_t events = 0;
-  std::string reason;   // "exit", "signal", "detached", "interrupted"
-  int exit_status = 0;  // of the traced command; -signal when killed by one
+  std::string reason;  // "exit", "signal", "detached", "interrupted"
+  // Of the traced command; -signal when killed by one. None when not known: an imported capture
+  // holds none (written as null; `import --exit-status N` states one).
+  std::optional<int> exit_status = 0;
   // Preload mode: how many device ioctls arrived through each route ("ioctl", "syscall").
   std::vector<std::pair<std::string, uint64_t>> routes;
   // Device calls the recorder saw but could not record (preload: a device call made by a signal

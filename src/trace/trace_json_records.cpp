@@ -46,7 +46,12 @@ void append_trailer_line(std::string& out, const Trailer& t) {
   JsonWriter w(out, false);
   w.begin_object();
   w.key("end").begin_object();
-  w.kv("events", t.events).kv("reason", t.reason).kv("exit_status", t.exit_status);
+  w.kv("events", t.events).kv("reason", t.reason);
+  if (t.exit_status) {
+    w.kv("exit_status", *t.exit_status);
+  } else {
+    w.key("exit_status").null();
+  }
   if (!t.routes.empty()) {
     w.key("routes").begin_object();
     for (const auto& [k, n] : t.routes) w.kv(k, n);
@@ -277,8 +282,13 @@ Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& t) {
           ok = p.str(t.reason);
         } else if (k == "exit_status") {
           int32_t v = 0;
-          ok = p.i32(v);
-          t.exit_status = v;
+          if (r.peek() == JsonReader::Kind::kNull) {
+            ok = r.null();
+            t.exit_status.reset();
+          } else {
+            ok = p.i32(v);
+            t.exit_status = v;
+          }
         } else if (k == "lost") {
           ok = p.u64(t.lost);
         } else if (k == "routes") {

@@ -65,6 +65,11 @@ TEST_P(Import, RealCaptureImportsWithoutLoss) {
   EXPECT_EQ(t.header["driver_version"], "580.159.04");
   ASSERT_EQ(t.events.size(), lines.size());
   EXPECT_EQ(t.trailer["events"], lines.size());
+  // The capture holds no exit status of the program: none is invented (issue 32).
+  EXPECT_EQ(t.trailer["reason"], "import");
+  ASSERT_TRUE(t.trailer.contains("exit_status"));
+  EXPECT_TRUE(t.trailer["exit_status"].is_null()) << t.trailer.dump();
+  EXPECT_TRUE(summary["exit_status"].is_null());
   for (size_t i = 0; i < lines.size(); ++i) {
     const json& c = lines[i];
     const json& e = t.events[i];
@@ -215,6 +220,21 @@ TEST(ImportBadInput, DamagedLinesAreReportedOneEachAndSkipped) {
   EXPECT_EQ(t.events[1]["extra_field"], json::array({1, 2}));  // kept
   EXPECT_EQ(t.events[1]["capture.t"], 7);  // kept, renamed: "t" is the trace's own time
   EXPECT_EQ(t.events[1]["t"], 3000);       // t_us 3.0
+}
+
+// --exit-status states what the capture cannot: the trailer says it, and ab's verdict with it.
+TEST(Import, ExitStatusIsWrittenOnlyWhenStated) {
+  std::string capture = captures_dir() + "/trace_b.jsonl.xz";
+  std::string out = temp_dir() + "/import-exit-status.jsonl";
+  RunResult r = run({cudatool_bin(), "import", capture, "-o", out, "--driver-version", "580.159.04",
+                     "--exit-status", "1", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["exit_status"], 1);
+  TraceFile t = load_trace(out);
+  EXPECT_EQ(t.trailer["exit_status"], 1);
+  EXPECT_EQ(t.trailer["reason"], "import");
+  RunResult bad = run({cudatool_bin(), "import", capture, "-o", out, "--exit-status", "x"});
+  EXPECT_EQ(bad.status, 2) << bad.err;
 }
 
 TEST(ImportBadInput, MissingFileIsOneLineError) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "ab/normalize.hpp"
 #include "harness.hpp"
@@ -21,6 +22,14 @@ namespace cudatool::test {
 namespace {
 
 using nlohmann::json;
+
+uint32_t status_value_of(const rm::Tables& t, std::string_view name) {
+  for (const rm::StatusEntry& e : t.statuses()) {
+    if (e.name == name) return e.value;
+  }
+  ADD_FAILURE() << name;
+  return 0;
+}
 
 std::string probe() {
   return cuda_probe_bin();
@@ -326,6 +335,112 @@ TEST_F(ReplayReal, BisectNamesTheFailedControlAlone) {
       << c.dump();
   std::cout << "bisect of the FB_GET_INFO_V2 failure: " << rep["diffs"].size() << " candidates, "
             << rep["tries"].size() << " tries, " << rep["wall_s"].get<double>() << " s wall\n";
+}
+
+// Issue 32: GOOD and BAD are imports of two captures, which hold no exit status. BAD is trace_b
+// made into another machine's run that failed: its GPU's UUID is another (everywhere, as the
+// machine answers it), one GPC's TPC mask is another (floorsweeping), and a later
+// NV2080_CTRL_CMD_FB_GET_INFO_V2 failed with NV_ERR_NOT_SUPPORTED, after which BAD's calls end.
+// Without an exit status a try fails as BAD failed when the replayed program does not reach
+// GOOD's call where BAD's path departs; the culprit is the planted status alone — the TPC mask
+// is a candidate that does not make cuInit fail, the UUID none at all.
+TEST_F(ReplayReal, BisectBetweenTwoImportsWithoutAnExitStatusFindsAPlantedFailure) {
+  const rm::Tables& t = rm::tables_for_driver(build_.version);
+  const rm::StructEntry* nvos54 = t.find_struct("NVOS54_PARAMETERS");
+  const rm::StructEntry* tpc = t.find_struct("NV2080_CTRL_GR_GET_TPC_MASK_PARAMS");
+  ASSERT_TRUE(nvos54 && tpc);
+  uint32_t cmd_off = t.find_field(*nvos54, "cmd")->offset;
+  uint32_t status_off = t.find_field(*nvos54, "status")->offset;
+  uint32_t mask_off = t.find_field(*tpc, "tpcMask")->offset;
+  auto cmd_id = [&](std::string_view name) {
+    for (const rm::CtrlEntry& c : t.controls()) {
+      if (c.name == name) return c.id;
+    }
+    ADD_FAILURE() << name;
+    return 0u;
+  };
+  const uint32_t kTpc = cmd_id("NV2080_CTRL_CMD_GR_GET_TPC_MASK"),
+                 kFbInfo = cmd_id("NV2080_CTRL_CMD_FB_GET_INFO_V2");
+  // A little-endian word of a capture's hex string, and a replacement of it.
+  auto word = [](const std::string& hex, uint32_t off) {
+    return hex.size() < 2 * (off + 4)
+               ? 0u
+               : static_cast<uint32_t>(
+                     std::stoul(hex.substr(2 * off + 6, 2) + hex.substr(2 * off + 4, 2) +
+                                    hex.substr(2 * off + 2, 2) + hex.substr(2 * off, 2),
+                                nullptr, 16));
+  };
+  auto set_word = [](std::string& hex, uint32_t off, uint32_t v) {
+    char b[9];
+    snprintf(b, sizeof b, "%02x%02x%02x%02x", v & 0xff, v >> 8 & 0xff, v >> 16 & 0xff, v >> 24);
+    hex.replace(2 * off, 8, b);
+  };
+  RunResult xz = run({"xz", "-dc", captures_dir() + "/trace_b.jsonl.xz"});
+  ASSERT_EQ(xz.status, 0) << xz.err;
+  std::string bad_text, uuid;
+  int tpc_seen = 0, seq_tpc = -1, seq_fail = -1;
+  std::istringstream lines(xz.out);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
+    std::string pre = j.value("pre", ""), post = j.value("post", "");
+    uint32_t cmd = j.value("req", "") == "0xc020462a" ? word(pre, cmd_off) : 0;
+    if (cmd == kTpc && ++tpc_seen == 2) {  // GPC 1: one TPC off
+      std::string np = j["npost"];
+      set_word(np, mask_off, word(np, mask_off) & ~2u);
+      j["npost"] = np;
+      seq_tpc = j["seq"];
+    }
+    if (cmd == kFbInfo && tpc_seen > 0) {
+      set_word(post, status_off, status_value_of(t, "NV_ERR_NOT_SUPPORTED"));
+      j["post"] = post;
+      seq_fail = j["seq"];
+    }
+    bad_text += j.dump() + "\n";
+    if (seq_fail >= 0) break;  // BAD's calls end there
+  }
+  ASSERT_GE(seq_tpc, 0);
+  ASSERT_GT(seq_fail, seq_tpc);
+  // Another board: the UUID the H200 answered (the GID in binary, the UVM calls), everywhere.
+  std::string gid = "5b57e3bf3ef89827e2df30d462191363", other = "00112233445566778899aabbccddeeff";
+  size_t replaced = 0;
+  for (size_t at = bad_text.find(gid); at != std::string::npos; at = bad_text.find(gid, at)) {
+    bad_text.replace(at, gid.size(), other);
+    ++replaced;
+  }
+  ASSERT_GT(replaced, 0u);
+  std::string bad_capture = write_temp("real-bisect-bad-capture.jsonl", bad_text);
+  std::string bad = temp_dir() + "/real-bisect-bad-import.jsonl";
+  RunResult imp =
+      run({cudatool_bin(), "import", bad_capture, "-o", bad, "--driver-version", build_.version});
+  ASSERT_EQ(imp.status, 0) << imp.err;
+  std::string good = imported("trace_a", build_.version);
+  for (const std::string& p : {good, bad}) {
+    EXPECT_TRUE(load_trace(p).trailer["exit_status"].is_null()) << p;
+  }
+  std::string report = temp_dir() + "/real-bisect-imports.json";
+  RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good, bad,
+                     "--", probe(), build_.lib_path, "init"},
+                    600);
+  EXPECT_EQ(r.status, 1) << r.err;
+  json rep = json::parse(read_file(report), nullptr, false);
+  ASSERT_TRUE(rep.is_object()) << r.err;
+  EXPECT_EQ(rep["criterion_kind"], "path") << rep["criterion"];
+  EXPECT_EQ(rep["departure"], seq_fail + 1) << rep["criterion"];
+  ASSERT_TRUE(rep["found"].get<bool>()) << rep["message"];
+  std::set<uint64_t> candidates;
+  for (const json& d : rep["diffs"]) candidates.insert(d["bad_seq"].get<uint64_t>());
+  EXPECT_EQ(candidates,
+            (std::set<uint64_t>{static_cast<uint64_t>(seq_tpc), static_cast<uint64_t>(seq_fail)}))
+      << rep["diffs"].dump(1);
+  ASSERT_EQ(rep["culprit"].size(), 1u) << rep.dump(1);
+  const json& c = rep["diffs"][rep["culprit"][0].get<size_t>()];
+  EXPECT_EQ(c["bad_seq"], seq_fail);
+  EXPECT_NE(c["change"].get<std::string>().find("NV_ERR_NOT_SUPPORTED"), std::string::npos);
+  EXPECT_FALSE(rep["tries"][0]["failed"].get<bool>());
+  EXPECT_TRUE(rep["tries"][1]["failed"].get<bool>());
+  std::cout << "bisect between two imports without an exit status: " << rep["diffs"].size()
+            << " candidates, " << rep["tries"].size() << " tries, " << rep["wall_s"].get<double>()
+            << " s wall\n";
 }
 
 TEST_F(ReplayReal, ATraceOfAnotherDriverIsRefused) {

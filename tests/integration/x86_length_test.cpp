@@ -1,11 +1,13 @@
-// The x86-64 length decoder used for address-masked fingerprints must agree with Capstone (an
-// independent disassembler) on every instruction of the real drivers' .text.
+// The x86-64 length decoder used for address-masked fingerprints, and the dispatch decoder's fast
+// path built on it (cuda/stub_insn), must agree with Capstone (an independent disassembler) on
+// every instruction of the real drivers' .text.
 #include <capstone/capstone.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "analysis/x86_length.hpp"
 #include "base/mapped_file.hpp"
+#include "base/x86_length.hpp"
+#include "cuda/stub_insn_capstone.hpp"
 #include "elf/elf_image.hpp"
 #include "harness.hpp"
 
@@ -29,12 +31,26 @@ TEST_P(X86Length, AgreesWithCapstoneOnWholeText) {
   cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
   cs_insn* insn = cs_malloc(cs);
   uint64_t off = 0, agreed = 0, rel = 0, cs_invalid = 0, mismatches = 0;
+  uint64_t stub_claimed = 0, stub_mismatches = 0;
   while (off < code.size()) {
     const uint8_t* p = code.data() + off;
     size_t left = code.size() - off;
     uint64_t addr = text->sh_addr + off;
     bool ok = cs_disasm_iter(cs, &p, &left, &addr, insn);
     auto mine = x86::decode_length(*code.sub(off));
+    auto stub = cuda::decode_stub_insn_fast(*code.sub(off), text->sh_addr + off);
+    if (stub) {
+      ++stub_claimed;
+      if (!ok || !(*stub == cuda::stub_insn_from_capstone(cs, *insn))) {
+        if (++stub_mismatches <= 10) {
+          ADD_FAILURE() << "stub decoder at " << std::hex << text->sh_addr + off << std::dec
+                        << ": kind " << int(stub->kind) << " length " << int(stub->length)
+                        << ", capstone "
+                        << (ok ? std::string(insn->mnemonic) + " " + insn->op_str
+                               : std::string("cannot decode"));
+        }
+      }
+    }
     if (!ok) {  // bytes Capstone cannot decode (data, padding): step one byte, like objdump
       ++cs_invalid;
       off += 1;
@@ -74,11 +90,14 @@ TEST_P(X86Length, AgreesWithCapstoneOnWholeText) {
   cs_free(insn, 1);
   cs_close(&cs);
   EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(stub_mismatches, 0u);
+  EXPECT_GT(stub_claimed, agreed / 2);
   EXPECT_GT(agreed, code.size() / 8);
   RecordProperty("instructions", std::to_string(agreed));
   RecordProperty("address_fields", std::to_string(rel));
   std::cout << GetParam().version << ": " << agreed << " instructions agree, " << rel
-            << " address fields, " << cs_invalid << " bytes Capstone could not decode\n";
+            << " address fields, " << cs_invalid << " bytes Capstone could not decode; "
+            << stub_claimed << " decoded by the stub decoder's fast path\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, X86Length, ::testing::ValuesIn(driver_builds()), driver_test_name);

@@ -55,17 +55,19 @@ const rm::CtrlEntry& control(std::string_view name) {
   return tables().controls()[0];
 }
 
+// The argument of control `c` on the device, with `status`.
+std::vector<uint8_t> nvos54(const rm::CtrlEntry& c, uint32_t status) {
+  return make("NVOS54_PARAMETERS", {{"hClient", kClient},
+                                    {"hObject", kDevice},
+                                    {"cmd", c.id},
+                                    {"params", 0x7ffe9e9e2dc0},
+                                    {"paramsSize", static_cast<uint64_t>(c.params_size)},
+                                    {"status", status}});
+}
+
 // An RM control on the device whose parameters start with `input` (a 4-byte word), answered
 // `status`.
 void control_call(Conversation& r, const rm::CtrlEntry& c, uint32_t input, uint32_t status) {
-  auto nvos54 = [&](uint32_t st) {
-    return make("NVOS54_PARAMETERS", {{"hClient", kClient},
-                                      {"hObject", kDevice},
-                                      {"cmd", c.id},
-                                      {"params", 0x7ffe9e9e2dc0},
-                                      {"paramsSize", static_cast<uint64_t>(c.params_size)},
-                                      {"status", st}});
-  };
   trace::Buffer p;
   p.role = "params";
   p.addr = 0x7ffe9e9e2dc0;
@@ -74,7 +76,7 @@ void control_call(Conversation& r, const rm::CtrlEntry& c, uint32_t input, uint3
   store_le<uint32_t>(p.before.data(), input);
   p.after = p.before;
   if (status == 0 && p.size >= 8) store_le<uint32_t>(p.after.data() + 4, input * 3);
-  r.ioctl(escape_nr("NV_ESC_RM_CONTROL"), nvos54(0), nvos54(status), {p});
+  r.ioctl(escape_nr("NV_ESC_RM_CONTROL"), nvos54(c, 0), nvos54(c, status), {p});
 }
 
 // The first calls of both runs: open, client, device.
@@ -321,6 +323,113 @@ TEST(AbVerdict, ApiNamerSeamNamesTheCallInProgressOnEachSide) {
       << joined(lines2);
   // The names do not change what is compared.
   EXPECT_EQ(c2.divergences.size(), c.divergences.size());
+}
+
+// A floorsweeping query (NV2080_CTRL_CMD_GR_GET_TPC_MASK) for GPC `gpc`, answered `mask`
+// (an output member) and `status`.
+void tpc_mask(Conversation& r, uint32_t gpc, uint32_t mask, uint32_t status = 0) {
+  const rm::CtrlEntry& c = control("NV2080_CTRL_CMD_GR_GET_TPC_MASK");
+  trace::Buffer p;
+  p.role = "params";
+  p.addr = 0x7ffe9e9e2dc0;
+  p.size = static_cast<uint64_t>(c.params_size);
+  p.before = make("NV2080_CTRL_GR_GET_TPC_MASK_PARAMS", {{"gpcId", gpc}});
+  p.after = status == 0
+                ? make("NV2080_CTRL_GR_GET_TPC_MASK_PARAMS", {{"gpcId", gpc}, {"tpcMask", mask}})
+                : p.before;
+  r.ioctl(escape_nr("NV_ESC_RM_CONTROL"), nvos54(c, 0), nvos54(c, status), {p});
+}
+
+// A: eight GPCs with 0x1ff each; B: `masks` of its own, and the 7th query failed when `fail`.
+Conversation floorswept(const std::vector<uint32_t>& masks, bool fail = false) {
+  Conversation r = start();
+  for (uint32_t g = 0; g < 8; ++g) {
+    tpc_mask(r, g, g < masks.size() ? masks[g] : 0x1ff,
+             fail && g == 6 ? status_value("NV_ERR_NOT_SUPPORTED") : 0);
+  }
+  free_device(r);
+  return r;
+}
+
+Conversation floorsweeping_a() {
+  return floorswept({});
+}
+
+// Issue 32: the first divergence is the first with consequences; answers that differed before it
+// without visible consequence (the floorsweeping of another board) are listed under it.
+TEST(AbVerdict, AnswersWithoutConsequenceAreListedUnderTheFirstWithConsequences) {
+  auto na = normalized(floorsweeping_a(), 0);
+  // B: GPC 1 and 3 have other TPC masks; GPC 6's query fails.
+  auto nb = normalized(floorswept({0x1ff, 0x1df, 0x1ff, 0x1bf}, true), 0);
+  Comparison c = compare(*na, *nb);
+  ASSERT_EQ(c.divergences.size(), 3u);
+  Verdict v = make_verdict(c);
+  ASSERT_NE(v.first, nullptr);
+  EXPECT_EQ(v.first->kind, Kind::kStatus);
+  EXPECT_EQ(v.first->a, 9u);  // open, client, device, then GPC 0 … 6
+  ASSERT_EQ(v.quiet.size(), 2u);
+  EXPECT_EQ(v.quiet[0]->a, 4u);
+  EXPECT_EQ(v.quiet[1]->a, 6u);
+  for (const Divergence* d : v.quiet) {
+    EXPECT_TRUE(d->answer);
+    EXPECT_FALSE(has_consequence(c, v, *d));
+  }
+  EXPECT_TRUE(has_consequence(c, v, *v.first));
+  std::vector<std::string> lines = verdict_lines(c, v);
+  std::string text = joined(lines);
+  EXPECT_EQ(lines[0], "first divergence: different status: A #9 / B #9") << text;
+  EXPECT_TRUE(has_line(lines, "before it, 2 answers differed without visible consequence:"))
+      << text;
+  EXPECT_TRUE(has_line(lines,
+                       "  A #4 / B #4 NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GR_GET_TPC_MASK c0/80#0 on "
+                       "/dev/nvidiactl#0: params.tpcMask (out) 0x1ff → 0x1df"))
+      << text;
+}
+
+TEST(AbVerdict, OnlyAnswersDifferedSoNoDivergenceHasConsequences) {
+  auto na = normalized(floorsweeping_a(), 0);
+  auto nb = normalized(floorswept({0x1ff, 0x1df, 0x1ff, 0x1bf}), 0);
+  Comparison c = compare(*na, *nb);
+  EXPECT_FALSE(c.equivalent()) << "answers differ: not equivalent";
+  Verdict v = make_verdict(c);
+  EXPECT_EQ(v.first, nullptr);
+  ASSERT_EQ(v.quiet.size(), 2u);
+  EXPECT_FALSE(v.early_end.has_value());
+  std::vector<std::string> lines = verdict_lines(c, v);
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[0],
+            "no divergence with consequences: the same calls, asked the same, with the same "
+            "status and return;");
+  EXPECT_EQ(lines[1], "2 answers differed without visible consequence:");
+  EXPECT_EQ(count_line(v), "2 divergences: 2 different_parameters");
+}
+
+TEST(AbVerdict, AnAnswerWhereTheRunsPartHasConsequences) {
+  // B's GPC 2 answer differs and B stops right after it: the runs part there.
+  auto na = normalized(floorsweeping_a(), 0);
+  Conversation b = start();
+  for (uint32_t g = 0; g < 3; ++g) tpc_mask(b, g, g == 2 ? 0x0ff : 0x1ff);
+  free_device(b);
+  auto nb = normalized(b, 1);
+  Comparison c = compare(*na, *nb);
+  Verdict v = make_verdict(c);
+  ASSERT_NE(v.first, nullptr);
+  EXPECT_EQ(v.first->kind, Kind::kParameters);
+  EXPECT_EQ(v.first->a, 5u);
+  EXPECT_TRUE(v.quiet.empty());
+  ASSERT_TRUE(v.early_end.has_value());
+  EXPECT_EQ(v.early_end->after, 5u);
+
+  // A query asked differently (another GPC) is a consequence too, not an answer.
+  Conversation b2 = start();
+  for (uint32_t g = 0; g < 8; ++g) tpc_mask(b2, g == 4 ? 9 : g, 0x1ff);
+  free_device(b2);
+  auto nb2 = normalized(b2, 0);
+  Comparison c2 = compare(*na, *nb2);
+  Verdict v2 = make_verdict(c2);
+  ASSERT_NE(v2.first, nullptr);
+  EXPECT_EQ(v2.first->a, 7u);
+  EXPECT_FALSE(v2.first->answer);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 
 namespace cudatool::x86 {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/x86_length.hpp"
 #include "analysis/xrefs.hpp"
+#include "base/x86_length.hpp"
 
 namespace cudatool {
 namespace {

@@ -1,4 +1,4 @@
-#include "analysis/x86_length.hpp"
+#include "base/x86_length.hpp"
 
 #include <xxhash.h>
 

@@ -1,0 +1,370 @@
+#include "cuda/stub_insn.hpp"
+
+#include <capstone/capstone.h>
+
+#include <array>
+#include <string_view>
+
+#include "base/x86_length.hpp"
+#include "cuda/stub_insn_capstone.hpp"
+
+namespace cudatool::cuda {
+namespace {
+
+using Kind = StubInsn::Kind;
+using Operand = StubInsn::Operand;
+
+enum RegClass : uint16_t { kLow8 = 1, kHigh8 = 2, kR16 = 3, kR32 = 4, kR64 = 5 };
+
+constexpr uint16_t reg_code(RegClass c, unsigned num) {
+  return static_cast<uint16_t>((c << 5) | num);
+}
+
+// The operand fields of one instruction that x86::decode_length has measured.
+struct Fields {
+  const uint8_t* p;  // the instruction's first byte
+  x86::Insn insn;
+  uint64_t next;  // vaddr of the next instruction
+  bool rex = false, rex_w = false, rex_r = false, rex_b = false;
+  uint8_t mod = 0, reg = 0, rm = 0;  // ModRM, when present
+
+  [[nodiscard]] int64_t tail_i8() const { return static_cast<int8_t>(p[insn.length - 1]); }
+  [[nodiscard]] int64_t tail_i32() const {
+    return static_cast<int32_t>(load_le<uint32_t>(p + insn.length - 4));
+  }
+  // A RIP-relative memory operand's address (the disp32 is where x86_length found it).
+  [[nodiscard]] uint64_t rip_target() const {
+    return next + static_cast<uint64_t>(static_cast<int64_t>(
+                      static_cast<int32_t>(load_le<uint32_t>(p + insn.addr_field_offset))));
+  }
+  [[nodiscard]] uint64_t rel_target(int64_t rel) const { return next + static_cast<uint64_t>(rel); }
+};
+
+StubInsn make(Kind k, const Fields& f) {
+  StubInsn s;
+  s.kind = k;
+  s.length = f.insn.length;
+  return s;
+}
+
+// jmp / call through FF /2, FF /4: a register, a RIP-relative slot or another memory operand.
+StubInsn indirect(Kind k, const Fields& f) {
+  StubInsn s = make(k, f);
+  if (f.mod == 3) {
+    s.operand = Operand::kReg;
+    s.reg = reg_code(kR64, f.rm | (f.rex_b ? 8u : 0u));
+  } else if (f.insn.rip_relative) {
+    s.operand = Operand::kRip;
+    s.value = f.rip_target();
+  } else {
+    s.operand = Operand::kOther;
+  }
+  return s;
+}
+
+// mov slot(%rip), %reg (8A: byte register, 8B: by REX.W and 66).
+std::optional<StubInsn> mov_load(const Fields& f) {
+  if (!f.insn.rip_relative) return make(Kind::kOther, f);
+  StubInsn s = make(Kind::kMovRegRip, f);
+  s.value = f.rip_target();
+  unsigned num = f.reg | (f.rex_r ? 8u : 0u);
+  if (f.insn.opcode == 0x8a) {
+    if (f.insn.opsize16) return std::nullopt;
+    // Without a REX prefix, byte registers 4..7 are ah, ch, dh, bh (SDM Vol. 2 §2.2.1.2).
+    s.reg = !f.rex && num >= 4 ? reg_code(kHigh8, num - 4) : reg_code(kLow8, num);
+  } else {
+    s.reg = reg_code(f.rex_w ? kR64 : f.insn.opsize16 ? kR16 : kR32, num);
+  }
+  return s;
+}
+
+// cmp $imm, r/m (80 /7, 81 /7, 83 /7): Capstone's immediate, sign-extended, as 32 bits.
+std::optional<StubInsn> compare(const Fields& f) {
+  if (!f.insn.rip_relative) return make(Kind::kOther, f);
+  if (f.insn.opsize16) return std::nullopt;
+  StubInsn s = make(Kind::kCmpRipImm, f);
+  s.value = f.rip_target();
+  // 80 compares a byte: Capstone keeps its immediate unsigned; 83's is sign-extended.
+  s.imm = f.insn.opcode == 0x80   ? f.p[f.insn.length - 1]
+          : f.insn.opcode == 0x81 ? static_cast<uint32_t>(f.tail_i32())
+                                  : static_cast<uint32_t>(f.tail_i8());
+  return s;
+}
+
+// One-byte opcode map (SDM Vol. 2 Table A-2), the plain general-purpose instructions only.
+std::optional<StubInsn> one_byte(const Fields& f) {
+  const uint8_t op = f.insn.opcode;
+  const bool o16 = f.insn.opsize16;
+  if (op < 0x40) return make(Kind::kOther, f);  // ALU rows (x86_length rejected x6/x7)
+  if (op >= 0x50 && op <= 0x57) return o16 ? std::nullopt : std::optional(make(Kind::kPush, f));
+  if (op >= 0x58 && op <= 0x5f) return o16 ? std::nullopt : std::optional(make(Kind::kOther, f));
+  if (op >= 0x70 && op <= 0x7f) {
+    if (o16) return std::nullopt;
+    StubInsn s = make(Kind::kJcc, f);
+    s.value = f.rel_target(f.tail_i8());
+    return s;
+  }
+  if ((op >= 0x84 && op <= 0x89) || (op >= 0x90 && op <= 0x99) || op == 0xa8 || op == 0xa9 ||
+      (op >= 0xb0 && op <= 0xb7) || op == 0x63 || op == 0x69 || op == 0x6b || op == 0xc9 ||
+      op == 0xcc)
+    return make(Kind::kOther, f);
+  switch (op) {
+    case 0x68:
+    case 0x6a:
+      return o16 ? std::nullopt : std::optional(make(Kind::kPush, f));
+    case 0x80:
+    case 0x81:
+    case 0x83:
+      return f.reg == 7 ? compare(f) : std::optional(make(Kind::kOther, f));
+    case 0x8a:
+    case 0x8b:
+      return mov_load(f);
+    case 0x8d:  // lea: a register operand is undefined
+      return f.mod == 3 ? std::nullopt : std::optional(make(Kind::kOther, f));
+    case 0xc0:
+    case 0xc1:
+    case 0xd0:
+    case 0xd1:
+    case 0xd2:
+    case 0xd3:  // shifts; /6 is an undocumented alias
+      return f.reg == 6 ? std::nullopt : std::optional(make(Kind::kOther, f));
+    case 0xc2:
+    case 0xc3:
+      return o16 ? std::nullopt : std::optional(make(Kind::kRet, f));
+    case 0xc6:
+      return f.reg == 0 ? std::optional(make(Kind::kOther, f)) : std::nullopt;
+    case 0xc7: {
+      if (f.reg != 0) return std::nullopt;  // C7 F8 is xbegin
+      // mov $imm32, %eax (or %rax, sign-extended: the same low 32 bits).
+      if (f.mod != 3 || f.rm != 0 || f.rex_b || o16) return make(Kind::kOther, f);
+      StubInsn s = make(Kind::kMovEaxImm, f);
+      s.imm = static_cast<uint32_t>(f.tail_i32());
+      return s;
+    }
+    case 0xe8:
+    case 0xe9:
+    case 0xeb: {
+      if (o16) return std::nullopt;
+      StubInsn s = make(op == 0xe8 ? Kind::kCall : Kind::kJmp, f);
+      s.operand = Operand::kImm;
+      s.value = f.rel_target(op == 0xeb ? f.tail_i8() : f.tail_i32());
+      return s;
+    }
+    case 0xf6:
+    case 0xf7:
+      return f.reg == 1 ? std::nullopt : std::optional(make(Kind::kOther, f));
+    case 0xfe:
+      return f.reg <= 1 ? std::optional(make(Kind::kOther, f)) : std::nullopt;
+    case 0xff:
+      if (f.reg <= 1) return make(Kind::kOther, f);
+      if (o16) return std::nullopt;
+      if (f.reg == 2) return indirect(Kind::kCall, f);
+      if (f.reg == 4) return indirect(Kind::kJmp, f);
+      if (f.reg == 6) return make(Kind::kPush, f);
+      return std::nullopt;  // far call / jmp, undefined
+    default:
+      break;
+  }
+  if (op >= 0xb8 && op <= 0xbf) {
+    // B8+r: mov $imm32, %r32; with REX.W Capstone calls it movabs (a 64-bit immediate).
+    unsigned num = (op & 7u) | (f.rex_b ? 8u : 0u);
+    if (f.rex_w || o16 || num != 0) return make(Kind::kOther, f);
+    StubInsn s = make(Kind::kMovEaxImm, f);
+    s.imm = static_cast<uint32_t>(f.tail_i32());
+    return s;
+  }
+  return std::nullopt;
+}
+
+// Two-byte opcode map (0F xx, SDM Vol. 2 Table A-3): nop, cmov, jcc, setcc, imul, movzx/movsx.
+std::optional<StubInsn> two_byte(const Fields& f) {
+  const uint8_t op = f.insn.opcode;
+  if (op >= 0x80 && op <= 0x8f) {
+    if (f.insn.opsize16) return std::nullopt;
+    StubInsn s = make(Kind::kJcc, f);
+    s.value = f.rel_target(f.tail_i32());
+    return s;
+  }
+  // nop r/m: Capstone decodes only the memory forms.
+  if (op == 0x1f)
+    return f.reg == 0 && f.mod != 3 ? std::optional(make(Kind::kOther, f)) : std::nullopt;
+  if ((op >= 0x40 && op <= 0x4f) || (op >= 0x90 && op <= 0x9f) || op == 0xaf || op == 0xb6 ||
+      op == 0xb7 || op == 0xbe || op == 0xbf)
+    return make(Kind::kOther, f);
+  return std::nullopt;
+}
+
+// Capstone's register as StubInsn::reg (by its name, so the two decoders' numbers agree).
+uint16_t reg_from_capstone(csh h, x86_reg r) {
+  static constexpr std::array<std::string_view, 16> k64 = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
+                                                           "rsi", "rdi", "r8",  "r9",  "r10", "r11",
+                                                           "r12", "r13", "r14", "r15"};
+  static constexpr std::array<std::string_view, 16> k32 = {
+      "eax", "ecx", "edx",  "ebx",  "esp",  "ebp",  "esi",  "edi",
+      "r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d"};
+  static constexpr std::array<std::string_view, 16> k16 = {
+      "ax",  "cx",  "dx",   "bx",   "sp",   "bp",   "si",   "di",
+      "r8w", "r9w", "r10w", "r11w", "r12w", "r13w", "r14w", "r15w"};
+  static constexpr std::array<std::string_view, 16> k8 = {
+      "al",  "cl",  "dl",   "bl",   "spl",  "bpl",  "sil",  "dil",
+      "r8b", "r9b", "r10b", "r11b", "r12b", "r13b", "r14b", "r15b"};
+  static constexpr std::array<std::string_view, 4> k8h = {"ah", "ch", "dh", "bh"};
+  const char* c = cs_reg_name(h, r);
+  std::string_view name = c ? c : "";
+  auto find = [&](const auto& names, RegClass cls) -> std::optional<uint16_t> {
+    for (unsigned i = 0; i < names.size(); ++i)
+      if (names[i] == name) return reg_code(cls, i);
+    return std::nullopt;
+  };
+  for (auto v :
+       {find(k64, kR64), find(k32, kR32), find(k16, kR16), find(k8, kLow8), find(k8h, kHigh8)})
+    if (v) return *v;
+  return static_cast<uint16_t>(0x400 + r);
+}
+
+bool is_rip_mem(const cs_x86_op& op) {
+  return op.type == X86_OP_MEM && op.mem.base == X86_REG_RIP && op.mem.index == X86_REG_INVALID;
+}
+
+uint64_t rip_target(const cs_insn& insn, const cs_x86_op& op) {
+  return insn.address + insn.size + static_cast<uint64_t>(op.mem.disp);
+}
+
+}  // namespace
+
+StubInsn stub_insn_from_capstone(csh h, const cs_insn& insn) {
+  StubInsn s;
+  s.length = static_cast<uint8_t>(insn.size);
+  const cs_x86& x = insn.detail->x86;
+  const cs_x86_op* op = x.operands;
+  switch (insn.id) {
+    case X86_INS_CMP:
+      if (x.op_count == 2 && is_rip_mem(op[0]) && op[1].type == X86_OP_IMM) {
+        s.kind = Kind::kCmpRipImm;
+        s.value = rip_target(insn, op[0]);
+        s.imm = static_cast<uint32_t>(op[1].imm);
+      }
+      break;
+    case X86_INS_MOV:
+      if (x.op_count == 2 && op[0].type == X86_OP_REG && op[1].type == X86_OP_IMM &&
+          (op[0].reg == X86_REG_EAX || op[0].reg == X86_REG_RAX)) {
+        s.kind = Kind::kMovEaxImm;
+        s.imm = static_cast<uint32_t>(op[1].imm);
+      } else if (x.op_count == 2 && op[0].type == X86_OP_REG && is_rip_mem(op[1])) {
+        s.kind = Kind::kMovRegRip;
+        s.value = rip_target(insn, op[1]);
+        s.reg = reg_from_capstone(h, op[0].reg);
+      }
+      break;
+    case X86_INS_JMP:
+    case X86_INS_CALL:
+      s.kind = insn.id == X86_INS_CALL ? Kind::kCall : Kind::kJmp;
+      s.operand = Operand::kOther;
+      if (x.op_count == 1 && is_rip_mem(op[0])) {
+        s.operand = Operand::kRip;
+        s.value = rip_target(insn, op[0]);
+      } else if (x.op_count == 1 && op[0].type == X86_OP_REG) {
+        s.operand = Operand::kReg;
+        s.reg = reg_from_capstone(h, op[0].reg);
+      } else if (x.op_count == 1 && op[0].type == X86_OP_IMM) {
+        s.operand = Operand::kImm;
+        s.value = static_cast<uint64_t>(op[0].imm);
+      }
+      break;
+    case X86_INS_RET:
+      s.kind = Kind::kRet;
+      break;
+    case X86_INS_PUSH:
+      s.kind = Kind::kPush;
+      break;
+    default: {
+      bool is_jcc = false;
+      for (uint8_t g = 0; g < insn.detail->groups_count; ++g)
+        is_jcc |= insn.detail->groups[g] == X86_GRP_JUMP;
+      if (is_jcc && x.op_count == 1 && op[0].type == X86_OP_IMM) {
+        s.kind = Kind::kJcc;
+        s.value = static_cast<uint64_t>(op[0].imm);
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr) {
+  const uint8_t* p = code.data();
+  const uint64_t n = code.size();
+  // endbr64 (F3 0F 1E FA), the one F3-prefixed instruction of a stub.
+  if (n >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) {
+    StubInsn s;
+    s.length = 4;
+    return s;
+  }
+  // Prefixes: one 66 at most, then a REX; any other prefix is left to Capstone.
+  uint64_t i = 0;
+  if (i < n && p[i] == 0x66) ++i;
+  Fields f{p, {}, 0};
+  if (i < n && (p[i] & 0xf0) == 0x40) {
+    f.rex = true;
+    f.rex_w = (p[i] & 8) != 0;
+    f.rex_r = (p[i] & 4) != 0;
+    f.rex_b = (p[i] & 1) != 0;
+    ++i;
+  }
+  // 66 with REX.W: REX.W wins, but x86_length sizes a 66-prefixed immediate as 16 bits.
+  if (f.rex_w && i > 0 && p[0] == 0x66) return std::nullopt;
+  if (i >= n || p[i] == 0x66 || (p[i] & 0xf0) == 0x40 || p[i] == 0xc4 || p[i] == 0xc5 ||
+      p[i] == 0x62 || p[i] == 0xf0 || p[i] == 0xf2 || p[i] == 0xf3 || p[i] == 0x67 ||
+      p[i] == 0x2e || p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65)
+    return std::nullopt;
+  auto insn = x86::decode_length(code);
+  if (!insn || insn->vex || insn->map > 1) return std::nullopt;
+  f.insn = *insn;
+  f.next = vaddr + insn->length;
+  if (insn->has_modrm) {
+    f.mod = insn->modrm >> 6;
+    f.reg = (insn->modrm >> 3) & 7;
+    f.rm = insn->modrm & 7;
+  }
+  return insn->map == 0 ? one_byte(f) : two_byte(f);
+}
+
+StubDecoder::StubDecoder() {
+  csh h = 0;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return;
+  handle_ = h;
+  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  insn_ = cs_malloc(h);
+}
+
+StubDecoder::~StubDecoder() {
+  if (insn_) cs_free(insn_, 1);
+  if (handle_) {
+    csh h = handle_;
+    cs_close(&h);
+  }
+}
+
+std::optional<StubInsn> StubDecoder::decode(ByteView code, uint64_t vaddr) {
+  if (auto s = decode_stub_insn_fast(code, vaddr)) return s;
+  ++capstone_decoded_;
+  return decode_capstone(code, vaddr);
+}
+
+std::optional<StubInsn> StubDecoder::decode_capstone(ByteView code, uint64_t vaddr) {
+  const uint8_t* p = code.data();
+  size_t n = code.size();
+  uint64_t a = vaddr;
+  if (insn_ == nullptr || !cs_disasm_iter(handle_, &p, &n, &a, insn_)) return std::nullopt;
+  return stub_insn_from_capstone(handle_, *insn_);
+}
+
+std::string StubDecoder::text(ByteView code, uint64_t vaddr) {
+  const uint8_t* p = code.data();
+  size_t n = code.size();
+  uint64_t a = vaddr;
+  if (insn_ == nullptr || !cs_disasm_iter(handle_, &p, &n, &a, insn_)) return "(undecodable)";
+  return std::string(insn_->mnemonic) + " " + insn_->op_str;
+}
+
+}  // namespace cudatool::cuda

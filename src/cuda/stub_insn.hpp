@@ -1,0 +1,83 @@
+// One instruction of an exported wrapper, as the dispatch decoder (dispatch.cpp) reads it: only
+// what tells a forwarding stub from a body (the teardown guard's compare, a constant in eax, a
+// register loaded from a RIP-relative slot, jumps, calls, returns, pushes, conditional branches),
+// every other instruction being just its length.
+//
+// Two decoders give the same answer. The fast one reads the bytes itself (prefixes, opcode and
+// ModRM from x86_length, then the operand fields, Intel SDM Vol. 2 chapter 2) and knows only the
+// plain general-purpose instructions a stub is made of; for anything else it answers nothing and
+// Capstone decodes the instruction, as it decodes the text of every note. Capstone alone cost
+// ~3,000 host instructions per decoded instruction, most of it printing the text that only the
+// notes read. tests/unit/stub_insn_test.cpp holds the fast decoder to Capstone's answer over
+// every opcode, prefix and ModRM it claims; tests/integration/x86_length_test.cpp over the whole
+// .text of the real drivers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/bytes.hpp"
+
+struct cs_insn;  // <capstone/capstone.h>, included by the .cpp only
+
+namespace cudatool::cuda {
+
+struct StubInsn {
+  enum class Kind : uint8_t {
+    kOther,      // anything the dispatch decoder steps over
+    kCmpRipImm,  // cmp $imm, slot(%rip): `value` the slot, `imm` the immediate
+    kMovEaxImm,  // mov $imm, %eax / %rax: `imm`
+    kMovRegRip,  // mov slot(%rip), %reg: `value` the slot, `reg`
+    kJmp,        // jmp: `operand` says what through
+    kCall,       // call: the same
+    kRet,        // ret / ret $n
+    kPush,       // push of anything
+    kJcc,        // a conditional branch (Capstone's jump group) to `value`
+  };
+  // What a jmp / call goes through: a RIP-relative slot (`value`), a register (`reg`), an
+  // immediate target (`value`), or any other operand (a non-RIP memory operand).
+  enum class Operand : uint8_t { kNone, kRip, kReg, kImm, kOther };
+
+  Kind kind = Kind::kOther;
+  Operand operand = Operand::kNone;
+  uint8_t length = 0;
+  // A register as (class << 5) | number: classes 1 = low byte (al … r15b), 2 = high byte (ah …
+  // bh), 3 = 16-bit, 4 = 32-bit, 5 = 64-bit; anything else (segment registers …) 0x400 + its
+  // Capstone number. Only equality matters.
+  uint16_t reg = 0;
+  uint64_t value = 0;
+  uint32_t imm = 0;
+
+  bool operator==(const StubInsn&) const = default;
+};
+
+// The fast decoder: nothing when the bytes are not one of the plain instructions it knows (then
+// Capstone decides), else exactly what Capstone would say.
+std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr);
+
+// Both decoders behind one Capstone handle (opened once: not thread-safe, one per thread).
+class StubDecoder {
+ public:
+  StubDecoder();
+  ~StubDecoder();
+  StubDecoder(const StubDecoder&) = delete;
+  StubDecoder& operator=(const StubDecoder&) = delete;
+  [[nodiscard]] bool ok() const { return insn_ != nullptr; }
+
+  // The fast decoder, Capstone where it answers nothing; nothing when Capstone cannot decode.
+  std::optional<StubInsn> decode(ByteView code, uint64_t vaddr);
+  // Capstone alone (the reference the fast decoder is tested against).
+  std::optional<StubInsn> decode_capstone(ByteView code, uint64_t vaddr);
+  // "mnemonic operands" as Capstone prints them (Intel syntax), for notes.
+  std::string text(ByteView code, uint64_t vaddr);
+  // Instructions Capstone decoded for decode() (the fast decoder did not know them).
+  [[nodiscard]] uint64_t capstone_decoded() const { return capstone_decoded_; }
+
+ private:
+  size_t handle_ = 0;  // csh
+  ::cs_insn* insn_ = nullptr;
+  uint64_t capstone_decoded_ = 0;
+};
+
+}  // namespace cudatool::cuda
