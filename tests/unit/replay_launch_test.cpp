@@ -457,6 +457,25 @@ TEST(ReplayVidmem, WhatIsWrittenIsReadBack) {
   EXPECT_EQ(vm_read(&g.vm, at, back.data(), 4), 0u);
 }
 
+// Clearing memory never written makes no backing (libcuda 580 clears tens of MiB of video memory
+// it never uses during context creation): zeros bound for a chunk that does not exist are taken
+// as written; a chunk that exists is cleared.
+TEST(ReplayVidmem, ZerosMakeNoBacking) {
+  Gpu g;
+  std::vector<uint8_t> zeros(3 * VM_CHUNK, 0);
+  EXPECT_EQ(vm_write(&g.vm, kVidVa, zeros.data(), zeros.size()), zeros.size());
+  EXPECT_EQ(g.vm.chunks, 0u);
+  uint8_t one = 0x77;
+  EXPECT_EQ(vm_write(&g.vm, kVidVa + VM_CHUNK + 5, &one, 1), 1u);
+  EXPECT_EQ(g.vm.chunks, 1u);
+  EXPECT_EQ(vm_write(&g.vm, kVidVa, zeros.data(), zeros.size()), zeros.size());
+  EXPECT_EQ(g.vm.chunks, 1u);
+  uint8_t back = 0xee;
+  EXPECT_EQ(vm_read(&g.vm, kVidVa + VM_CHUNK + 5, &back, 1), 1u);
+  EXPECT_EQ(back, 0);  // the existing chunk was cleared
+  EXPECT_EQ(g.vm.dropped_writes, 0u);
+}
+
 TEST(ReplayVidmem, PastTheCapWritesAreDroppedAndCounted) {
   Gpu g(4 * VM_CHUNK);
   std::vector<uint8_t> data(6 * VM_CHUNK, 0x5a);

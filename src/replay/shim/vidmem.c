@@ -110,6 +110,13 @@ uint64_t vm_read(struct vidmem* v, uint64_t va, void* dst, uint64_t n) {
   return n;
 }
 
+static int all_zero(const uint8_t* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return 0;
+  }
+  return 1;
+}
+
 uint64_t vm_write(struct vidmem* v, uint64_t va, const void* src, uint64_t n) {
   if (!vm_covers(v, va, n)) return 0;
   const uint8_t* in_bytes = (const uint8_t*)src;
@@ -117,7 +124,13 @@ uint64_t vm_write(struct vidmem* v, uint64_t va, const void* src, uint64_t n) {
   for (uint64_t done = 0; done < n;) {
     uint64_t at = va + done, in = at % VM_CHUNK, k = VM_CHUNK - in;
     if (k > n - done) k = n - done;
-    uint8_t* c = chunk(v, at / VM_CHUNK, 1);
+    uint8_t* c = chunk(v, at / VM_CHUNK, 0);
+    if (c == 0 && all_zero(in_bytes + done, k)) { /* an unwritten chunk already reads so */
+      kept += k;
+      done += k;
+      continue;
+    }
+    if (c == 0) c = chunk(v, at / VM_CHUNK, 1);
     if (c != 0) {
       memcpy(c + in, in_bytes + done, k);
       kept += k;

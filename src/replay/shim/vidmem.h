@@ -7,9 +7,9 @@
  * what was sent).
  *
  * Sparse and made lazily: a range costs nothing until it is written; each written 64 KiB chunk
- * of it is one anonymous mapping, made at its first write; what was never written reads as
- * zeros. Capped: past `cap_bytes` of chunks a write is dropped and counted (the report says the
- * cap was hit), never an allocation failure inside the program.
+ * of it is one anonymous mapping, made at its first write of a non-zero byte; what was never
+ * written reads as zeros. Capped: past `cap_bytes` of chunks a write is dropped and counted (the
+ * report says the cap was hit), never an allocation failure inside the program.
  *
  * Plain C for the replay shim: no allocation but the caller's (vm_ops: the shim maps with its
  * own system calls), no lock (the caller holds the fake GPU's). The chunk index is a table the
@@ -71,7 +71,8 @@ int vm_covers(const struct vidmem* v, uint64_t va, uint64_t n);
 
 /* Reads n bytes at va (zeros where nothing was written): n, or 0 when vm_covers says no. */
 uint64_t vm_read(struct vidmem* v, uint64_t va, void* dst, uint64_t n);
-/* Writes n bytes at va: n, 0 when vm_covers says no; fewer when the cap dropped some. */
+/* Writes n bytes at va: n, 0 when vm_covers says no; fewer when the cap dropped some. Zeros
+ * bound for a chunk never written make none (libcuda clears tens of MiB it never uses). */
 uint64_t vm_write(struct vidmem* v, uint64_t va, const void* src, uint64_t n);
 /* The backing of [va, va + n) when it lies in one chunk (made when `make`): for semaphores,
  * which are read and written atomically in place; NULL otherwise. */
