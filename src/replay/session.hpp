@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
+#include "replay/kernels.hpp"
 #include "replay/replay_log.hpp"
 
 namespace cudatool::replay {
@@ -27,6 +28,7 @@ struct ReplayOptions {
   bool capture_output = false;            // collect the program's stdout+stderr (bisect --fails-if)
   bool quiet_program = false;             // send the program's stdout/stderr to /dev/null
   std::string keep_dir;                   // keep the run's files here (debugging); "" removes them
+  std::string execute = "none";           // compute launches: "none" completes, "stop" stops
 };
 
 enum class Outcome : uint8_t {
@@ -67,6 +69,18 @@ struct Stall {
   std::string message;         // "libcuda waits at libcuda+0x… (fn_…) for the semaphore at …"
 };
 
+// A compute launch the fake GPU completed without executing it (RP_LOG_LAUNCH), with its kernel
+// named by its code among the CUDA images the program opened (kernels.hpp).
+struct LaunchRecord {
+  uint64_t seq = 0;  // in the log's order of replayed calls
+  uint64_t t_ns = 0;
+  int pid = 0;
+  rp_log_launch launch{};
+  std::vector<uint8_t> code, cb0;  // as the fake GPU read them
+  std::optional<KernelMatch> kernel;
+  std::vector<LaunchParam> params;  // cut from cb0 by the kernel's layout
+};
+
 struct ReplayReport {
   std::string trace;
   std::vector<std::string> argv;
@@ -89,6 +103,11 @@ struct ReplayReport {
   uint64_t gpu_entries = 0, gpu_releases = 0;
   uint64_t gpu_maps = 0, gpu_maps_known = 0;  // RM device mmaps; those tied to a memory object
   uint64_t gpu_launches = 0;                  // compute launches the fake GPU came to
+  std::string execute = "none";               // --execute: "none" (completed) or "stop"
+  rp_compute_stats compute{};                 // the compute engines' figures
+  rp_vidmem_stats vidmem{};                   // video memory backed
+  std::vector<LaunchRecord> launches;         // completed, in order
+  std::vector<std::string> images;            // CUDA image files the program opened
   // Channels whose work the fake GPU left undone when the run ended, and what each means.
   struct Unfinished {
     rp_channel_state channel;
@@ -101,6 +120,9 @@ struct ReplayReport {
   double wall_s = 0;
   int verdict = 0;  // 0 faithful, 1 findings (deviations, stopped), 2 refused / not run
 };
+
+// One launch in a line: "add1 grid 1024x1x1 block 256x1x1 shared 0 B (params 0x…, 0x40000) …".
+std::string launch_line(const LaunchRecord& l);
 
 // The name of a host semaphore acquire operation (clc86f.h / clc56f.h SEM_EXECUTE_OPERATION).
 std::string_view acquire_op_name(uint32_t op);
