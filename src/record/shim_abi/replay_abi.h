@@ -421,8 +421,7 @@ struct rp_log_rec {
 #define RP_LOG_EXEC 101    /* a shim started in a new program image */
 #define RP_LOG_ENV 102     /* an environment call: path string follows, ret/err, `req` = op */
 #define RP_LOG_REFUSED 103 /* the program loaded another driver's libcuda: message follows */
-#define RP_LOG_LAUNCH 104  /* a compute launch completed without execution: rp_log_launch follows \
-                            */
+#define RP_LOG_LAUNCH 104  /* a launch completed, not executed: rp_log_launch follows */
 #define RP_LOG_IMAGE 105   /* the program opened a CUDA image file (cubin, fatbin): its path */
 
 /* RP_LOG_LAUNCH's payload (nbufs 0): the launch as its QMD gives it, then code_len bytes of the
