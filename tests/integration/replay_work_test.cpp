@@ -80,13 +80,13 @@ TEST_F(ReplayWork, TheLaunchIsCompletedReportedAndAnsweredToTheEnd) {
   ASSERT_EQ(l["params"].size(), 2u) << l.dump(1);
   EXPECT_NE(l["params"][0]["value"], 0) << l.dump(1);  // the device pointer
   EXPECT_EQ(l["params"][1]["value"], 262144) << l.dump(1);
-  // No call the recording does not answer (the polls of a waiting cuCtxSynchronize were).
-  EXPECT_TRUE(deviations(r.report, "unrecorded").empty() || [&] {
-    for (const json& d : deviations(r.report, "unrecorded")) {
-      if (d["outcome"] != "unrecorded_succeeded") return false;
-    }
-    return true;
-  }()) << r.report["deviations"].dump(1);
+  // No call the recording does not answer (before, the polls of a waiting cuCtxSynchronize):
+  // what is unrecorded is closes and unmaps (a capture records none) and the replay's own dups.
+  for (const json& d : deviations(r.report, "unrecorded")) {
+    EXPECT_TRUE(d["outcome"] == "unrecorded_succeeded" || d["outcome"] == "unrecorded_carried_out")
+        << d.dump();
+  }
+  EXPECT_TRUE(deviations(r.report, "out_of_order").empty()) << r.report["deviations"].dump(1);
   // The replayed run against the recording: the calls after the launch (copy back, frees,
   // module unload, context release) were made and answered as recorded.
   RunResult ab = run({cudatool_bin(), "ab", "--json", "--all", trace_, replayed});
