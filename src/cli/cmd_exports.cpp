@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "base/glob_match.h"
 #include "base/glob_check.hpp"
+#include "base/glob_match.h"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
