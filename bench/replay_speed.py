@@ -11,7 +11,10 @@
 2. With --libcuda: the wall time of `cudatool replay` of cuda_probe (tools/cuda_probe, build/cuda_probe) up to
    the end of context creation (cuDevicePrimaryCtxRetain, cuCtxSetCurrent), answered from the
    imported trace_a capture; and of `--bisect` between a replay of it and one with FB_GET_INFO_V2
-   injected to fail.
+   injected to fail; and of cuda_probe work (work.c's alloc, copy, module, launch, sync, copy back:
+   build/tests/fixtures/kern_sm90.cubin) to its end, with the launch completed without execution
+   (--execute none, the default) and with the fake GPU stopping at it (--execute stop: libcuda's
+   cuCtxSynchronize then polls until it gives up), and the ratio of the two.
 Nothing here asserts a time.
 """
 import argparse
@@ -85,6 +88,13 @@ def main():
             walls = [run([CUDATOOL, "replay", trace, "-q", "--"] + probe + ["ctx"])[1] for _ in range(a.runs)]
             print(f"cuda_probe ctx replayed to the end of context creation: median {statistics.median(walls):.3f} s "
                   f"wall of {a.runs}")
+            work = probe + ["work", os.path.join(FIX, "kern_sm90.cubin")]
+            by = {}
+            for how in ("none", "stop"):
+                by[how] = statistics.median(
+                    [run([CUDATOOL, "replay", trace, "-q", "--execute", how, "--"] + work)[1] for _ in range(a.runs)])
+            print(f"cuda_probe work replayed to its end: --execute none median {by['none']:.2f} s, "
+                  f"--execute stop {by['stop']:.2f} s wall of {a.runs}; stop/none {by['stop'] / by['none']:.1f}")
             good, bad = os.path.join(tmp, "good.jsonl"), os.path.join(tmp, "bad.jsonl")
             run([CUDATOOL, "replay", trace, "-q", "-o", good, "--"] + probe + ["init"])
             run([CUDATOOL, "replay", trace, "-q", "-o", bad, "--inject",

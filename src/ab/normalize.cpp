@@ -143,6 +143,9 @@ struct CallImage {
 }  // namespace
 
 void Normalizer::add(const trace::Event& ev) {
+  // A compute launch a replay's fake GPU completed ("launch", docs/replay.md) reports GPU work,
+  // not a call the program made: nothing to compare with a recording.
+  if (ev.sys == trace::Sys::kUnknown && ev.sys_raw == "launch") return;
   State& s = *st_;
   const rm::Tables& t = s.t;
   NormEvent ne;

@@ -28,6 +28,7 @@ struct ReplayCliOptions {
   std::string fails_if;
   std::string functions;  // --functions[=GLOBS]; "" not given
   std::string functions_lib;
+  std::string execute = "none";
   double deadline = 10;
   bool bisect = false;
   bool json = false;
@@ -156,6 +157,7 @@ int run_replay_cmd(ReplayCliOptions& o) {
   ro.argv = command;
   ro.output = o.output;
   ro.deadline_s = o.deadline;
+  ro.execute = o.execute;
   ro.shim = o.shim;
   ro.keep_dir = o.keep;
   ro.functions = o.functions;
@@ -201,6 +203,12 @@ void register_replay(CLI::App& app, int* exit_code) {
                   "write the replayed run as a trace (header mode \"replay\"), for cudatool ab");
   cmd->add_option("--deadline", o->deadline,
                   "stop the program after this many seconds without progress (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--execute", o->execute,
+                  "compute launches: none = completed without running the kernel (their "
+                  "semaphores released, each reported); stop = the fake GPU stops at each, as a "
+                  "GPU that never finishes")
+      ->check(CLI::IsMember({"none", "stop"}))
       ->capture_default_str();
   add_force_flag(cmd, o->force);
   cmd->add_flag("--json", o->json, "print the report as JSON (schema cudatool.replay/1)");
@@ -251,12 +259,17 @@ void register_replay(CLI::App& app, int* exit_code) {
       "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
       "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB && cudatool "
       "decode f.trace --functions\n"
+      "  cudatool replay a.trace --execute stop -- ./work kern.cubin\n"
       "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"
       "/dev/nvidia* calls are answered from TRACE (never the host's device nodes; nothing is\n"
       "created), its view of /proc/driver/nvidia and /sys comes from the trace, and a minimal\n"
-      "fake GPU carries out channel semaphores so that context creation completes. Compute work\n"
-      "is not executed: a program that waits for it is stopped after --deadline and the report\n"
-      "says where it waits. The report goes to stderr (stdout is the program's).\n"
+      "fake GPU carries out channel work: semaphores, copies and fills (video memory is backed\n"
+      "by the replay), and compute launches, completed without running the kernel (--execute\n"
+      "none: the results are not the GPU's) and reported with the kernel's name, grid, block and\n"
+      "parameters. A program that waits for what the fake GPU cannot do is stopped after\n"
+      "--deadline and the report says where it waits. The report goes to stderr (stdout is the\n"
+      "program's).\n"
+
       "Exit status (the verdict, not the program's: see --program-status): 0 every device call\n"
       "was answered in order from the recording and the program ended; 1 deviations (unrecorded,\n"
       "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"

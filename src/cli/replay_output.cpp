@@ -4,6 +4,7 @@
 #include <map>
 
 #include "ab/verdict.hpp"
+#include "base/hex.hpp"
 #include "base/json_writer.hpp"
 #include "cli/crash_output.hpp"
 #include "cli/function_summary_output.hpp"
@@ -115,6 +116,39 @@ std::string deviation_lines(const std::vector<Deviation>& all) {
 
 }  // namespace
 
+namespace {
+
+// The compute launches (completed without execution, or stopped at) and video memory.
+std::string fake_gpu_compute_lines(const replay::ReplayReport& r) {
+  std::string out;
+  const rp_compute_stats& c = r.compute;
+  if (!r.launches.empty() || c.launches != 0 || c.null_grids != 0) {
+    out += fmt::format(
+        "fake GPU: {} compute launch{} completed, not executed (--execute {}: no kernel ran; "
+        "what the kernels compute is not in the program's results), {} QMD and report "
+        "semaphore releases\n",
+        c.launches, c.launches == 1 ? "" : "es", r.execute, c.releases);
+  }
+  for (const auto& l : r.launches) out += "  launch: " + replay::launch_line(l) + "\n";
+  if (c.stopped != 0) {
+    out += fmt::format("fake GPU: stopped at {} compute launch{}{}\n", c.stopped,
+                       c.stopped == 1 ? "" : "es",
+                       r.execute == "stop" ? " (--execute stop)" : " (a QMD it cannot read)");
+  }
+  const rp_vidmem_stats& v = r.vidmem;
+  if (v.ranges != 0) {
+    out += fmt::format("fake GPU: video memory: {} GPU ranges backed, {} KiB written{}\n", v.ranges,
+                       v.backed_bytes / 1024,
+                       v.dropped_bytes == 0
+                           ? std::string()
+                           : fmt::format("; the {} MiB cap was hit: {} bytes of {} writes dropped",
+                                         v.cap_bytes >> 20, v.dropped_bytes, v.dropped_writes));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string render_replay_text(const replay::ReplayReport& r) {
   std::string out;
   out += fmt::format("replay: {} — driver {}, {} recorded device calls\n", r.trace,
@@ -145,10 +179,7 @@ std::string render_replay_text(const replay::ReplayReport& r) {
         "mappings tied to a memory object\n",
         r.gpu_entries, r.gpu_releases, r.gpu_maps_known, r.gpu_maps);
   }
-  if (r.gpu_launches != 0) {
-    out += fmt::format("fake GPU: came to {} compute launch{} and stopped its channel there\n",
-                       r.gpu_launches, r.gpu_launches == 1 ? "" : "es");
-  }
+  out += fake_gpu_compute_lines(r);
   for (const auto& u : r.unfinished) out += "  unfinished: " + u.message + "\n";
   if (!r.deviations.empty()) {
     out +=
@@ -177,6 +208,55 @@ std::string render_replay_text(const replay::ReplayReport& r) {
                                                        : "refused (2)");
   return out;
 }
+
+namespace {
+
+void launches_json(JsonWriter& w, const replay::ReplayReport& r) {
+  w.key("launches").begin_array();
+  for (const auto& l : r.launches) {
+    const rp_log_launch& x = l.launch;
+    w.begin_object().kv("seq", l.seq).kv_hex("channel", x.channel).kv_hex("class", x.cls);
+    w.kv_or_null("kernel", l.kernel ? l.kernel->name : std::string());
+    w.kv_or_null("image", l.kernel ? l.kernel->image : std::string());
+    w.kv_hex("program", x.program).kv_hex("qmd", x.qmd_va);
+    w.kv("qmd_version", fmt::format("{:02}_{:02}", x.qmd_major, x.qmd_minor));
+    w.key("grid").begin_array().value(x.grid[0]).value(x.grid[1]).value(x.grid[2]).end_array();
+    w.key("block").begin_array().value(x.block[0]).value(x.block[1]).value(x.block[2]).end_array();
+    w.kv("shared_bytes", x.shared_bytes).kv("registers", x.registers);
+    w.kv_hex("cb0", x.cb0_va).kv("cb0_size", x.cb0_size);
+    w.key("params");
+    if (l.kernel) {
+      w.begin_array();
+      for (const auto& p : l.params) {
+        w.begin_object().kv("ordinal", p.ordinal).kv_hex("offset", p.offset).kv("size", p.size);
+        w.kv("bytes", to_hex(ByteView(p.bytes.data(), p.bytes.size())));
+        w.key("value");
+        p.value ? w.value(*p.value) : w.null();
+        w.end_object();
+      }
+      w.end_array();
+    } else {
+      w.null();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.kv("executed", false).kv("execute", r.execute);
+  const rp_compute_stats& c = r.compute;
+  w.key("compute").begin_object().kv("launches", c.launches).kv("null_grids", c.null_grids);
+  w.kv("releases", c.releases).kv("lost", c.lost).kv("inline_bytes", c.i2m_bytes);
+  w.kv("dependents_unread", c.deps_unread).kv("block_linear_bytes", c.block_linear);
+  w.kv("stopped", c.stopped).end_object();
+  const rp_vidmem_stats& v = r.vidmem;
+  w.key("vidmem").begin_object().kv("cap_bytes", v.cap_bytes).kv("backed_bytes", v.backed_bytes);
+  w.kv("ranges", v.ranges).kv("dropped_bytes", v.dropped_bytes);
+  w.kv("dropped_writes", v.dropped_writes).kv("ranges_refused", v.ranges_refused).end_object();
+  w.key("images").begin_array();
+  for (const auto& i : r.images) w.value(i);
+  w.end_array();
+}
+
+}  // namespace
 
 std::string render_replay_json(const replay::ReplayReport& r) {
   std::string out;
@@ -248,16 +328,17 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   w.key("fake_gpu").begin_object().kv("gpfifo_entries", r.gpu_entries);
   w.kv("semaphore_releases", r.gpu_releases);
   w.kv("mappings", r.gpu_maps).kv("mappings_known", r.gpu_maps_known);
-  w.kv("launches", r.gpu_launches);
+  w.kv("launches_reached", r.gpu_launches);
+  launches_json(w, r);
   w.key("unfinished").begin_array();
-  static constexpr const char* kStops[] = {"idle", "acquire", "launch", "unmapped"};
+  static constexpr const char* kStops[] = {"idle", "acquire", "launch", "unmapped", "compute"};
   for (const auto& u : r.unfinished) {
     const rp_channel_state& c = u.channel;
     w.begin_object().kv_hex("channel", c.handle).kv_hex("class", c.cls);
-    w.kv("stop", c.stop < 4 ? kStops[c.stop] : "?").kv("pending_entries", c.pending);
+    w.kv("stop", c.stop < 5 ? kStops[c.stop] : "?").kv("pending_entries", c.pending);
     w.kv("launches", c.launches);
     w.key("acquire");
-    if (c.stop == RP_CH_ACQUIRE) {
+    if (c.stop == RP_CH_ACQUIRE || c.stop == RP_CH_COMPUTE) {
       w.begin_object().kv_hex("gpu_va", c.sem_va).kv_hex("want", c.want).kv_hex("value", c.value);
       w.kv("operation", replay::acquire_op_name(c.acq_op)).end_object();
     } else {

@@ -95,10 +95,15 @@ Result<ReplayLog> parse_log(ByteView bytes) {
       r.bufs.push_back(std::move(lb));
     }
     if (!bad &&
-        (sys == RP_LOG_ENV || sys == RP_OPEN || sys == RP_LOG_REFUSED || sys == RP_LOG_EXEC) &&
+        (sys == RP_LOG_ENV || sys == RP_OPEN || sys == RP_LOG_REFUSED || sys == RP_LOG_EXEC ||
+         sys == RP_LOG_IMAGE) &&
         b.remaining() > 0) {
       auto s = rec.cstring(b.pos());
       if (s) r.text = std::string(*s);
+    }
+    if (!bad && sys == RP_LOG_LAUNCH) {
+      ByteView rest = b.bytes(b.remaining());
+      r.payload.assign(rest.data(), rest.data() + rest.size());
     }
     if (!bad) log.records.push_back(std::move(r));
     off += size;

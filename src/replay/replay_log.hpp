@@ -38,7 +38,8 @@ struct LogRecord {
   uint64_t addr = 0, len = 0, prot = 0, flags = 0, off = 0;
   int32_t child = 0;
   std::vector<LogBuffer> bufs;
-  std::string text;  // environment calls, refusals: the path or message
+  std::string text;              // environment calls, refusals, CUDA images: the path or message
+  std::vector<uint8_t> payload;  // RP_LOG_LAUNCH: rp_log_launch, the code, c[0]
 };
 
 struct ReplayLog {

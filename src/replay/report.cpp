@@ -159,7 +159,15 @@ std::string unfinished_message(const rp_channel_state& c) {
           acquire_op_name(c.acq_op), c.sem_va, c.want, c.value);
       break;
     case RP_CH_LAUNCH:
-      why = "the first is a compute launch";
+      why =
+          "the first is a compute launch the fake GPU stopped at (--execute stop, or a QMD it "
+          "cannot read)";
+      break;
+    case RP_CH_COMPUTE:
+      why = fmt::format(
+          "the first waits at a compute-class semaphore acquire (REPORT_SEMAPHORE_EXECUTE): "
+          "0x{:x} is to reach 0x{:x} and holds 0x{:x}",
+          c.sem_va, c.want, c.value);
       break;
     case RP_CH_UNMAPPED:
       why = "the first's pushbuffer lies in memory the replay cannot see";
@@ -294,6 +302,9 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
   rep.gpu_maps = state.gpu_maps;
   rep.gpu_maps_known = state.gpu_maps_known;
   rep.gpu_launches = state.gpu_launches;
+  rep.compute = state.compute;
+  rep.vidmem = state.vidmem;
+  add_launches(log, rep);
   uint32_t nch = std::min<uint32_t>(state.n_channels, RP_MAX_CHANNELS);
   for (uint32_t k = 0; k < nch; ++k) {
     const rp_channel_state& c = state.channels[k];
@@ -380,10 +391,11 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     rep.verdict = 2;
     return;
   }
-  // GPU work left undone (compute launches above all) is a finding even when the program ended:
-  // what it computed did not happen.
+  // GPU work left undone (a launch stopped at above all) is a finding even when the program
+  // ended. Launches completed without execution (--execute none) are not: that is the replay's
+  // stated model, and the report says that their results are not the GPU's.
   bool finding = rep.end == "deadline" || rep.end == "time_limit" || rep.end == "stopped" ||
-                 rep.end == "signal" || !rep.unfinished.empty() || rep.gpu_launches != 0;
+                 rep.end == "signal" || !rep.unfinished.empty() || rep.compute.stopped != 0;
   for (const Deviation& d : rep.deviations) {
     if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
         d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {

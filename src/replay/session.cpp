@@ -187,7 +187,8 @@ record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
   spec.set_env = {{RP_ENV_TABLE, files.table_path},
                   {RP_ENV_STATE, files.state_path},
                   {RP_ENV_LOG, files.log_path},
-                  {RP_ENV_ROOT, root}};
+                  {RP_ENV_ROOT, root},
+                  {RP_ENV_EXECUTE, o.execute}};
   spec.dir = o.work_dir;
   spec.own_group = true;  // ended as one, with what it leaves behind
   spec.catch_crashes = o.crash_report;
@@ -272,6 +273,7 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   if (fr) rep.functions = fr->outcome();
   rep.trace = rec.path;
   rep.argv = o.argv;
+  rep.execute = o.execute;
   record::Watch watch;
   watch.poll_ms = 20;
   bool stopped = false;

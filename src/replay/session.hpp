@@ -16,6 +16,7 @@
 #include "record/function_recorder.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
+#include "replay/kernels.hpp"
 #include "replay/replay_log.hpp"
 
 namespace cudatool::replay {
@@ -33,9 +34,10 @@ struct ReplayOptions {
   std::string work_dir;                   // the command's working directory ("" ours): explore's
   double time_limit_s = 0;                // stop after this long in all (0: never): explore
   std::function<bool()> stop;             // true ends the run at once (explore's Ctrl-C)
-  std::string functions;      // --functions GLOBS: libcuda's function calls into -o ("" none)
-  std::string functions_lib;  // --functions-lib: the library to plan ("" as CMD names it)
-  bool crash_report = true;   // trace the command for a crash report (record::LaunchSpec)
+  std::string functions;         // --functions GLOBS: libcuda's function calls into -o ("" none)
+  std::string functions_lib;     // --functions-lib: the library to plan ("" as CMD names it)
+  bool crash_report = true;      // trace the command for a crash report (record::LaunchSpec)
+  std::string execute = "none";  // compute launches: "none" completes, "stop" stops
 };
 
 enum class Outcome : uint8_t {
@@ -76,6 +78,18 @@ struct Stall {
   std::string message;         // "libcuda waits at libcuda+0x… (fn_…) for the semaphore at …"
 };
 
+// A compute launch the fake GPU completed without executing it (RP_LOG_LAUNCH), with its kernel
+// named by its code among the CUDA images the program opened (kernels.hpp).
+struct LaunchRecord {
+  uint64_t seq = 0;  // in the log's order of replayed calls
+  uint64_t t_ns = 0;
+  int pid = 0;
+  rp_log_launch launch{};
+  std::vector<uint8_t> code, cb0;  // as the fake GPU read them
+  std::optional<KernelMatch> kernel;
+  std::vector<LaunchParam> params;  // cut from cb0 by the kernel's layout
+};
+
 struct ReplayReport {
   std::string trace;
   std::vector<std::string> argv;
@@ -102,6 +116,11 @@ struct ReplayReport {
   uint64_t gpu_entries = 0, gpu_releases = 0;
   uint64_t gpu_maps = 0, gpu_maps_known = 0;  // RM device mmaps; those tied to a memory object
   uint64_t gpu_launches = 0;                  // compute launches the fake GPU came to
+  std::string execute = "none";               // --execute: "none" (completed) or "stop"
+  rp_compute_stats compute{};                 // the compute engines' figures
+  rp_vidmem_stats vidmem{};                   // video memory backed
+  std::vector<LaunchRecord> launches;         // completed, in order
+  std::vector<std::string> images;            // CUDA image files the program opened
   // Channels whose work the fake GPU left undone when the run ended, and what each means.
   struct Unfinished {
     rp_channel_state channel;
@@ -115,6 +134,9 @@ struct ReplayReport {
   double wall_s = 0;
   int verdict = 0;  // 0 faithful, 1 findings (deviations, stopped), 2 refused / not run
 };
+
+// One launch in a line: "add1 grid 1024x1x1 block 256x1x1 shared 0 B (params 0x…, 0x40000) …".
+std::string launch_line(const LaunchRecord& l);
 
 // The name of a host semaphore acquire operation (clc86f.h / clc56f.h SEM_EXECUTE_OPERATION).
 std::string_view acquire_op_name(uint32_t op);

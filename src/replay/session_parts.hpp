@@ -17,4 +17,8 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
                   const rp_state& state, const uint8_t* answered, const Environment& env,
                   ReplayReport& rep);
 
+// The compute launches the fake GPU logged, their kernels named among the CUDA images the program
+// opened and their parameters cut by the kernel's layout. launch_report.cpp.
+void add_launches(const ReplayLog& log, ReplayReport& rep);
+
 }  // namespace cudatool::replay

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/hex.hpp"
+#include "base/json_writer.hpp"
 #include "record/tracee_memory.hpp"
 #include "replay/session.hpp"
 #include "rm/nv_ioctl_abi.h"
@@ -62,6 +64,41 @@ std::string_view fixed_role(uint16_t r) {
     default:
       return "";
   }
+}
+
+// A compute launch the fake GPU completed, as a "launch" record of the replayed trace: not a call
+// the program made (its sys is a name trace readers keep as they find it; ab leaves it out of the
+// comparison), what the replay report's fake_gpu.launches[] says of it.
+trace::Event launch_event(const LaunchRecord& l) {
+  const rp_log_launch& x = l.launch;
+  trace::Event ev;
+  ev.sys = trace::Sys::kUnknown;
+  ev.sys_raw = "launch";
+  ev.pid = ev.tid = l.pid;
+  ev.fd = -1;
+  auto field = [&](std::string key, auto&& write) {
+    std::string text;
+    JsonWriter w(text, false);
+    write(w);
+    ev.extra.push_back({std::move(key), std::move(text)});
+  };
+  auto triple = [](const uint32_t(&v)[3]) {
+    return [&v](JsonWriter& w) { w.begin_array().value(v[0]).value(v[1]).value(v[2]).end_array(); };
+  };
+  field("channel", [&](JsonWriter& w) { w.value(fmt::format("0x{:x}", x.channel)); });
+  field("class", [&](JsonWriter& w) { w.value(fmt::format("0x{:x}", x.cls)); });
+  field("kernel", [&](JsonWriter& w) { l.kernel ? w.value(l.kernel->name) : w.null(); });
+  field("program", [&](JsonWriter& w) { w.value(fmt::format("0x{:x}", x.program)); });
+  field("grid", triple(x.grid));
+  field("block", triple(x.block));
+  field("shared_bytes", [&](JsonWriter& w) { w.value(x.shared_bytes); });
+  field("params", [&](JsonWriter& w) {
+    w.begin_array();
+    for (const LaunchParam& p : l.params) w.value(to_hex(ByteView(p.bytes.data(), p.bytes.size())));
+    w.end_array();
+  });
+  field("executed", [&](JsonWriter& w) { w.value(false); });
+  return ev;
 }
 
 }  // namespace
@@ -266,11 +303,19 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   uint64_t seq = 0, last_t = 0;
   int main_pid = 0;
   std::unordered_map<uint64_t, uint64_t> seq_of_log;  // the shims' numbers → the trace's
+  auto next_launch = report.launches.begin();
   for (const LogRecord& r : log.records) {
-    trace::Event ev = event_of(r, table);
-    if (ev.sys == trace::Sys::kUnknown) continue;
-    if (main_pid == 0) main_pid = r.pid;
-    name_members(rec, table, r, ev);
+    trace::Event ev;
+    if (r.sys == RP_LOG_LAUNCH) {
+      while (next_launch != report.launches.end() && next_launch->seq < r.seq) ++next_launch;
+      if (next_launch == report.launches.end() || next_launch->seq != r.seq) continue;
+      ev = launch_event(*next_launch);
+    } else {
+      ev = event_of(r, table);
+      if (ev.sys == trace::Sys::kUnknown) continue;
+      if (main_pid == 0) main_pid = r.pid;
+      name_members(rec, table, r, ev);
+    }
     seq_of_log[r.seq] = seq;
     ev.seq = seq++;
     ev.t_ns = r.t_ns >= t0 ? r.t_ns - t0 : 0;

@@ -4,8 +4,9 @@
 // length mapped alike, so only MAP_MEMORY's fd tells the replay which mmap shows which),
 // allocates a GPFIFO channel in it and submits work. Recorded on fake nodes
 // nothing runs the channel and every ioctl fails; replayed with those answers made successes
-// (--inject ret=0), the fake GPU carries out the host and copy-engine work, and stops at a
-// compute launch with a report that names the semaphore the library waits for.
+// (--inject ret=0), the fake GPU carries out the host and copy-engine work, and completes a
+// compute launch without executing it (or, with --execute stop, stops there with a report that
+// names the semaphore the library waits for).
 #include <gtest/gtest.h>
 #include <fstream>
 
@@ -112,10 +113,56 @@ TEST(ReplayFakeGpu, HostAndCopyEngineWorkIsCarriedOut) {
   EXPECT_EQ(r.report["end"], "exit");
 }
 
-TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
+// The default, --execute none: the fake GPU reads the launch as the GPU would (the QMD nv_lib.c
+// wrote: version 04_00, grid, block, program, constant buffer 0, a release semaphore) and
+// completes it without executing it: the QMD's release and the host release after it come, the
+// channel's entry is carried out, and the launch is reported with what its QMD says.
+TEST(ReplayFakeGpu, ALaunchIsCompletedNotExecutedAndReported) {
+  LibRecording rec = record_lib("rg-launch-done", "launch");
+  std::vector<std::string> extra = rec.injections;
+  extra.insert(extra.end(), {"--deadline", "5"});
+  ReplayRun r = replay(rec.trace, extra, lib_cmd(rec.dir, "launch", "600000"), 60);
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  EXPECT_EQ(r.report["end"], "exit") << r.report.dump(1);
+  uint64_t mem = 0;
+  for (const json& e : json_lines(r.run.out)) {
+    if (e.contains("mem")) mem = std::stoull(e["mem"].get<std::string>(), nullptr, 16);
+  }
+  ASSERT_NE(mem, 0u) << r.run.out;
+  json work = work_line(json_lines(r.run.out));
+  ASSERT_TRUE(work.is_object()) << r.run.out;
+  EXPECT_EQ(work["qmd"], true) << "the QMD's release semaphore was not written";
+  EXPECT_EQ(work["host"], true) << "the host release after the launch did not come";
+  EXPECT_EQ(work["gp_get"], 1);
+  const json& gpu = r.report["fake_gpu"];
+  EXPECT_TRUE(gpu["unfinished"].empty()) << gpu.dump(1);
+  EXPECT_EQ(gpu["executed"], false);
+  EXPECT_EQ(gpu["execute"], "none");
+  EXPECT_EQ(gpu["compute"]["launches"], 1);
+  EXPECT_EQ(gpu["compute"]["stopped"], 0);
+  ASSERT_EQ(gpu["launches"].size(), 1u) << gpu.dump(1);
+  const json& l = gpu["launches"][0];
+  auto hex = [](const json& v) { return std::stoull(v.get<std::string>(), nullptr, 16); };
+  EXPECT_EQ(l["grid"], json::array({4, 1, 1}));
+  EXPECT_EQ(l["block"], json::array({128, 1, 1}));
+  EXPECT_EQ(l["qmd_version"], "04_00");
+  EXPECT_EQ(hex(l["qmd"]), mem + 0x1400);
+  EXPECT_EQ(hex(l["program"]), mem + 0x1200);
+  EXPECT_EQ(hex(l["cb0"]), mem + 0x1600);
+  EXPECT_EQ(l["cb0_size"], 0x240);
+  EXPECT_EQ(l["class"], "0xcbc0");
+  EXPECT_TRUE(l["kernel"].is_null());  // no CUDA image was opened
+  EXPECT_TRUE(l["params"].is_null());
+  EXPECT_TRUE(r.report["stall"].is_null());
+}
+
+// --execute stop: a GPU that never finishes compute work. The channel stops at the launch, and
+// the report names what the program waits for: the QMD's own release semaphore (not the host
+// release after it), with its address and payload as the QMD gives them.
+TEST(ReplayFakeGpu, ALaunchStoppedAtIsNotExecutedAndTheWaitIsReported) {
   LibRecording rec = record_lib("rg-launch", "launch");
   std::vector<std::string> extra = rec.injections;
-  extra.insert(extra.end(), {"--deadline", "1"});
+  extra.insert(extra.end(), {"--deadline", "1", "--execute", "stop"});
   ReplayRun r = replay(rec.trace, extra, lib_cmd(rec.dir, "launch", "600000"), 60);
   EXPECT_FALSE(r.run.timed_out);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
@@ -129,16 +176,18 @@ TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
   const json& stall = r.report["stall"];
   ASSERT_TRUE(stall.is_object());
   ASSERT_EQ(stall["waits"].size(), 1u) << stall.dump(1);
-  // The host release after the launch: semaphore at mem + 0xc00, payload 0x1234 (nv_lib.c).
-  EXPECT_EQ(std::stoull(stall["waits"][0]["gpu_va"].get<std::string>(), nullptr, 16), mem + 0xc00);
-  EXPECT_EQ(stall["waits"][0]["payload"], "0x1234");
+  // The QMD's release: semaphore at mem + 0xc20, payload 0x5eed (nv_lib.c's write_qmd).
+  EXPECT_EQ(std::stoull(stall["waits"][0]["gpu_va"].get<std::string>(), nullptr, 16), mem + 0xc20);
+  EXPECT_EQ(stall["waits"][0]["payload"], "0x5eed");
   std::string msg = stall["message"];
   EXPECT_NE(msg.find("libnv_fixture.so waits at libnv_fixture.so+0x"), std::string::npos) << msg;
   EXPECT_NE(msg.find("nvf_run"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("= 0x1234"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("= 0x5eed"), std::string::npos) << msg;
   EXPECT_NE(msg.find("replay does not execute compute work"), std::string::npos) << msg;
   EXPECT_EQ(r.report["fake_gpu"]["gpfifo_entries"], 0);  // the entry that holds the launch stays
-  EXPECT_EQ(r.report["fake_gpu"]["launches"], 1);
+  EXPECT_EQ(r.report["fake_gpu"]["launches_reached"], 1);
+  EXPECT_EQ(r.report["fake_gpu"]["compute"]["stopped"], 1);
+  EXPECT_TRUE(r.report["fake_gpu"]["launches"].empty());
   ASSERT_EQ(r.report["fake_gpu"]["unfinished"].size(), 1u) << r.report["fake_gpu"].dump(1);
   const json& u = r.report["fake_gpu"]["unfinished"][0];
   EXPECT_EQ(u["stop"], "launch");
@@ -146,19 +195,21 @@ TEST(ReplayFakeGpu, ALaunchIsNotExecutedAndTheWaitIsReported) {
   EXPECT_EQ(u["launches"], 1);
 }
 
-// The same launch, but the library gives up waiting after 300 ms and the program ends by
-// itself (as libcuda's cuCtxSynchronize returned on the H200 capture's replay): the run ends
-// with "exit", yet the compute work that was never done is reported, and it is a finding.
+// The same stop, but the library gives up waiting after 300 ms and the program ends by itself:
+// the run ends with "exit", yet the compute work that was never done is reported, and it is a
+// finding.
 TEST(ReplayFakeGpu, ALaunchNotWaitedForIsStillReported) {
   LibRecording rec = record_lib("rg-launch-exit", "launch");
-  ReplayRun r = replay(rec.trace, rec.injections, lib_cmd(rec.dir, "launch"), 60);
+  std::vector<std::string> extra = rec.injections;
+  extra.insert(extra.end(), {"--execute", "stop"});
+  ReplayRun r = replay(rec.trace, extra, lib_cmd(rec.dir, "launch"), 60);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.report["end"], "exit");
   EXPECT_TRUE(r.report["stall"].is_null());
   json work = work_line(json_lines(r.run.out));
   ASSERT_TRUE(work.is_object()) << r.run.out;
   EXPECT_EQ(work["host"], false);  // the release after the launch never came
-  EXPECT_EQ(r.report["fake_gpu"]["launches"], 1);
+  EXPECT_EQ(r.report["fake_gpu"]["launches_reached"], 1);
   ASSERT_EQ(r.report["fake_gpu"]["unfinished"].size(), 1u) << r.report["fake_gpu"].dump(1);
   EXPECT_NE(r.report["fake_gpu"]["unfinished"][0]["message"].get<std::string>().find(
                 "replay does not execute compute work"),

@@ -269,37 +269,69 @@ TEST_F(ReplayReal, TheReplayedTraceDivergesOnlyWhereTheCaptureIsShort) {
 }
 
 // The rest of work.c: alloc, copy, module, launch, sync, copy back. libcuda makes the launch as
-// recorded (cuLaunchKernel 0); the fake GPU comes to the channel's SEND_PCAS_A and stops there,
-// the channel that waits for that work stays at its semaphore acquire, and the report says so —
-// a finding (verdict 1) even though libcuda returns from cuCtxSynchronize and the program ends:
-// nothing was computed (every element comes back as it was sent).
-TEST_F(ReplayReal, AKernelLaunchIsReportedNotExecuted) {
+// recorded (cuLaunchKernel 0); the fake GPU carries out the compute class's inline-to-memory
+// writes (the module's code, the constant buffer, the QMDs) and completes the launch without
+// executing it: its QMD's release semaphore is written, so cuCtxSynchronize returns at once (no
+// MC_SERVICE_INTERRUPTS polls answered NOT_SUPPORTED), and the launch is reported: the kernel
+// named by its code in the cubin the program opened (kern_sm90.cubin: add1), grid and block as
+// cuda_probe passed them, and the two parameters cut by add1's KPARAM layout: the device pointer
+// cuMemAlloc returned and N. The copy back returns what was sent: the 1 MiB went to video memory
+// the replay backs and came back (as_sent); nothing was computed (bad = N).
+TEST_F(ReplayReal, AKernelLaunchIsCompletedNotExecutedAndReported) {
   ReplayRun r = replay_probe("work", {}, "", {fixtures_dir() + "/kern_sm90.cubin"});
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   Probe p = parse_probe(r.run.out);
   EXPECT_EQ(p.ret_of("cuModuleLoad"), 0) << r.run.out;
   EXPECT_EQ(p.ret_of("cuLaunchKernel"), 0) << r.run.out;
-  const json& gpu = r.report["fake_gpu"];
-  EXPECT_EQ(gpu["launches"], 1) << gpu.dump(1);
-  ASSERT_FALSE(gpu["unfinished"].empty()) << gpu.dump(1);
-  uint64_t launches_left = 0;
-  bool at_launch = false;
-  for (const json& u : gpu["unfinished"]) {
-    launches_left += u["launches"].get<uint64_t>();
-    at_launch = at_launch || u["stop"] == "launch";
-    EXPECT_GT(u["pending_entries"].get<uint64_t>(), 0u) << u.dump();
-    EXPECT_NE(u["message"].get<std::string>().find("not carried out"), std::string::npos);
-  }
-  EXPECT_TRUE(at_launch) << gpu.dump(1);
-  EXPECT_GE(launches_left, 1u);
-  EXPECT_EQ(r.report["verdict"], 1);
-  bool unchanged = false;
+  EXPECT_EQ(p.ret_of("cuCtxSynchronize"), 0) << r.run.out;
+  EXPECT_EQ(p.ret_of("cuMemcpyDtoH_v2"), 0) << r.run.out;
+  EXPECT_EQ(r.report["end"], "exit") << r.report.dump(1);
+  uint64_t dptr = 0;
+  int64_t bad = -1, as_sent = -1;
   for (const json& e : json_lines(r.run.out)) {
-    if (e.contains("bad")) unchanged = e["bad"] == 1 << 18;
+    if (e.contains("dptr")) dptr = std::stoull(e["dptr"].get<std::string>(), nullptr, 16);
+    if (e.contains("bad")) {
+      bad = e["bad"];
+      as_sent = e.value("as_sent", -1);
+    }
   }
-  if (p.ret_of("cuMemcpyDtoH_v2") == 0) {
-    EXPECT_TRUE(unchanged) << "the kernel's result came back without a kernel run: " << r.run.out;
+  ASSERT_NE(dptr, 0u) << r.run.out;
+  EXPECT_EQ(as_sent, 1 << 18) << "the copy back did not return what was sent: " << r.run.out;
+  EXPECT_EQ(bad, 1 << 18) << "the kernel's result came back without a kernel run: " << r.run.out;
+  const json& gpu = r.report["fake_gpu"];
+  EXPECT_TRUE(gpu["unfinished"].empty()) << gpu.dump(1);
+  EXPECT_EQ(gpu["executed"], false);
+  EXPECT_EQ(gpu["compute"]["stopped"], 0);
+  EXPECT_GT(gpu["vidmem"]["backed_bytes"].get<uint64_t>(), 0u) << gpu["vidmem"].dump();
+  ASSERT_EQ(gpu["launches"].size(), 1u) << gpu.dump(1);
+  const json& l = gpu["launches"][0];
+  EXPECT_EQ(l["kernel"], "add1") << l.dump(1);
+  EXPECT_EQ(l["grid"], json::array({1024, 1, 1}));
+  EXPECT_EQ(l["block"], json::array({256, 1, 1}));
+  ASSERT_TRUE(l["params"].is_array()) << l.dump(1);
+  ASSERT_EQ(l["params"].size(), 2u) << l.dump(1);
+  EXPECT_EQ(l["params"][0]["value"], dptr) << l.dump(1);
+  EXPECT_EQ(l["params"][1]["value"], 1 << 18) << l.dump(1);
+  for (const json& d : deviations(r.report, "unrecorded")) {
+    EXPECT_NE(d["outcome"], "unrecorded_not_supported")
+        << "a call the recording does not answer: " << d.dump();
   }
+}
+
+// --execute stop: the fake GPU stops at the launch, and libcuda's cuCtxSynchronize gives up
+// after its MC_SERVICE_INTERRUPTS polls; the report names the QMD's release semaphore (not
+// "0x0 = 0x0") and counts the launch as not carried out: a finding.
+TEST_F(ReplayReal, AKernelLaunchStoppedAtIsReported) {
+  ReplayRun r =
+      replay_probe("work", {"--execute", "stop"}, "", {fixtures_dir() + "/kern_sm90.cubin"});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  const json& gpu = r.report["fake_gpu"];
+  EXPECT_EQ(gpu["compute"]["stopped"], 1) << gpu.dump(1);
+  EXPECT_TRUE(gpu["launches"].empty());
+  bool at_launch = false;
+  for (const json& u : gpu["unfinished"]) at_launch = at_launch || u["stop"] == "launch";
+  EXPECT_TRUE(at_launch) << gpu.dump(1);
+  EXPECT_EQ(r.report["verdict"], 1);
 }
 
 // The docs' bisect: GOOD is a replay of cuInit, BAD the same with FB_GET_INFO_V2 made to fail

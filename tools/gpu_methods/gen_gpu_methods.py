@@ -158,21 +158,27 @@ def generate(git_dir, rev):
     return "\n".join(lines)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run(doc, name, generate_text, rev, out):
+    """The command line of a generator of this folder: --git-dir, --rev, --out, --check;
+    generate_text(git_dir, rev) gives the file's text."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--git-dir", required=True)
-    ap.add_argument("--rev", default="580.142")
-    ap.add_argument("--out", default="src/replay/generated/gpu_methods.h")
+    ap.add_argument("--rev", default=rev)
+    ap.add_argument("--out", default=out)
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
-    text = generate(a.git_dir, a.rev)
+    text = generate_text(a.git_dir, a.rev)
     if a.check:
         with open(a.out) as f:
             if f.read() != text:
-                sys.exit(f"gen_gpu_methods: {a.out} differs from what {a.rev} gives")
+                sys.exit(f"{name}: {a.out} differs from what {a.rev} gives")
         return
     with open(a.out, "w") as f:
         f.write(text)
+
+
+def main():
+    run(__doc__, "gen_gpu_methods", generate, "580.142", "src/replay/generated/gpu_methods.h")
 
 
 if __name__ == "__main__":

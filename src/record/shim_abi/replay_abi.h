@@ -35,13 +35,17 @@
 #define RP_TABLE_MAGIC 0x3174627470726475ULL /* "udrptbt1" */
 #define RP_STATE_MAGIC 0x3174737470726475ULL /* "udrptst1" */
 #define RP_LOG_MAGIC 0x31676c7470726475ULL   /* "udrptlg1" */
-#define RP_VERSION 3 /* 2: rp_gpu_layout.map_fd, rp_state.gpu_maps*; 3: rp_state.channels */
+/* 2: rp_gpu_layout.map_fd, rp_state.gpu_maps*; 3: rp_state.channels; 4: rp_state.compute and
+ * .vidmem, RP_CH_COMPUTE, RP_LOG_LAUNCH, RP_LOG_IMAGE */
+#define RP_VERSION 4
 
 /* Environment of the replayed program (set by cudatool). */
 #define RP_ENV_TABLE "CUDATOOL_REPLAY_TABLE" /* the answer table */
 #define RP_ENV_STATE "CUDATOOL_REPLAY_STATE" /* the shared state */
 #define RP_ENV_LOG "CUDATOOL_REPLAY_LOG"     /* the log */
 #define RP_ENV_ROOT "CUDATOOL_REPLAY_ROOT"   /* the private environment tree */
+/* "stop": the fake GPU stops at each compute launch (--execute stop); else it completes them */
+#define RP_ENV_EXECUTE "CUDATOOL_REPLAY_EXECUTE"
 
 /* ---- identity of a call: what the matcher compares (docs/replay.md, "Matching") ---- */
 enum rp_sys { RP_SYS_NONE = 0, RP_OPEN, RP_CLOSE, RP_DUP, RP_IOCTL, RP_MMAP, RP_MUNMAP };
@@ -300,17 +304,40 @@ enum rp_channel_stop {
   RP_CH_ACQUIRE = 1,  /* held at a semaphore acquire that is not met */
   RP_CH_LAUNCH = 2,   /* stopped at a compute launch (real work) */
   RP_CH_UNMAPPED = 3, /* the next entry's pushbuffer lies in memory the replay cannot see */
+  RP_CH_COMPUTE = 4,  /* held at a compute-class acquire (REPORT_SEMAPHORE_EXECUTE) not met */
 };
 struct rp_channel_state {
   uint32_t handle; /* 0: slot unused */
   uint32_t cls;
   uint32_t stop;     /* enum rp_channel_stop */
   uint32_t pending;  /* GPFIFO entries not carried out (GPPut - GPGet) */
-  uint32_t launches; /* compute launches (SEND_PCAS_A, SEND_SIGNALING_PCAS*) in that work */
+  uint32_t launches; /* compute launches scheduled (SEND_SIGNALING_PCAS*_B) in that work */
   uint32_t acq_op;   /* RP_CH_ACQUIRE: the SEM_EXECUTE operation */
   uint64_t sem_va;   /* RP_CH_ACQUIRE: the semaphore, the value awaited, the value it holds */
   uint64_t want;
   uint64_t value;
+};
+
+/* Compute launches completed without execution (src/replay/shim/launch.h: fg_stats). */
+struct rp_compute_stats {
+  uint64_t launches;     /* kernel QMDs completed (their releases carried out) */
+  uint64_t null_grids;   /* QMDs without CTAs (completion and dependency nodes) */
+  uint64_t releases;     /* QMD, report and inline-to-memory semaphores released */
+  uint64_t lost;         /* releases and writes to memory the replay cannot see */
+  uint64_t i2m_bytes;    /* written by inline-to-memory (code, constant buffers, QMDs) */
+  uint64_t deps_unread;  /* dependent QMDs that could not be read or decoded */
+  uint64_t block_linear; /* inline-to-memory bytes to block-linear surfaces: not laid out */
+  uint64_t stopped;      /* launches the fake GPU stopped at (unreadable QMD, --execute stop) */
+};
+
+/* Video memory (src/replay/shim/vidmem.h). */
+struct rp_vidmem_stats {
+  uint64_t cap_bytes;      /* the most backing the replay makes */
+  uint64_t backed_bytes;   /* made so far (64 KiB chunks written to) */
+  uint64_t ranges;         /* GPU ranges backed */
+  uint64_t dropped_bytes;  /* written past the cap: not kept */
+  uint64_t dropped_writes; /* writes that lost bytes to the cap */
+  uint64_t ranges_refused; /* ranges past the range table's size */
 };
 
 struct rp_state {
@@ -333,6 +360,8 @@ struct rp_state {
   uint32_t n_channels;   /* (atomic) */
   uint32_t pad2;
   struct rp_channel_state channels[RP_MAX_CHANNELS];
+  struct rp_compute_stats compute; /* the compute engines of all channels (fake GPU's lock) */
+  struct rp_vidmem_stats vidmem;   /* video memory backed by the replay (fake GPU's lock) */
   /* then: n_events bytes, 1 when that recorded event was answered */
 };
 
@@ -392,6 +421,27 @@ struct rp_log_rec {
 #define RP_LOG_EXEC 101    /* a shim started in a new program image */
 #define RP_LOG_ENV 102     /* an environment call: path string follows, ret/err, `req` = op */
 #define RP_LOG_REFUSED 103 /* the program loaded another driver's libcuda: message follows */
+#define RP_LOG_LAUNCH 104  /* a launch completed, not executed: rp_log_launch follows */
+#define RP_LOG_IMAGE 105   /* the program opened a CUDA image file (cubin, fatbin): its path */
+
+/* RP_LOG_LAUNCH's payload (nbufs 0): the launch as its QMD gives it, then code_len bytes of the
+ * kernel's code at `program` and cb0_len bytes of constant buffer 0 (the kernel's parameters),
+ * as the fake GPU read them (fewer than asked where the memory ends). */
+#define RP_LAUNCH_CODE 128 /* bytes of code logged: enough to tell kernels apart */
+#define RP_LAUNCH_CB0 4096 /* bytes of c[0] logged (parameters from 0x210 on Hopper) */
+struct rp_log_launch {
+  uint32_t channel; /* the channel's handle */
+  uint32_t cls;     /* the compute class */
+  uint64_t qmd_va;
+  uint64_t program;
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes, registers;
+  uint32_t qmd_major, qmd_minor;
+  uint64_t cb0_va;
+  uint32_t cb0_size; /* as the QMD gives it */
+  uint32_t code_len, cb0_len;
+  uint32_t pad;
+};
 
 struct rp_log_head {
   uint64_t magic;

@@ -1,53 +1,32 @@
-/* The replay's minimal GPU (docs/replay.md, "Fake GPU"): enough for context creation.
- *
- * The replay hands out every device mapping, so it knows which memory object each CPU mapping
- * shows (NV_ESC_RM_MAP_MEMORY's pLinearAddress is the offset of the mmap that follows) and, from
- * the answered NV_ESC_RM_MAP_MEMORY_DMA and UVM_MAP_EXTERNAL_ALLOCATION calls, which memory
- * object each GPU virtual address range shows; where a GPU address lies inside a CPU mapping the
- * replay made (UVM ranges: the same address on both sides), it is that address.
+/* The replay's minimal GPU (docs/replay.md, "The fake GPU").
  *
  * For each GPFIFO channel (its allocation parameters give the ring and USERD), a thread of the
  * shim follows GPPut in USERD, reads the ring's entries and the pushbuffer segments they point to
- * as the program wrote them, and carries out what needs no engine: host semaphore releases and
- * acquires, copy-engine semaphore releases, copies and fills between memory it can see, and
- * compute-class report semaphores. A compute launch (SEND_PCAS) is real work: the channel stops
- * there, GPGet stays, and the semaphore release that would follow is recorded as what the
- * program waits for. Method layouts: generated/gpu_methods.h (from NVIDIA's class headers). */
+ * as the program wrote them, and carries out what needs no execution: host semaphore releases,
+ * acquires and reductions, the copy engine's copies, fills and semaphores, and the compute
+ * class's methods (launch.c): inline-to-memory writes (code, constant buffers, QMDs), report
+ * semaphores, and launches, completed without being executed (--execute none: their releases
+ * written, each logged with its kernel's code and constant buffer) or stopped at
+ * (--execute stop: the channel holds there, GPGet stays, and the semaphore release that would
+ * follow is recorded as what the program waits for). Memory: gpu_mem.c (CPU mappings and video
+ * memory). Method layouts: generated/gpu_methods.h (from NVIDIA's class headers). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "../generated/gpu_methods.h"
+#include "gpu_mem.h"
+#include "launch.h"
 #include "replay_shim.h"
 
 #define FIELD(v, name) (((v) >> name##_LO) & ((1ull << (name##_HI - name##_LO + 1)) - 1))
 
-#define MAX_CPU_MAPS 1024
-#define MAX_LINEAR 1024
-#define MAX_GPU_MAPS 2048
 #define MAX_CHANNELS 64
-
-struct cpu_map {
-  uint64_t cpu, len;
-  int path;
-  uint32_t h_memory; /* 0: not known */
-  uint64_t mem_off;
-};
-struct linear {
-  uint32_t h_memory;
-  uint32_t used; /* an mmap took it */
-  uint64_t offset, length, linear;
-  int fd; /* the fd MAP_MEMORY named for the mapping; -1: not known */
-};
-struct gpu_map {
-  uint64_t va, len;
-  uint32_t h_memory;
-  uint64_t mem_off;
-};
 
 struct channel {
   uint32_t handle, cls;
@@ -64,123 +43,28 @@ struct channel {
   /* copy engine */
   uint64_t ce_sem, ce_in, ce_out;
   uint32_t ce_payload, ce_line, ce_count, ce_pitch_in, ce_pitch_out, ce_const_a, ce_remap;
-  /* compute report semaphore */
-  uint64_t rs_addr;
-  uint32_t rs_payload;
-  /* the acquire that is not met (RP_CH_ACQUIRE) */
-  uint32_t acq_op;
-  uint64_t acq_want, acq_value;
+  /* the compute engine (launch.h) */
+  struct fg_compute comp;
+  /* the acquire that is not met (RP_CH_ACQUIRE, RP_CH_COMPUTE) */
+  uint32_t acq_op, acq_compute; /* acq_compute: a compute-class acquire */
+  uint64_t acq_va, acq_want, acq_value;
   uint32_t published_pos; /* pb_pos when the channel's state was last published */
 };
 
-static struct cpu_map cpus[MAX_CPU_MAPS];
-static int ncpus;
-static struct linear lins[MAX_LINEAR];
-static int nlins;
-static struct gpu_map gpus[MAX_GPU_MAPS];
-static int ngpus;
 static struct channel chans[MAX_CHANNELS];
 static int nchans;
-static uint32_t lock;
 static int thread_started;
-
-/* ---- what the answers tell ---- */
-
-void rs_gpu_map_memory(uint32_t h, uint64_t offset, uint64_t length, uint64_t linear, int fd) {
-  rt_lock(&lock);
-  if (nlins == MAX_LINEAR) memmove(lins, lins + 1, sizeof lins[0] * (--nlins));
-  lins[nlins++] = (struct linear){h, 0, offset, length, linear, fd};
-  rt_unlock(&lock);
-}
-
-void rs_gpu_mmap(int path, int fd, uint64_t off, uint64_t cpu, uint64_t len) {
-  rt_lock(&lock);
-  struct cpu_map m = {cpu, len, path, 0, 0};
-  /* The mapping's file offset is the linear address MAP_MEMORY answered (the fixture's way), or
-   * 0 on a fd of its own (the driver's way: libcuda opens a fd per mapping, names it in
-   * MAP_MEMORY's argument and mmaps it at 0): then the newest MAP_MEMORY of this fd that no
-   * mmap took (or, for a second mmap of the fd, the newest of it); for an argument without the
-   * fd, the newest of that length that no mmap took. */
-  int hit = -1;
-  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
-    if (lins[i].linear == off && off != 0) hit = i;
-  }
-  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
-    if (!lins[i].used && lins[i].fd >= 0 && lins[i].fd == fd) hit = i;
-  }
-  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
-    if (!lins[i].used && lins[i].fd < 0 && lins[i].length == len) hit = i;
-  }
-  for (int i = nlins - 1; i >= 0 && hit < 0; --i) { /* a second mmap of one fd */
-    if (lins[i].fd >= 0 && lins[i].fd == fd) hit = i;
-  }
-  for (int i = nlins - 1; i >= 0 && hit < 0; --i) {
-    if (lins[i].linear == off) hit = i;
-  }
-  if (hit >= 0) {
-    m.h_memory = lins[hit].h_memory;
-    m.mem_off = lins[hit].offset;
-    lins[hit].used = 1;
-  }
-  if (ncpus < MAX_CPU_MAPS) cpus[ncpus++] = m;
-  rt_unlock(&lock);
-  if (nvtr_dev_kind_of_path(rs_path(path)) != NVTR_DEV_UVM) { /* UVM mmaps have no MAP_MEMORY */
-    __atomic_fetch_add(&rs.st->gpu_maps, 1, __ATOMIC_RELAXED);
-    if (hit >= 0) __atomic_fetch_add(&rs.st->gpu_maps_known, 1, __ATOMIC_RELAXED);
-  }
-}
-
-int rs_gpu_munmap_query(uint64_t cpu, uint64_t len, int* path) {
-  int hit = 0;
-  rt_lock(&lock);
-  for (int i = 0; i < ncpus && !hit; ++i) {
-    if (cpu < cpus[i].cpu + cpus[i].len && cpus[i].cpu < cpu + len) {
-      hit = 1;
-      *path = cpus[i].path;
-    }
-  }
-  rt_unlock(&lock);
-  return hit;
-}
-
-long rs_gpu_munmap(struct shim_call* c, uint64_t cpu, uint64_t len, int* err) {
-  /* The GPU thread reads the mappings it knows (USERD, rings, pushbuffers) under `lock`: the
-   * mapping goes away and out of the table while it is held, or that thread could read memory
-   * just unmapped (it did: a SIGSEGV in about one run in two when the program unmapped its
-   * channel's memory right after the work completed). */
-  rt_lock(&lock);
-  long r = shim_perform(c);
-  *err = errno;
-  for (int i = 0; r == 0 && i < ncpus; ++i) {
-    if (cpu <= cpus[i].cpu && cpus[i].cpu + cpus[i].len <= cpu + len) {
-      cpus[i--] = cpus[--ncpus];
-    }
-  }
-  rt_unlock(&lock);
-  return r;
-}
-
-static void add_gpu(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {
-  if (length == 0) return;
-  rt_lock(&lock);
-  if (ngpus < MAX_GPU_MAPS) gpus[ngpus++] = (struct gpu_map){va, length, h, offset};
-  rt_unlock(&lock);
-}
-
-void rs_gpu_map_dma(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {
-  add_gpu(h, offset, length, va);
-}
-
-void rs_gpu_map_external(uint32_t h, uint64_t offset, uint64_t length, uint64_t va) {
-  add_gpu(h, offset, length, va);
-}
+static struct fg_stats compute_stats;
+static uint64_t launches_stopped;
+static int execute_stop = -1; /* --execute stop (RP_ENV_EXECUTE); -1: not read yet */
 
 void rs_gpu_free(uint32_t handle) {
-  rt_lock(&lock);
+  gm_lock();
   for (int i = 0; i < nchans; ++i) {
     if (chans[i].handle == handle) chans[i].active = 0;
   }
-  rt_unlock(&lock);
+  gm_free(handle);
+  gm_unlock();
 }
 
 static uint64_t le64(const uint8_t* p, uint64_t len, int32_t off) {
@@ -196,7 +80,7 @@ static uint32_t le32(const uint8_t* p, uint64_t len, int32_t off) {
 
 void rs_gpu_channel(uint32_t h, uint32_t cls, const uint8_t* params, uint64_t len) {
   const struct rp_gpu_layout* g = &rs.t->gpu;
-  rt_lock(&lock);
+  gm_lock();
   if (nchans < MAX_CHANNELS) {
     struct channel* c = &chans[nchans++];
     memset(c, 0, sizeof *c);
@@ -208,62 +92,32 @@ void rs_gpu_channel(uint32_t h, uint32_t cls, const uint8_t* params, uint64_t le
     c->userd_off = le64(params, len, g->chan_userd_offset);
     c->active = c->entries != 0;
   }
-  rt_unlock(&lock);
+  gm_unlock();
 }
 
 void rs_gpu_atfork_child(void) {
   /* The parent carries on with its channels; this process's thread is gone. */
   thread_started = 0;
   for (int i = 0; i < nchans; ++i) chans[i].active = 0;
-  lock = 0;
-}
-
-/* ---- translation ---- */
-
-/* The CPU address of memory object h at offset x, n bytes; 0 when not mapped. */
-static uint64_t mem_cpu(uint32_t h, uint64_t x, uint64_t n) {
-  for (int i = 0; i < ncpus; ++i) {
-    const struct cpu_map* m = &cpus[i];
-    if (m->h_memory != h || h == 0 || x < m->mem_off) continue;
-    uint64_t in = x - m->mem_off;
-    if (in < m->len && n <= m->len - in) return m->cpu + in;
-  }
-  return 0;
-}
-
-static uint64_t va_cpu(uint64_t va, uint64_t n) {
-  for (int i = ngpus - 1; i >= 0; --i) {
-    const struct gpu_map* g = &gpus[i];
-    if (va >= g->va && va - g->va < g->len) {
-      uint64_t c = mem_cpu(g->h_memory, g->mem_off + (va - g->va), n);
-      if (c != 0) return c;
-    }
-  }
-  for (int i = 0; i < ncpus; ++i) { /* the same address on both sides (UVM) */
-    const struct cpu_map* m = &cpus[i];
-    if (va >= m->cpu && va - m->cpu < m->len && n <= m->len - (va - m->cpu)) return va;
-  }
-  return 0;
+  gm_atfork_child();
 }
 
 static volatile uint32_t* userd_of(const struct channel* c) {
-  uint64_t p = mem_cpu(c->userd_h, c->userd_off, 0x100);
-  if (p == 0) p = mem_cpu(c->handle, 0, 0x100); /* USERD mapped through the channel itself */
+  uint64_t p = gm_object_cpu(c->userd_h, c->userd_off, 0x100);
+  if (p == 0) p = gm_object_cpu(c->handle, 0, 0x100); /* USERD mapped through the channel */
   return (volatile uint32_t*)(uintptr_t)p;
 }
 
 /* ---- engines ---- */
 
 static void write_sem(uint64_t va, uint64_t payload, int wide, int timestamp) {
-  uint64_t p = va_cpu(va, timestamp ? 16 : wide ? 8 : 4);
-  if (p == 0) return;
-  if (timestamp) {
-    __atomic_store_n((volatile uint64_t*)(uintptr_t)(p + 8), rt_now_ns(), __ATOMIC_RELEASE);
-  }
+  uint8_t* p = (uint8_t*)gm_span(va, timestamp ? 16 : wide ? 8 : 4);
+  if (p == NULL) return;
+  if (timestamp) __atomic_store_n((volatile uint64_t*)(p + 8), rt_now_ns(), __ATOMIC_RELEASE);
   if (wide || timestamp) {
-    __atomic_store_n((volatile uint64_t*)(uintptr_t)p, payload, __ATOMIC_RELEASE);
+    __atomic_store_n((volatile uint64_t*)p, payload, __ATOMIC_RELEASE);
   } else {
-    __atomic_store_n((volatile uint32_t*)(uintptr_t)p, (uint32_t)payload, __ATOMIC_RELEASE);
+    __atomic_store_n((volatile uint32_t*)p, (uint32_t)payload, __ATOMIC_RELEASE);
   }
   __atomic_fetch_add(&rs.st->gpu_releases, 1, __ATOMIC_RELAXED);
 }
@@ -297,10 +151,10 @@ static int host_method(struct channel* c, uint32_t m, uint32_t v, int sub) {
         write_sem(c->sem_addr, c->sem_payload, wide, ts);
         return 0;
       }
-      uint64_t p = va_cpu(c->sem_addr, wide ? 8 : 4);
-      if (p == 0) return 0; /* memory the replay cannot see: taken as met */
-      uint64_t cur = wide ? __atomic_load_n((volatile uint64_t*)(uintptr_t)p, __ATOMIC_ACQUIRE)
-                          : __atomic_load_n((volatile uint32_t*)(uintptr_t)p, __ATOMIC_ACQUIRE);
+      void* p = gm_span(c->sem_addr, wide ? 8 : 4);
+      if (p == NULL) return 0; /* memory the replay cannot see: taken as met */
+      uint64_t cur = wide ? __atomic_load_n((volatile uint64_t*)p, __ATOMIC_ACQUIRE)
+                          : __atomic_load_n((volatile uint32_t*)p, __ATOMIC_ACQUIRE);
       uint64_t want = wide ? c->sem_payload : (uint32_t)c->sem_payload;
       int met = 1;
       if (op == RPG_NVC86F_SEM_EXECUTE_OPERATION_ACQUIRE) {
@@ -321,7 +175,9 @@ static int host_method(struct channel* c, uint32_t m, uint32_t v, int sub) {
         write_sem(c->sem_addr, nv, wide, 0);
       }
       if (!met) {
+        c->acq_compute = 0;
         c->acq_op = op;
+        c->acq_va = c->sem_addr;
         c->acq_want = want;
         c->acq_value = cur;
       }
@@ -343,20 +199,14 @@ static void ce_launch(struct channel* c, uint32_t v) {
     uint32_t ncomp =
         (uint32_t)FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_NUM_DST_COMPONENTS) + 1;
     uint64_t bytes = fill ? (uint64_t)c->ce_line * comp * ncomp : c->ce_line;
+    int const_a = FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X) ==
+                  RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X_CONST_A;
     for (uint32_t l = 0; l < lines && lines < (1u << 20); ++l) {
-      uint64_t dst = va_cpu(c->ce_out + (uint64_t)l * c->ce_pitch_out, bytes);
-      if (dst == 0) continue;
-      if (fill &&
-          FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X) ==
-              RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X_CONST_A &&
-          comp == 4) {
-        for (uint64_t i = 0; i + 4 <= bytes; i += 4)
-          memcpy((void*)(uintptr_t)(dst + i), &c->ce_const_a, 4);
-      } else if (fill && comp == 1) {
-        memset((void*)(uintptr_t)dst, (int)(c->ce_const_a & 0xff), bytes);
+      uint64_t dst = c->ce_out + (uint64_t)l * c->ce_pitch_out;
+      if (fill && const_a && (comp == 4 || comp == 1)) {
+        gm_fill(dst, c->ce_const_a, comp, bytes);
       } else if (!fill) {
-        uint64_t src = va_cpu(c->ce_in + (uint64_t)l * c->ce_pitch_in, bytes);
-        if (src != 0) memmove((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, bytes);
+        gm_copy(dst, c->ce_in + (uint64_t)l * c->ce_pitch_in, bytes);
       }
     }
   }
@@ -364,8 +214,8 @@ static void ce_launch(struct channel* c, uint32_t v) {
   if (type == 0) return;
   uint64_t payload = c->ce_payload;
   if (FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_ENABLE)) {
-    uint64_t p = va_cpu(c->ce_sem, 4);
-    uint32_t cur = p ? __atomic_load_n((volatile uint32_t*)(uintptr_t)p, __ATOMIC_ACQUIRE) : 0;
+    void* p = gm_span(c->ce_sem, 4);
+    uint32_t cur = p ? __atomic_load_n((volatile uint32_t*)p, __ATOMIC_ACQUIRE) : 0;
     uint32_t red = (uint32_t)FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION);
     if (red == RPG_NVC6B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_IADD) payload = cur + c->ce_payload;
     if (red == RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_INC)
@@ -424,33 +274,99 @@ static void ce_method(struct channel* c, uint32_t m, uint32_t v) {
   }
 }
 
-/* 0 done, 2: a launch (compute work) */
-static int compute_method(struct channel* c, uint32_t m, uint32_t v) {
-  switch (m) {
-    case RPG_NVC6C0_SEND_PCAS_A:
-    case RPG_NVC6C0_SEND_SIGNALING_PCAS_B:
-    case RPG_NVC6C0_SEND_SIGNALING_PCAS2_B:
-      return 2;
-    case RPG_NVC6C0_SET_REPORT_SEMAPHORE_A:
-      c->rs_addr = (c->rs_addr & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
-      return 0;
-    case RPG_NVC6C0_SET_REPORT_SEMAPHORE_B:
-      c->rs_addr = (c->rs_addr & ~0xffffffffull) | v;
-      return 0;
-    case RPG_NVC6C0_SET_REPORT_SEMAPHORE_C:
-      c->rs_payload = v;
-      return 0;
-    case RPG_NVC6C0_SET_REPORT_SEMAPHORE_D:
-      if (FIELD(v, RPG_NVC6C0_SET_REPORT_SEMAPHORE_D_OPERATION) ==
-          RPG_NVC6C0_SET_REPORT_SEMAPHORE_D_OPERATION_RELEASE) {
-        int one = FIELD(v, RPG_NVC6C0_SET_REPORT_SEMAPHORE_D_STRUCTURE_SIZE) ==
-                  RPG_NVC6C0_SET_REPORT_SEMAPHORE_D_STRUCTURE_SIZE_ONE_WORD;
-        write_sem(c->rs_addr, c->rs_payload, 0, !one);
-      }
-      return 0;
-    default:
-      return 0;
+/* ---- compute (launch.c) ---- */
+
+/* Up to n bytes at va, read in pieces up to where the memory ends: the bytes read. */
+static uint32_t read_upto(uint64_t va, uint8_t* dst, uint32_t n) {
+  uint32_t got = 0;
+  while (got < n) {
+    uint32_t k = n - got < 256 ? n - got : 256;
+    if (gm_read(va + got, dst + got, k) != k) break;
+    got += k;
   }
+  return got;
+}
+
+/* The sink of completed launches: one RP_LOG_LAUNCH record each, with the kernel's code and c[0]
+ * as the launch saw them (cudatool names the kernel by its code and cuts the parameters). */
+static void log_launch(void* ctx, const struct fg_compute* comp, const struct fg_launch* l) {
+  const struct channel* c = (const struct channel*)ctx;
+  static uint8_t code[RP_LAUNCH_CODE], cb0[RP_LAUNCH_CB0]; /* the GPU thread's (lock held) */
+  struct rp_log_launch h = {c->handle,
+                            comp->cls,
+                            l->qmd_va,
+                            l->program,
+                            {0},
+                            {0},
+                            l->shared_bytes,
+                            l->registers,
+                            l->major,
+                            l->minor,
+                            0,
+                            0,
+                            0,
+                            0,
+                            0};
+  memcpy(h.grid, l->grid, sizeof h.grid);
+  memcpy(h.block, l->block, sizeof h.block);
+  if (l->cb_valid & 1u) {
+    h.cb0_va = l->cb_va[0];
+    h.cb0_size = l->cb_size[0];
+    h.cb0_len = read_upto(h.cb0_va, cb0, h.cb0_size < RP_LAUNCH_CB0 ? h.cb0_size : RP_LAUNCH_CB0);
+  }
+  h.code_len = read_upto(l->program, code, RP_LAUNCH_CODE);
+  __atomic_fetch_add(&rs.st->gpu_launches, 1, __ATOMIC_RELAXED);
+  struct rs_rec w;
+  if (!rs_log_begin(&w, RP_LOG_LAUNCH, sizeof h + h.code_len + h.cb0_len)) return;
+  rs_log_bytes(&w, &h, sizeof h);
+  rs_log_bytes(&w, code, h.code_len);
+  rs_log_bytes(&w, cb0, h.cb0_len);
+  rs_log_commit(&w);
+}
+
+/* The releases of the QMD a channel stopped at are what the program waits for. */
+static void record_qmd_waits(struct channel* c) {
+  uint8_t q[FG_QMD_MAX];
+  struct fg_launch l;
+  uint32_t n = read_upto(c->comp.stop_qmd, q, sizeof q);
+  if (fg_qmd_decode(q, n, c->comp.stop_qmd, &l) != FG_QMD_OK) return;
+  for (uint32_t i = 0; i < l.n_sems; ++i) {
+    uint32_t k = __atomic_fetch_add(&rs.st->n_waits, 1, __ATOMIC_ACQ_REL);
+    if (k >= RP_MAX_WAITS) return;
+    struct rp_wait w = {l.sems[i].va,
+                        l.sems[i].payload,
+                        c->handle,
+                        c->comp.cls,
+                        RPG_NVC6C0_SEND_SIGNALING_PCAS2_B,
+                        0};
+    rs.st->waits[k] = w;
+  }
+}
+
+/* A method of a compute class: 0 done, 1 retry (an acquire not met), 2 stopped at a launch. */
+static int compute_method(struct channel* c, uint32_t cls, uint32_t m, uint32_t v) {
+  if (execute_stop < 0) {
+    const char* e = getenv(RP_ENV_EXECUTE);
+    execute_stop = e != NULL && strcmp(e, "stop") == 0;
+  }
+  struct fg_sink sink = {c, log_launch};
+  struct fg_env env = {gm_fg_mem(), &sink, &compute_stats, !execute_stop};
+  c->comp.cls = cls;
+  int r = fg_compute_method(&c->comp, &env, m, v);
+  if (r == FG_RETRY) {
+    c->acq_compute = 1;
+    c->acq_op = RPG_NVC86F_SEM_EXECUTE_OPERATION_ACQUIRE; /* REPORT_SEMAPHORE_EXECUTE: equal */
+    c->acq_va = c->comp.acq_va;
+    c->acq_want = c->comp.acq_want;
+    c->acq_value = c->comp.acq_value;
+    return 1;
+  }
+  if (r == FG_STOP) {
+    ++launches_stopped;
+    __atomic_fetch_add(&rs.st->gpu_launches, 1, __ATOMIC_RELAXED);
+    return 2;
+  }
+  return 0;
 }
 
 /* One method to subchannel `sub`: 0 done, 1 retry (acquire), 2 compute work. */
@@ -461,14 +377,8 @@ static int method(struct channel* c, int sub, uint32_t m, uint32_t v) {
     ce_method(c, m, v);
     return 0;
   }
-  if ((cls & 0xff) == 0xc0) return compute_method(c, m, v);
+  if ((cls & 0xff) == 0xc0) return compute_method(c, cls, m, v);
   return 0; /* 3D and other engines: state the replay does not need */
-}
-
-static int is_launch(uint32_t cls, uint32_t m) {
-  return (cls & 0xff) == 0xc0 &&
-         (m == RPG_NVC6C0_SEND_PCAS_A || m == RPG_NVC6C0_SEND_SIGNALING_PCAS_B ||
-          m == RPG_NVC6C0_SEND_SIGNALING_PCAS2_B);
 }
 
 /* Where a walk of a pushbuffer segment stopped: the header of the method that stopped it, and
@@ -563,8 +473,9 @@ static int run_segment(struct channel* c, const uint32_t* pb, uint32_t n) {
   }
   if (r == 2) {
     c->pb_pos = w.at; /* where the work stopped: the report counts the launches from there */
-    __atomic_fetch_add(&rs.st->gpu_launches, 1, __ATOMIC_RELAXED);
-    record_wait(c, pb, n, w.next);
+    uint32_t had = __atomic_load_n(&rs.st->n_waits, __ATOMIC_ACQUIRE);
+    record_qmd_waits(c);
+    if (__atomic_load_n(&rs.st->n_waits, __ATOMIC_ACQUIRE) == had) record_wait(c, pb, n, w.next);
     c->blocked = 1;
     return 2;
   }
@@ -581,8 +492,8 @@ struct launch_scan {
 static int launch_fn(void* ctx, int sub, uint32_t m, uint32_t v) {
   struct launch_scan* s = (struct launch_scan*)ctx;
   if (m == RPG_NVC86F_SET_OBJECT) s->subch[sub & 7] = v & 0xffff;
-  /* One launch: SEND_PCAS_A (the QMD), then SEND_SIGNALING_PCAS*_B (what to do with it). */
-  if (m == RPG_NVC6C0_SEND_PCAS_A && is_launch(s->subch[sub & 7], m)) ++s->launches;
+  /* One launch: SEND_PCAS_A (the QMD), then SEND_SIGNALING_PCAS*_B that schedules it. */
+  if ((s->subch[sub & 7] & 0xff) == 0xc0 && fg_is_launch(m, v)) ++s->launches;
   return 0;
 }
 static uint32_t pending_launches(const struct channel* c, uint64_t ring, uint32_t put) {
@@ -594,7 +505,7 @@ static uint32_t pending_launches(const struct channel* c, uint64_t ring, uint32_
     uint64_t va = ((uint64_t)FIELD(e[0], RPG_NVC86F_GP_ENTRY0_GET) << 2) |
                   ((uint64_t)FIELD(e[1], RPG_NVC86F_GP_ENTRY1_GET_HI) << 32);
     uint32_t len = (uint32_t)FIELD(e[1], RPG_NVC86F_GP_ENTRY1_LENGTH);
-    uint64_t pb = len != 0 ? va_cpu(va, (uint64_t)len * 4) : 0;
+    uint64_t pb = len != 0 ? gm_cpu(va, (uint64_t)len * 4) : 0;
     if (pb == 0) continue;
     struct pb_stop w;
     /* The stopped entry: from where it stopped (a launch there counts: it was not carried out). */
@@ -614,9 +525,9 @@ static void publish(struct channel* c, int k, uint64_t ring, uint32_t put, uint3
   }
   struct rp_channel_state n = {c->handle, c->cls, stop, pending, 0, 0, 0, 0, 0};
   if (pending != 0 && ring != 0) n.launches = pending_launches(c, ring, put);
-  if (stop == RP_CH_ACQUIRE) {
+  if (stop == RP_CH_ACQUIRE || stop == RP_CH_COMPUTE) {
     n.acq_op = c->acq_op;
-    n.sem_va = c->sem_addr;
+    n.sem_va = c->acq_va;
     n.want = c->acq_want;
     n.value = c->acq_value;
   }
@@ -627,15 +538,24 @@ static void publish(struct channel* c, int k, uint64_t ring, uint32_t put, uint3
     __atomic_store_n(&rs.st->n_channels, (uint32_t)k + 1, __ATOMIC_RELEASE);
 }
 
+/* The compute engines' and video memory's figures, for the report. */
+static void publish_stats(void) {
+  const struct fg_stats* f = &compute_stats;
+  struct rp_compute_stats s = {f->launches,  f->null_grids,  f->releases,     f->lost,
+                               f->i2m_bytes, f->deps_unread, f->block_linear, launches_stopped};
+  rs.st->compute = s;
+  gm_publish(&rs.st->vidmem);
+}
+
 /* Follows GPPut of every channel once; returns whether anything was done. */
 static int step(void) {
   int did = 0;
-  rt_lock(&lock);
+  gm_lock();
   for (int k = 0; k < nchans; ++k) {
     struct channel* c = &chans[k];
     if (!c->active || c->entries == 0) continue;
     volatile uint32_t* userd = userd_of(c);
-    uint64_t ring = va_cpu(c->gpfifo_va, (uint64_t)c->entries * RPG_NVC86F_GP_ENTRY__SIZE);
+    uint64_t ring = gm_cpu(c->gpfifo_va, (uint64_t)c->entries * RPG_NVC86F_GP_ENTRY__SIZE);
     if (userd == NULL || ring == 0) continue;
     uint32_t put = userd[RPG_NVC86F_USERD_GP_PUT / 4];
     uint32_t stop = c->blocked ? RP_CH_LAUNCH : RP_CH_IDLE;
@@ -646,7 +566,7 @@ static int step(void) {
       uint32_t len = (uint32_t)FIELD(e[1], RPG_NVC86F_GP_ENTRY1_LENGTH);
       int r = 0;
       if (len != 0) {
-        uint64_t pb = va_cpu(va, (uint64_t)len * 4);
+        uint64_t pb = gm_cpu(va, (uint64_t)len * 4);
         if (pb == 0) { /* not mapped (yet): try again later */
           stop = RP_CH_UNMAPPED;
           break;
@@ -654,7 +574,7 @@ static int step(void) {
         r = run_segment(c, (const uint32_t*)(uintptr_t)pb, len);
       }
       if (r != 0) {
-        stop = r == 1 ? RP_CH_ACQUIRE : RP_CH_LAUNCH;
+        stop = r == 2 ? RP_CH_LAUNCH : c->acq_compute ? RP_CH_COMPUTE : RP_CH_ACQUIRE;
         break;
       }
       c->gp_get = (c->gp_get + 1) % c->entries;
@@ -664,7 +584,8 @@ static int step(void) {
     }
     publish(c, k, ring, put, stop);
   }
-  rt_unlock(&lock);
+  publish_stats();
+  gm_unlock();
   if (did) rs_progress();
   return did;
 }

@@ -216,7 +216,9 @@ long beh_open(struct shim_call* c, int dirfd, const char* path, uint64_t flags) 
       d.a[shim_fn[c->kind].path] = (long)redirected;
       return shim_perform(&d);
     }
-    return shim_perform(c);
+    long r = shim_perform(c);
+    if (r >= 0) rs_log_cuda_image((int)r, abs);
+    return r;
   }
   check_library();
   rt_t.busy = 1;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -210,5 +211,11 @@ long beh_path(struct shim_call* c) {
     errno = EACCES;
     return 0;
   }
-  return shim_perform(c);
+  long r = shim_perform(c);
+  if (f->op == OP_FOPEN && r != 0) { /* a module loaded through stdio (RP_LOG_IMAGE) */
+    int saved = errno;
+    rs_log_cuda_image(fileno((FILE*)r), abs);
+    errno = saved;
+  }
+  return r;
 }

@@ -72,6 +72,9 @@ static uint64_t log_payload(uint64_t size) {
   return sizeof(struct rp_log_buf) + ((2 * size + 7) & ~(uint64_t)7);
 }
 
+#define NV_ESC_RM_ALLOC_MEMORY_NR 0x27               /* nv_escape.h */
+#define NV01_MEMORY_SYSTEM_OS_DESCRIPTOR_CLASS 0x71u /* cl0071.h */
+
 /* What the fake GPU learns from an answered call. */
 static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
                      const struct rp_event* e, const struct rp_ident* id, uint64_t id_addr,
@@ -93,6 +96,13 @@ static void tell_gpu(const struct rp_escape* esc, const struct rp_uvm* uvm,
       uint32_t h = e->h_new != 0 ? e->h_new : u32_at(post, n, 8);
       rs_gpu_channel(h, id->cls, params, got);
     }
+  } else if (esc != NULL && id->nr == NV_ESC_RM_ALLOC_MEMORY_NR &&
+             id->cls == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR_CLASS) {
+    /* Memory of the program's own that RM describes to the GPU (libcuda's staging buffers):
+     * NVOS02_PARAMETERS (nvos.h) pMemory at 24, limit at 32, inside
+     * nv_ioctl_nvos02_parameters_with_fd at 0. The GPU sees it where the program does. */
+    uint32_t h = e->h_new != 0 ? e->h_new : u32_at(post, n, 8);
+    rs_gpu_os_memory(h, u64_at(post, n, 24), u64_at(post, n, 32) + 1);
   } else if (esc != NULL && (esc->flags & RP_ESCF_MAP)) {
     /* The caller's fd for the mapping (an input: the answer leaves it as the program wrote it). */
     int fd = g->map_fd >= 0 && (uint64_t)g->map_fd + 4 <= n ? (int)u32_at(post, n, g->map_fd) : -1;

@@ -2,7 +2,9 @@
  * offset, filled in place, and committed by writing its kind last, so that a record cut short by
  * a crash reads as incomplete, not as garbage. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "funcrec.h"
 #include "replay_shim.h"
@@ -70,8 +72,36 @@ void rs_log_text(struct rs_rec* w, const char* s) {
   w->next += n;
 }
 
+void rs_log_bytes(struct rs_rec* w, const void* p, uint64_t n) {
+  if (w->r == NULL || n > (uint64_t)(w->end - w->next)) return;
+  memcpy(w->next, p, n);
+  w->next += n;
+}
+
 void rs_log_commit(struct rs_rec* w) {
   if (w->r == NULL) return;
   __atomic_store_n(&w->r->sys, w->sys, __ATOMIC_RELEASE);
   w->r = NULL;
+}
+
+/* A file the program opened that holds a CUDA image (a cubin: ELF of machine EM_CUDA; a fatbin)
+ * is logged (RP_LOG_IMAGE), so that cudatool can name the kernels of the launches by their code
+ * (work.c loads its cubin by a relative path, which only the open shows). */
+void rs_log_cuda_image(int fd, const char* abs) {
+  uint8_t h[20];
+  int saved = errno;
+  long n = rt_sys6(SYS_pread64, fd, (long)h, sizeof h, 0, 0, 0);
+  errno = saved;
+  uint32_t magic = 0;
+  uint16_t machine = 0;
+  if (n < (long)sizeof h) return;
+  memcpy(&magic, h, 4);
+  memcpy(&machine, h + 18, 2);
+  int cubin = memcmp(h, "\177ELF", 4) == 0 && machine == 190; /* EM_CUDA */
+  if (!cubin && magic != 0xba55ed50u) return;                 /* fatbin's magic */
+  struct rs_rec w;
+  if (!rs_log_begin(&w, RP_LOG_IMAGE, strlen(abs) + 1)) return;
+  w.r->fd = fd;
+  rs_log_text(&w, abs);
+  rs_log_commit(&w);
 }

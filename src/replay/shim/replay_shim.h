@@ -13,8 +13,11 @@
  *   replay_init.c   start-up (the answer table, the shared state and the log, mapped and checked)
  *                   and fork
  *   replay_match.c  which recorded call answers a live one
+ *   fake_gpu.c      the minimal GPU: channels, host and copy engine methods
+ *   gpu_mem.c       its memory: CPU mappings, GPU ranges, video memory
+ *   launch.c        compute-class methods, launches completed without execution (no shim calls)
+ *   vidmem.c        video memory's backing (no shim calls)
  *   replay_log.c    the log of replayed calls
- *   fake_gpu.c      the minimal GPU
  *   replay_core.c   the run's state: device paths and fds, the handle map
  */
 #ifndef CUDATOOL_REPLAY_SHIM_H
@@ -110,6 +113,9 @@ RS_HIDDEN struct rp_log_buf* rs_log_buf(struct rs_rec* w, uint16_t role, uint32_
                                         uint64_t addr, uint32_t size);
 RS_HIDDEN void rs_log_post(struct rp_log_buf* b);
 RS_HIDDEN void rs_log_text(struct rs_rec* w, const char* s);
+RS_HIDDEN void rs_log_bytes(struct rs_rec* w, const void* p, uint64_t n);
+/* Logs an open of a file that holds a CUDA image (RP_LOG_IMAGE), read through the new fd. */
+RS_HIDDEN void rs_log_cuda_image(int fd, const char* abs);
 RS_HIDDEN void rs_log_commit(struct rs_rec* w);
 
 /* Environment (replay_env.c). */
@@ -129,6 +135,8 @@ RS_HIDDEN void rs_gpu_poke(void);
 /* An answered NV_ESC_RM_MAP_MEMORY: the next mmap of `fd` (-1: not known) shows h_memory. */
 RS_HIDDEN void rs_gpu_map_memory(uint32_t h_memory, uint64_t offset, uint64_t length,
                                  uint64_t linear, int fd);
+/* An answered allocation of memory the program owns (an OS descriptor): h shows [cpu, cpu+len). */
+RS_HIDDEN void rs_gpu_os_memory(uint32_t h, uint64_t cpu, uint64_t len);
 RS_HIDDEN void rs_gpu_map_dma(uint32_t h_memory, uint64_t offset, uint64_t length, uint64_t gpu_va);
 RS_HIDDEN void rs_gpu_map_external(uint32_t h_memory, uint64_t offset, uint64_t length,
                                    uint64_t gpu_va);
