@@ -27,6 +27,7 @@ struct ExploreCliOptions {
   bool mutate = false;
   bool json = false;
   bool quiet = false;
+  bool force = false;  // --force: --html may replace a file that is not a page
 };
 
 void put_stderr(const std::string& s) {
@@ -50,7 +51,8 @@ int run_explore_cmd(const ExploreCliOptions& o) {
     print_error("explore: --deadline and --time-limit: seconds, more than 0");
     return kExitBadInput;
   }
-  if (!o.html.empty() && !usable_output("--html", o.html, {o.trace})) return kExitBadInput;
+  if (!o.html.empty() && !usable_output("--html", o.html, {o.trace}, OutputKind::kHtml, o.force))
+    return kExitBadInput;
   replay::ExploreOptions eo;
   eo.trace = o.trace;
   eo.argv = o.command;
@@ -116,6 +118,7 @@ void register_explore(CLI::App& app, int* exit_code) {
                   "an experiment running this many seconds in all hangs")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print the report as JSON (schema cudatool.explore/1)");
+  add_force_flag(cmd, o->force);
   cmd->add_option("--html", o->html, "also write the report as one self-contained HTML page");
   cmd->add_option("--shim", o->shim,
                   "the replay shim (default: libcudatool_replay.so beside cudatool)");
