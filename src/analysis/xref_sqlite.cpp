@@ -165,17 +165,17 @@ std::string section_flags(const elf::SectionHeader& s) {
   return f;
 }
 
-Status fill(Db& db, DriverImage& img, IndexStats& stats) {
-  FunctionMap& map = img.facet<FunctionMap>();
-  add_driver_table_names(img, map);  // the one naming source: exports + the driver tables
-  const XrefIndex& x = img.facet<XrefIndex>();
-  auto& tables = img.facet<DriverTables>();
+// Closes one table's insert: its error, or its row count into the stats.
+Status xref_sqlite_done(Db& db, Insert& ins, IndexStats& stats) {
+  if (!ins.ok()) return db.fail(fmt::format("INSERT INTO {}", ins.table()));
+  stats.rows.emplace_back(ins.table(), ins.rows());
+  return Status::success();
+}
+
+// meta, sections, functions and function_names.
+Status fill_image(Db& db, DriverImage& img, const FunctionMap& map, IndexStats& stats) {
   auto fns = map.functions();
-  auto done = [&](Insert& ins) -> Status {
-    if (!ins.ok()) return db.fail(fmt::format("INSERT INTO {}", ins.table()));
-    stats.rows.emplace_back(ins.table(), ins.rows());
-    return Status::success();
-  };
+  auto done = [&](Insert& ins) { return xref_sqlite_done(db, ins, stats); };
   Status st;
   {
     Insert ins(db, "meta", 2);
@@ -208,6 +208,15 @@ Status fill(Db& db, DriverImage& img, IndexStats& stats) {
     if (!(st = done(ins))) return st;
     if (!(st = done(names))) return st;
   }
+  return Status::success();
+}
+
+// refs, strings, plt and got: the cross references.
+Status fill_xrefs(Db& db, DriverImage& img, const FunctionMap& map, IndexStats& stats) {
+  auto fns = map.functions();
+  const XrefIndex& x = img.facet<XrefIndex>();
+  auto done = [&](Insert& ins) { return xref_sqlite_done(db, ins, stats); };
+  Status st;
   {
     Insert ins(db, "refs", 7);
     for (const Ref& r : x.refs()) {
@@ -244,6 +253,14 @@ Status fill(Db& db, DriverImage& img, IndexStats& stats) {
     }
     if (!(st = done(got))) return st;
   }
+  return Status::success();
+}
+
+// imports and exports.
+Status fill_symbols(Db& db, DriverImage& img, const FunctionMap& map, IndexStats& stats) {
+  auto fns = map.functions();
+  auto done = [&](Insert& ins) { return xref_sqlite_done(db, ins, stats); };
+  Status st;
   {
     Insert ins(db, "imports", 5);
     for (const auto& im : img.imports()) {
@@ -272,6 +289,14 @@ Status fill(Db& db, DriverImage& img, IndexStats& stats) {
     }
     if (!(st = done(ins))) return st;
   }
+  return Status::success();
+}
+
+// procaddress, export_tables, dispatch and errors: the driver's own tables.
+Status fill_driver_tables(Db& db, DriverImage& img, const FunctionMap& map, IndexStats& stats) {
+  auto& tables = img.facet<DriverTables>();
+  auto done = [&](Insert& ins) { return xref_sqlite_done(db, ins, stats); };
+  Status st;
   {
     Insert ins(db, "procaddress", 6);
     for (const auto& r : tables.procaddress().rows) {
@@ -316,6 +341,16 @@ Status fill(Db& db, DriverImage& img, IndexStats& stats) {
     if (!(st = done(ins))) return st;
   }
   return Status::success();
+}
+
+Status fill(Db& db, DriverImage& img, IndexStats& stats) {
+  FunctionMap& map = img.facet<FunctionMap>();
+  add_driver_table_names(img, map);  // the one naming source: exports + the driver tables
+  Status st;
+  if (!(st = fill_image(db, img, map, stats))) return st;
+  if (!(st = fill_xrefs(db, img, map, stats))) return st;
+  if (!(st = fill_symbols(db, img, map, stats))) return st;
+  return fill_driver_tables(db, img, map, stats);
 }
 
 }  // namespace
