@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "base/glob_match.h"
 #include "base/glob_check.hpp"
+#include "base/glob_match.h"
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -65,8 +65,7 @@ void say_no_match(const std::string& filter, const std::vector<Export>& all) {
   std::string like;
   size_t n = 0;
   for (const auto& e : all) {
-    std::string name(e.sym.name);
-    if (fnmatch(filter.c_str(), name.c_str(), FNM_CASEFOLD) == 0 && n++ == 0) like = name;
+    if (glob_match(filter, e.sym.name, /*fold_case=*/true) && n++ == 0) like = e.sym.name;
   }
   fmt::print(stderr, "cudatool: note: --filter '{}' matches none of the {} exports{}\n", filter,
              all.size(),
