@@ -10,6 +10,7 @@
 #include "base/sha256.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/json_diagnostics.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -253,9 +254,7 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
   json_counts(w, c);
   json_fwd_compat_note(w, img);
   json_unwind(w, img);
-  w.key("diagnostics").begin_array();
-  for (const auto& e : img.diagnostics().items()) w.value(e.message());
-  w.end_array();
+  write_diagnostics(w, img.diagnostics());
   w.end_object();
   w.finish();
   return out;
