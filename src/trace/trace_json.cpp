@@ -22,30 +22,25 @@ void write_buffer(Line& l, const Buffer& b) {
   l.ch('{');
   l.key("role", true);
   l.str(b.role);
-  l.key("addr");
-  l.hex(b.addr);
-  l.key("size");
-  l.num(b.size);
+  l.key_hex("addr", b.addr);
+  l.key_num("size", b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
   if (!b.sized_by.empty()) {
-    l.key("sized_by");
-    l.str(b.sized_by);
+    l.key_str("sized_by", b.sized_by);
   }
   if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
     l.key("pre");
     l.bytes(b.before);
   }
   if (!b.before_error.empty()) {
-    l.key("pre_error");
-    l.str(b.before_error);
+    l.key_str("pre_error", b.before_error);
   }
   if (!b.after.empty() || (b.after_error.empty() && b.size > 0)) {
     l.key("post");
     l.bytes(b.after);
   }
   if (!b.after_error.empty()) {
-    l.key("post_error");
-    l.str(b.after_error);
+    l.key_str("post_error", b.after_error);
   }
   l.extra(b.extra);
   l.ch('}');
@@ -59,17 +54,12 @@ bool is_chown_op(std::string_view op) {
 
 // The members of an environment event (v2) before `ret`: op, path and what the kind adds.
 void write_environment(Line& l, const Event& e) {
-  l.key("op");
-  l.str(e.op);
-  l.key("path");
-  l.str(e.path);
+  l.key_str("op", e.op);
+  l.key_str("path", e.path);
   auto answer = [&] {
-    l.key("mode");
-    l.hex(e.mode);
-    l.key("rdev");
-    l.hex(e.rdev);
-    l.key("size");
-    l.num(e.st_size);
+    l.key_hex("mode", e.mode);
+    l.key_hex("rdev", e.rdev);
+    l.key_num("size", e.st_size);
   };
   auto at_flags = [&] {
     if (e.open_flags != 0) {
@@ -88,26 +78,21 @@ void write_environment(Line& l, const Event& e) {
       }
       break;
     case Sys::kFile:
-      l.key("flags");
-      l.hex(e.open_flags);
+      l.key_hex("flags", e.open_flags);
       if (e.has_stat) answer();  // of what was opened, as the recorder found it
       break;
     case Sys::kMknod:
-      l.key("mode");
-      l.hex(e.mode);
-      l.key("rdev");
-      l.hex(e.rdev);
+      l.key_hex("mode", e.mode);
+      l.key_hex("rdev", e.rdev);
       break;
     case Sys::kSymlink:
     case Sys::kReadlink:
-      l.key("target");
-      l.str(e.target);
+      l.key_str("target", e.target);
       break;
     case Sys::kChmod:
       at_flags();
       if (!is_chown_op(e.op)) {
-        l.key("mode");
-        l.hex(e.mode);
+        l.key_hex("mode", e.mode);
       }
       break;
     case Sys::kUnlink:
@@ -123,18 +108,15 @@ void write_content(Line& l, const Buffer& b) {
   l.ch('{');
   l.key("role", true);
   l.str(b.role);
-  l.key("addr");
-  l.hex(b.addr);
-  l.key("size");
-  l.num(b.size);
+  l.key_hex("addr", b.addr);
+  l.key_num("size", b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
   if (!b.after.empty() || b.after_error.empty()) {
     l.key("post");
     l.bytes(b.after);
   }
   if (!b.after_error.empty()) {
-    l.key("post_error");
-    l.str(b.after_error);
+    l.key_str("post_error", b.after_error);
   }
   l.extra(b.extra);
   l.ch('}');
@@ -243,17 +225,13 @@ namespace {
 // The members of one kind of call: "path" and "flags" of an open, "req" of an ioctl, …
 void write_call_members(Line& l, const Event& e) {
   auto fd_path = [&] {
-    l.key("fd");
-    l.num(int64_t{e.fd});
-    l.key("path");
-    l.str(e.path);
+    l.key_num("fd", int64_t{e.fd});
+    l.key_str("path", e.path);
   };
   switch (e.sys) {
     case Sys::kOpen:
-      l.key("path");
-      l.str(e.path);
-      l.key("flags");
-      l.hex(e.open_flags);
+      l.key_str("path", e.path);
+      l.key_hex("flags", e.open_flags);
       break;
     case Sys::kClose:
     case Sys::kDup:
@@ -261,39 +239,28 @@ void write_call_members(Line& l, const Event& e) {
       break;
     case Sys::kIoctl:
       fd_path();
-      l.key("req");
-      l.hex(e.request);
+      l.key_hex("req", e.request);
       break;
     case Sys::kMmap:
       fd_path();
-      l.key("addr");
-      l.hex(e.addr);
-      l.key("len");
-      l.num(e.len);
-      l.key("prot");
-      l.num(e.prot);
-      l.key("flags");
-      l.hex(e.map_flags);
-      l.key("off");
-      l.hex(e.offset);
+      l.key_hex("addr", e.addr);
+      l.key_num("len", e.len);
+      l.key_num("prot", e.prot);
+      l.key_hex("flags", e.map_flags);
+      l.key_hex("off", e.offset);
       break;
     case Sys::kMunmap:
-      l.key("addr");
-      l.hex(e.addr);
-      l.key("len");
-      l.num(e.len);
+      l.key_hex("addr", e.addr);
+      l.key_num("len", e.len);
       if (!e.path.empty()) {
-        l.key("path");
-        l.str(e.path);
+        l.key_str("path", e.path);
       }
       break;
     case Sys::kExecve:
-      l.key("path");
-      l.str(e.path);
+      l.key_str("path", e.path);
       break;
     case Sys::kFork:
-      l.key("child");
-      l.num(int64_t{e.child_pid});
+      l.key_num("child", int64_t{e.child_pid});
       break;
     case Sys::kStat:
     case Sys::kFile:
@@ -346,8 +313,7 @@ void write_event_buffers(Line& l, const Event& e) {
       l.ch('{');
       l.key("what", true);
       l.str(e.unrecorded[i].what);
-      l.key("why");
-      l.str(e.unrecorded[i].why);
+      l.key_str("why", e.unrecorded[i].why);
       l.ch('}');
     }
     l.ch(']');
@@ -361,38 +327,29 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
   l.ch('{');
   l.key("seq", true);
   l.num(e.seq);
-  l.key("t");
-  l.num(e.t_ns);
+  l.key_num("t", e.t_ns);
   if (e.has_duration) {
-    l.key("dur");
-    l.num(e.dur_ns);
+    l.key_num("dur", e.dur_ns);
   }
-  l.key("pid");
-  l.num(int64_t{e.pid});
-  l.key("tid");
-  l.num(int64_t{e.tid});
-  l.key("sys");
-  l.str(e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
+  l.key_num("pid", int64_t{e.pid});
+  l.key_num("tid", int64_t{e.tid});
+  l.key_str("sys", e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
   write_call_members(l, e);
   if (e.sys != Sys::kUnknown) {
-    l.key("ret");
-    l.num(e.ret);
+    l.key_num("ret", e.ret);
   }
   if (e.err != 0) {
-    l.key("errno");
-    l.num(int64_t{e.err});
+    l.key_num("errno", int64_t{e.err});
   }
   write_event_buffers(l, e);
   if (!e.stack.empty() && stack_ref != 0) {
-    l.key("stack_ref");
-    l.num(stack_ref);
+    l.key_num("stack_ref", stack_ref);
   } else if (!e.stack.empty()) {
     l.key("stack");
     l.hex_list(e.stack);
   }
   if (!e.stack_error.empty()) {
-    l.key("stack_error");
-    l.str(e.stack_error);
+    l.key_str("stack_error", e.stack_error);
   }
   l.extra(e.extra);
   l.raw("}\n");
