@@ -12,6 +12,7 @@
 
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
+#include "base/errno_error.hpp"
 #include "base/hex.hpp"
 #include "elf/notes.hpp"
 
@@ -27,7 +28,7 @@ struct OutSection {
   uint32_t type = SHT_NOBITS;
   uint64_t flags = 0, addr = 0, offset = 0, size = 0, align = 1, entsize = 0;
   uint32_t link = 0, info = 0;
-  ByteView data;                       // bytes to copy (notes)
+  ByteView data{};                     // bytes to copy (notes)
   const std::string* owned = nullptr;  // bytes built here (.symtab, .strtab, .shstrtab)
   uint32_t name_off = 0;
   bool kept_offset = false;  // a note placed at its original offset
@@ -100,141 +101,170 @@ std::optional<std::string> first_build_id(const elf::ElfImage& elf) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::string build_id_debug_path(std::string_view id) {
-  if (id.size() < 3) return fmt::format(".build-id/{}.debug", id);
-  return fmt::format(".build-id/{}/{}.debug", id.substr(0, 2), id.substr(2));
+// The library's build id as a note of our own, when the allocated note sections the symbol file
+// copies do not carry it (it sits in a non-allocated note, or a segment only): gdb matches the
+// files by it. Empty when no note is needed.
+std::string own_build_id_note(const elf::ElfImage& elf,
+                              const std::optional<std::string>& build_id) {
+  std::string note;
+  if (!build_id || first_build_id(elf) == build_id) return note;
+  auto id = parse_hex_bytes(*build_id);
+  if (!id) return note;
+  note.resize(16);
+  auto* p = reinterpret_cast<uint8_t*>(note.data());
+  store_le<uint32_t>(p, 4);
+  store_le<uint32_t>(p + 4, static_cast<uint32_t>(id->size()));
+  store_le<uint32_t>(p + 8, NT_GNU_BUILD_ID);
+  std::memcpy(note.data() + 12, "GNU", 4);
+  note.append(reinterpret_cast<const char*>(id->data()), id->size());
+  note.resize(align_up(note.size(), 4), '\0');
+  return note;
 }
 
-Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionMap& map,
-                                               SymbolFileStats* stats) {
-  const elf::ElfImage& elf = img.elf();
-  SymbolFileStats st;
-  st.build_id = img.build_id();
+// The sections of the symbol file and where the library's section indices went.
+struct SectionPlan {
+  std::vector<OutSection> secs = std::vector<OutSection>(1);  // [0] is the null section
+  std::vector<uint32_t> new_index;
 
-  // The build id must travel: gdb matches the files by it. When the allocated note sections
-  // copied below do not carry the library's (it sits in a non-allocated note, or a segment
-  // only), a note of our own comes first.
-  std::string own_note;
-  if (st.build_id && first_build_id(elf) != st.build_id) {
-    auto id = parse_hex_bytes(*st.build_id);
-    if (id) {
-      own_note.resize(16);
-      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()), 4);
-      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()) + 4,
-                         static_cast<uint32_t>(id->size()));
-      store_le<uint32_t>(reinterpret_cast<uint8_t*>(own_note.data()) + 8, NT_GNU_BUILD_ID);
-      std::memcpy(own_note.data() + 12, "GNU", 4);
-      own_note.append(reinterpret_cast<const char*>(id->data()), id->size());
-      own_note.resize(align_up(own_note.size(), 4), '\0');
-    }
+  // A section reference that still points at a section here, else 0.
+  [[nodiscard]] uint32_t remap(uint32_t old) const {
+    return old < new_index.size() ? new_index[old] : 0u;
   }
+};
 
-  // Section headers: every SHF_ALLOC section at its address.
-  std::vector<OutSection> secs(1);  // [0] is the null section
-  if (!own_note.empty()) {
-    OutSection o;
-    o.name = ".note.gnu.build-id";
-    o.type = SHT_NOTE;
-    o.align = 4;
-    o.data = ByteView(reinterpret_cast<const uint8_t*>(own_note.data()), own_note.size());
-    o.size = own_note.size();
-    o.orig_offset = ~uint64_t{0};  // never "kept"
-    secs.push_back(o);
-  }
-  std::vector<uint32_t> new_index(elf.sections().size(), 0);
+void add_own_note(SectionPlan& plan, const std::string& note) {
+  if (note.empty()) return;
+  OutSection o;
+  o.name = ".note.gnu.build-id";
+  o.type = SHT_NOTE;
+  o.align = 4;
+  o.data = ByteView(reinterpret_cast<const uint8_t*>(note.data()), note.size());
+  o.size = note.size();
+  o.orig_offset = ~uint64_t{0};  // never "kept"
+  plan.secs.push_back(o);
+}
+
+// Every SHF_ALLOC section at its address.
+void copy_alloc_sections(const elf::ElfImage& elf, SectionPlan& plan) {
+  plan.new_index.assign(elf.sections().size(), 0);
   for (const auto& s : elf.sections()) {
     if (!copied(s)) continue;
-    OutSection o;
-    o.name = s.name;
-    o.flags = s.sh_flags;
-    o.addr = s.sh_addr;
-    o.offset = o.orig_offset = s.sh_offset;
-    o.size = s.sh_size;
-    o.align = s.sh_addralign;
-    o.entsize = s.sh_entsize;
-    o.link = s.sh_link;
-    o.info = s.sh_info;
+    OutSection o{.name = s.name,
+                 .flags = s.sh_flags,
+                 .addr = s.sh_addr,
+                 .offset = s.sh_offset,
+                 .size = s.sh_size,
+                 .align = s.sh_addralign,
+                 .entsize = s.sh_entsize,
+                 .link = s.sh_link,
+                 .info = s.sh_info,
+                 .orig_offset = s.sh_offset};
     if (s.sh_type == SHT_NOTE && s.in_file) {
       if (auto b = elf.section_bytes(s)) {
         o.type = SHT_NOTE;
         o.data = *b;
       }
     }
-    new_index[s.index] = static_cast<uint32_t>(secs.size());
-    secs.push_back(o);
+    plan.new_index[s.index] = static_cast<uint32_t>(plan.secs.size());
+    plan.secs.push_back(o);
   }
-  if (secs.size() == 1) {
-    // No section headers: describe the segments instead, so that symbols have a home.
-    for (const auto& p : elf.segments()) {
-      OutSection o;
-      if (p.p_type == PT_LOAD) {
-        o.name = (p.p_flags & PF_X) != 0 ? ".text" : ".data";
-        o.flags = SHF_ALLOC | ((p.p_flags & PF_X) != 0 ? SHF_EXECINSTR : 0) |
-                  ((p.p_flags & PF_W) != 0 ? SHF_WRITE : 0);
-        o.size = p.p_memsz;
-      } else if (p.p_type == PT_NOTE && p.in_file && p.p_filesz > 0) {
-        auto b = elf.segment_bytes(p);
-        if (!b) continue;
-        o.type = SHT_NOTE;
-        o.data = *b;
-        o.size = b->size();
-        o.flags = SHF_ALLOC;
-        o.name = ".note";
-        for (const auto& n : elf::read_notes(*b, p.p_align, "PT_NOTE", nullptr)) {
-          if (n.name == "GNU" && n.type == NT_GNU_BUILD_ID) o.name = ".note.gnu.build-id";
-        }
-      } else {
-        continue;
+}
+
+// No section headers: describe the segments instead, so that symbols have a home.
+void sections_from_segments(const elf::ElfImage& elf, SectionPlan& plan) {
+  for (const auto& p : elf.segments()) {
+    OutSection o;
+    if (p.p_type == PT_LOAD) {
+      o.name = (p.p_flags & PF_X) != 0 ? ".text" : ".data";
+      o.flags = SHF_ALLOC | ((p.p_flags & PF_X) != 0 ? SHF_EXECINSTR : 0) |
+                ((p.p_flags & PF_W) != 0 ? SHF_WRITE : 0);
+      o.size = p.p_memsz;
+    } else if (p.p_type == PT_NOTE && p.in_file && p.p_filesz > 0) {
+      auto b = elf.segment_bytes(p);
+      if (!b) continue;
+      o.type = SHT_NOTE;
+      o.data = *b;
+      o.size = b->size();
+      o.flags = SHF_ALLOC;
+      o.name = ".note";
+      for (const auto& n : elf::read_notes(*b, p.p_align, "PT_NOTE", nullptr)) {
+        if (n.name == "GNU" && n.type == NT_GNU_BUILD_ID) o.name = ".note.gnu.build-id";
       }
-      o.addr = p.p_vaddr;
-      o.offset = o.orig_offset = p.p_offset;
-      o.align = p.p_align;
-      secs.push_back(o);
+    } else {
+      continue;
     }
+    o.addr = p.p_vaddr;
+    o.offset = o.orig_offset = p.p_offset;
+    o.align = p.p_align;
+    plan.secs.push_back(o);
   }
+}
+
+Result<SectionPlan> plan_sections(const elf::ElfImage& elf, const std::string& own_note) {
+  SectionPlan plan;
+  add_own_note(plan, own_note);
+  copy_alloc_sections(elf, plan);
+  if (plan.secs.size() == 1) sections_from_segments(elf, plan);
   // Keep section references that still point at a section here; others become 0.
-  auto remap = [&](uint32_t old) { return old < new_index.size() ? new_index[old] : 0u; };
-  for (size_t i = 1; i < secs.size(); ++i) {
-    secs[i].link = remap(secs[i].link);
-    if ((secs[i].flags & SHF_INFO_LINK) != 0) secs[i].info = remap(secs[i].info);
+  for (size_t i = 1; i < plan.secs.size(); ++i) {
+    plan.secs[i].link = plan.remap(plan.secs[i].link);
+    if ((plan.secs[i].flags & SHF_INFO_LINK) != 0)
+      plan.secs[i].info = plan.remap(plan.secs[i].info);
   }
-  if (secs.size() + 3 >= SHN_LORESERVE) {
+  if (plan.secs.size() + 3 >= SHN_LORESERVE) {
     return make_error("symbol file", "e_shnum", std::nullopt,
                       fmt::format("the library has {} allocated sections; a symbol file with "
                                   "that many needs extended section numbering, not supported",
-                                  secs.size() - 1));
+                                  plan.secs.size() - 1));
+  }
+  return plan;
+}
+
+// Address -> section index, for symbols (TLS sections hold offsets, not addresses).
+class SectionLookup {
+ public:
+  explicit SectionLookup(const std::vector<OutSection>& secs) : secs_(secs) {
+    for (uint32_t i = 1; i < secs.size(); ++i) {
+      if ((secs[i].flags & SHF_TLS) == 0 && secs[i].size > 0)
+        by_addr_.emplace_back(secs[i].addr, i);
+    }
+    std::sort(by_addr_.begin(), by_addr_.end());
   }
 
-  // Address -> section index, for symbols (TLS sections hold offsets, not addresses).
-  std::vector<std::pair<uint64_t, uint32_t>> by_addr;
-  for (uint32_t i = 1; i < secs.size(); ++i) {
-    if ((secs[i].flags & SHF_TLS) == 0 && secs[i].size > 0) by_addr.emplace_back(secs[i].addr, i);
-  }
-  std::sort(by_addr.begin(), by_addr.end());
-  auto section_of = [&](uint64_t a) -> uint32_t {
-    auto it = std::upper_bound(by_addr.begin(), by_addr.end(), std::make_pair(a, ~uint32_t{0}));
+  // The section holding address `a`, or 0.
+  [[nodiscard]] uint32_t of(uint64_t a) const {
+    auto it = std::upper_bound(by_addr_.begin(), by_addr_.end(), std::make_pair(a, ~uint32_t{0}));
     // Sections rarely overlap; look at a few predecessors only, so that hostile layouts
     // cannot make this quadratic.
-    for (int step = 0; step < 4 && it != by_addr.begin(); ++step) {
+    for (int step = 0; step < 4 && it != by_addr_.begin(); ++step) {
       --it;
-      const OutSection& s = secs[it->second];
+      const OutSection& s = secs_[it->second];
       if (a - s.addr < s.size) return it->second;
     }
     return 0;
-  };
+  }
 
-  // Symbols: locals (functions without an export name), then globals (the exports).
+ private:
+  const std::vector<OutSection>& secs_;
+  std::vector<std::pair<uint64_t, uint32_t>> by_addr_;
+};
+
+struct SymbolTable {
   Strings strtab;
-  std::vector<Sym> syms(1);
+  std::vector<Sym> syms = std::vector<Sym>(1);
+  uint32_t first_global = 0;
+};
+
+// Locals: every function under each of its names but the export name, or its derived name.
+void add_function_symbols(const FunctionMap& map, const SectionPlan& plan,
+                          const SectionLookup& section_of, SymbolTable& t, SymbolFileStats& st) {
   for (const auto& f : map.functions()) {
-    uint32_t shndx = section_of(f.start);
+    uint32_t shndx = section_of.of(f.start);
     if (shndx == 0) {
       ++st.unplaced;
       continue;
     }
-    if (is_plt_section_name(secs[shndx].name)) {
+    if (is_plt_section_name(plan.secs[shndx].name)) {
       ++st.plt_skipped;
       continue;
     }
@@ -244,41 +274,47 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
         exported = true;
         continue;
       }
-      uint32_t name = strtab.add(n.name);
+      uint32_t name = t.strtab.add(n.name);
       if (name == 0) continue;
-      syms.push_back({name, ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT,
-                      static_cast<uint16_t>(shndx), f.start, f.size});
+      t.syms.push_back({name, ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT,
+                        static_cast<uint16_t>(shndx), f.start, f.size});
       ++st.other_names;
       other = true;
     }
     if (!exported && !other) {
-      syms.push_back({strtab.add(FunctionMap::derived_name(f.start)),
-                      ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT, static_cast<uint16_t>(shndx),
-                      f.start, f.size});
+      t.syms.push_back({t.strtab.add(FunctionMap::derived_name(f.start)),
+                        ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT,
+                        static_cast<uint16_t>(shndx), f.start, f.size});
       ++st.derived;
     }
   }
-  const auto first_global = static_cast<uint32_t>(syms.size());
+}
+
+// Globals: the exports, in the section their own header names when it is copied.
+void add_export_symbols(DriverImage& img, const SectionPlan& plan, const SectionLookup& section_of,
+                        SymbolTable& t, SymbolFileStats& st) {
+  t.first_global = static_cast<uint32_t>(t.syms.size());
   for (const auto& e : img.exports()) {
     const elf::Symbol& s = e.sym;
     uint16_t shndx = 0;
     if (s.st_shndx == SHN_ABS) {
       shndx = SHN_ABS;
-    } else if (s.st_shndx < SHN_LORESERVE && remap(s.st_shndx) != 0) {
-      shndx = static_cast<uint16_t>(remap(s.st_shndx));
-    } else if (uint32_t by = section_of(s.st_value); by != 0 && s.type() != STT_TLS) {
+    } else if (s.st_shndx < SHN_LORESERVE && plan.remap(s.st_shndx) != 0) {
+      shndx = static_cast<uint16_t>(plan.remap(s.st_shndx));
+    } else if (uint32_t by = section_of.of(s.st_value); by != 0 && s.type() != STT_TLS) {
       shndx = static_cast<uint16_t>(by);
     }
-    uint32_t name = strtab.add(s.name);
+    uint32_t name = t.strtab.add(s.name);
     if (shndx == 0 || name == 0) {
       ++st.unplaced;
       continue;
     }
-    syms.push_back({name, s.st_info, s.st_other, shndx, s.st_value, s.st_size});
+    t.syms.push_back({name, s.st_info, s.st_other, shndx, s.st_value, s.st_size});
     ++st.exported;
   }
-  st.symbols = syms.size() - 1;
+}
 
+std::string encode_symbols(const std::vector<Sym>& syms) {
   std::string symtab(syms.size() * kSymSize, '\0');
   for (size_t i = 0; i < syms.size(); ++i) {
     auto* p = reinterpret_cast<uint8_t*>(symtab.data() + i * kSymSize);
@@ -289,34 +325,31 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
     store_le<uint64_t>(p + 8, syms[i].value);
     store_le<uint64_t>(p + 16, syms[i].size);
   }
+  return symtab;
+}
+
+// Appends .symtab, .strtab and .shstrtab (names every section into `shstr`); returns the index
+// of .shstrtab.
+uint16_t add_table_sections(std::vector<OutSection>& secs, const std::string& symtab,
+                            const SymbolTable& t, Strings& shstr) {
   const auto symtab_index = static_cast<uint32_t>(secs.size());
-  OutSection sym_sec;
-  sym_sec.name = ".symtab";
-  sym_sec.type = SHT_SYMTAB;
-  sym_sec.align = 8;
-  sym_sec.entsize = kSymSize;
-  sym_sec.link = symtab_index + 1;
-  sym_sec.info = first_global;
-  sym_sec.owned = &symtab;
-  secs.push_back(sym_sec);
-  OutSection str_sec;
-  str_sec.name = ".strtab";
-  str_sec.type = SHT_STRTAB;
-  str_sec.owned = &strtab.str();
-  secs.push_back(str_sec);
-  Strings shstr;
-  OutSection shstr_sec;
-  shstr_sec.name = ".shstrtab";
-  shstr_sec.type = SHT_STRTAB;
-  secs.push_back(shstr_sec);
+  secs.push_back(OutSection{.name = ".symtab",
+                            .type = SHT_SYMTAB,
+                            .align = 8,
+                            .entsize = kSymSize,
+                            .link = symtab_index + 1,
+                            .info = t.first_global,
+                            .owned = &symtab});
+  secs.push_back(OutSection{.name = ".strtab", .type = SHT_STRTAB, .owned = &t.strtab.str()});
+  secs.push_back(OutSection{.name = ".shstrtab", .type = SHT_STRTAB});
   for (auto& s : secs) s.name_off = shstr.add(s.name);
   secs.back().owned = &shstr.str();
-  const auto shstrndx = static_cast<uint16_t>(secs.size() - 1);
+  return static_cast<uint16_t>(secs.size() - 1);
+}
 
-  // Layout: header, program headers, notes (at their own offsets when possible), tables,
-  // section headers.
-  const auto& segs = elf.segments();
-  const uint64_t phnum = segs.size() < PN_XNUM ? segs.size() : 0;
+// Layout: header, program headers, notes (at their own offsets when possible), tables.
+// Returns the offset of the section headers.
+uint64_t lay_out(std::vector<OutSection>& secs, uint64_t phnum) {
   uint64_t cur = kEhdrSize + phnum * kPhdrSize;
   for (auto& s : secs) {
     if (s.type == SHT_NOTE) {
@@ -336,14 +369,14 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
       cur = s.offset + s.size;
     }
   }
-  const uint64_t shoff = align_up(cur, 8);
-  const uint64_t total = shoff + secs.size() * kShdrSize;
-  std::vector<uint8_t> out(total, 0);
+  return align_up(cur, 8);
+}
 
-  // ELF header: the library's identity, our tables.
+// ELF header: the library's identity, our tables.
+void write_elf_header(uint8_t* p, const elf::ElfImage& elf, uint64_t phnum, uint64_t shoff,
+                      size_t shnum, uint16_t shstrndx) {
   const auto& h = elf.header();
-  std::memcpy(out.data(), elf.file().data(), EI_NIDENT);
-  uint8_t* p = out.data();
+  std::memcpy(p, elf.file().data(), EI_NIDENT);
   store_le<uint16_t>(p + 16, h.e_type);
   store_le<uint16_t>(p + 18, h.e_machine);
   store_le<uint32_t>(p + 20, h.e_version);
@@ -355,33 +388,44 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
   store_le<uint16_t>(p + 54, phnum > 0 ? kPhdrSize : 0);
   store_le<uint16_t>(p + 56, static_cast<uint16_t>(phnum));
   store_le<uint16_t>(p + 58, kShdrSize);
-  store_le<uint16_t>(p + 60, static_cast<uint16_t>(secs.size()));
+  store_le<uint16_t>(p + 60, static_cast<uint16_t>(shnum));
   store_le<uint16_t>(p + 62, shstrndx);
+}
 
-  // Program headers: as in the library, without file bytes, except the program header table
-  // itself and notes that kept their offsets.
+// How many file bytes a program header keeps: the program header table itself and the notes
+// that kept their offsets; nothing else.
+uint64_t kept_filesz(const elf::ProgramHeader& ph, uint64_t phnum,
+                     const std::vector<OutSection>& secs, uint64_t total) {
+  uint64_t filesz = 0;
+  if (ph.p_type == PT_PHDR && ph.p_offset == kEhdrSize && ph.p_filesz == phnum * kPhdrSize) {
+    filesz = ph.p_filesz;
+  } else if (ph.p_type == PT_LOAD) {
+    // Still holds the notes that kept their offsets (as objcopy --only-keep-debug does).
+    for (const auto& s : secs) {
+      if (s.type != SHT_NOTE || !s.kept_offset || s.offset < ph.p_offset) continue;
+      uint64_t end = s.offset + s.size - ph.p_offset;
+      if (end <= ph.p_filesz) filesz = std::max(filesz, end);
+    }
+  } else if (ph.p_type == PT_NOTE) {
+    bool all_kept = ph.p_filesz > 0;
+    for (const auto& s : secs) {
+      if (s.type != SHT_NOTE) continue;
+      bool inside = s.orig_offset >= ph.p_offset && s.orig_offset - ph.p_offset < ph.p_filesz;
+      if (inside && !s.kept_offset) all_kept = false;
+    }
+    if (all_kept && ph.p_offset <= total && ph.p_filesz <= total - ph.p_offset)
+      filesz = ph.p_filesz;
+  }
+  return filesz;
+}
+
+// Program headers: as in the library, without file bytes but those kept_filesz keeps.
+void write_program_headers(uint8_t* p, const elf::ElfImage& elf, uint64_t phnum,
+                           const std::vector<OutSection>& secs, uint64_t total) {
+  const auto& segs = elf.segments();
   for (uint64_t i = 0; i < phnum; ++i) {
     const auto& ph = segs[i];
-    uint64_t filesz = 0;
-    if (ph.p_type == PT_PHDR && ph.p_offset == kEhdrSize && ph.p_filesz == phnum * kPhdrSize) {
-      filesz = ph.p_filesz;
-    } else if (ph.p_type == PT_LOAD) {
-      // Still holds the notes that kept their offsets (as objcopy --only-keep-debug does).
-      for (const auto& s : secs) {
-        if (s.type != SHT_NOTE || !s.kept_offset || s.offset < ph.p_offset) continue;
-        uint64_t end = s.offset + s.size - ph.p_offset;
-        if (end <= ph.p_filesz) filesz = std::max(filesz, end);
-      }
-    } else if (ph.p_type == PT_NOTE) {
-      bool all_kept = ph.p_filesz > 0;
-      for (const auto& s : secs) {
-        if (s.type != SHT_NOTE) continue;
-        bool inside = s.orig_offset >= ph.p_offset && s.orig_offset - ph.p_offset < ph.p_filesz;
-        if (inside && !s.kept_offset) all_kept = false;
-      }
-      if (all_kept && ph.p_offset <= total && ph.p_filesz <= total - ph.p_offset)
-        filesz = ph.p_filesz;
-    }
+    uint64_t filesz = kept_filesz(ph, phnum, secs, total);
     // LOAD segments keep their offsets: perf places symbols with p_vaddr - p_offset. Others
     // without file bytes point inside the file, where readers expect an offset to be.
     uint64_t offset = ph.p_offset;
@@ -396,7 +440,10 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
     store_le<uint64_t>(q + 40, ph.p_memsz);
     store_le<uint64_t>(q + 48, ph.p_align);
   }
+}
 
+// Section contents (notes and our tables) and the section headers.
+void write_sections(uint8_t* p, const std::vector<OutSection>& secs, uint64_t shoff) {
   for (size_t i = 0; i < secs.size(); ++i) {
     const OutSection& s = secs[i];
     if (s.type == SHT_NOTE && !s.data.empty()) {
@@ -417,7 +464,47 @@ Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionM
     store_le<uint64_t>(q + 48, s.align);
     store_le<uint64_t>(q + 56, s.entsize);
   }
-  st.sections = secs.size();
+}
+
+}  // namespace
+
+std::string build_id_debug_path(std::string_view id) {
+  if (id.size() < 3) return fmt::format(".build-id/{}.debug", id);
+  return fmt::format(".build-id/{}/{}.debug", id.substr(0, 2), id.substr(2));
+}
+
+Result<std::vector<uint8_t>> build_symbol_file(DriverImage& img, const FunctionMap& map,
+                                               SymbolFileStats* stats) {
+  const elf::ElfImage& elf = img.elf();
+  SymbolFileStats st;
+  st.build_id = img.build_id();
+
+  const std::string own_note = own_build_id_note(elf, st.build_id);
+  auto planned = plan_sections(elf, own_note);
+  if (!planned) return planned.error();
+  SectionPlan& plan = *planned;
+
+  // Symbols: locals (functions without an export name), then globals (the exports).
+  SymbolTable table;
+  {
+    const SectionLookup section_of(plan.secs);
+    add_function_symbols(map, plan, section_of, table, st);
+    add_export_symbols(img, plan, section_of, table, st);
+  }
+  st.symbols = table.syms.size() - 1;
+  const std::string symtab = encode_symbols(table.syms);
+  Strings shstr;
+  const uint16_t shstrndx = add_table_sections(plan.secs, symtab, table, shstr);
+
+  const auto& segs = elf.segments();
+  const uint64_t phnum = segs.size() < PN_XNUM ? segs.size() : 0;
+  const uint64_t shoff = lay_out(plan.secs, phnum);
+  const uint64_t total = shoff + plan.secs.size() * kShdrSize;
+  std::vector<uint8_t> out(total, 0);
+  write_elf_header(out.data(), elf, phnum, shoff, plan.secs.size(), shstrndx);
+  write_program_headers(out.data(), elf, phnum, plan.secs, total);
+  write_sections(out.data(), plan.secs, shoff);
+  st.sections = plan.secs.size();
   if (stats != nullptr) *stats = st;
   return out;
 }
@@ -436,7 +523,7 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return make_error(path, "", std::nullopt, fmt::format("cannot create: {}", strerror(errno)));
+    return errno_error(path, "cannot create", errno);
   }
   const uint8_t* d = bytes.data();
   size_t left = bytes.size();
@@ -447,7 +534,7 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return make_error(path, "", std::nullopt, fmt::format("cannot write: {}", strerror(err)));
+      return errno_error(path, "cannot write", err);
     }
     d += w;
     left -= static_cast<size_t>(w);
@@ -455,7 +542,7 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    return make_error(path, "", std::nullopt, fmt::format("cannot write: {}", strerror(err)));
+    return errno_error(path, "cannot write", err);
   }
   return Status::success();
 }

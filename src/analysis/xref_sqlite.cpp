@@ -165,157 +165,195 @@ std::string section_flags(const elf::SectionHeader& s) {
   return f;
 }
 
-Status fill(Db& db, DriverImage& img, IndexStats& stats) {
-  FunctionMap& map = img.facet<FunctionMap>();
-  add_driver_table_names(img, map);  // the one naming source: exports + the driver tables
-  const XrefIndex& x = img.facet<XrefIndex>();
-  auto& tables = img.facet<DriverTables>();
-  auto fns = map.functions();
-  auto done = [&](Insert& ins) -> Status {
+// Fills the tables of the index, one group at a time.
+struct Filler {
+  Db& db;
+  DriverImage& img;
+  const FunctionMap& map;
+  IndexStats& stats;
+  std::span<const Function> fns = map.functions();
+
+  // Closes one table's insert: its error, or its row count into the stats.
+  Status done(Insert& ins) {
     if (!ins.ok()) return db.fail(fmt::format("INSERT INTO {}", ins.table()));
     stats.rows.emplace_back(ins.table(), ins.rows());
     return Status::success();
-  };
-  Status st;
-  {
-    Insert ins(db, "meta", 2);
-    auto kv = [&](std::string_view k, std::string_view v) { ins.t(k).t(v).row(); };
-    kv("schema", kIndexSchema);
-    kv("path", img.path());
-    kv("build_id", img.build_id().value_or(""));
-    kv("driver_version", img.driver_version(false).best().value_or(""));
-    kv("file_size", std::to_string(img.bytes().size()));
-    kv("cudatool_version", CUDATOOL_VERSION);
-    if (!(st = done(ins))) return st;
   }
-  {
-    Insert ins(db, "sections", 5);
-    for (const auto& s : img.elf().sections()) {
-      if (s.index == 0) continue;
-      ins.t(s.name).u(s.sh_addr).u(s.sh_size).u(s.sh_offset).t(section_flags(s)).row();
+
+  // meta, sections, functions and function_names.
+  Status image() {
+    Status st;
+    {
+      Insert ins(db, "meta", 2);
+      auto kv = [&](std::string_view k, std::string_view v) { ins.t(k).t(v).row(); };
+      kv("schema", kIndexSchema);
+      kv("path", img.path());
+      kv("build_id", img.build_id().value_or(""));
+      kv("driver_version", img.driver_version(false).best().value_or(""));
+      kv("file_size", std::to_string(img.bytes().size()));
+      kv("cudatool_version", CUDATOOL_VERSION);
+      if (!(st = done(ins))) return st;
     }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "functions", 7);
-    Insert names(db, "function_names", 3);
-    for (size_t i = 0; i < fns.size(); ++i) {
-      const Function& f = fns[i];
-      ins.u(i).u(f.start).u(f.end()).u(f.size).t_or_null(map.exec_section(f.start));
-      ins.t(map.display_name(f)).u(f.fde).row();
-      for (const auto& n : map.names(f)) names.u(i).t(n.name).t(n.source).row();
-    }
-    if (!(st = done(ins))) return st;
-    if (!(st = done(names))) return st;
-  }
-  {
-    Insert ins(db, "refs", 7);
-    for (const Ref& r : x.refs()) {
-      ins.u(r.site).u(r.target).t(ref_kind_name(r.kind));
-      ins.i((r.flags & Ref::kConditional) != 0).i((r.flags & Ref::kBranch) != 0);
-      if (r.from >= 0)
-        ins.i(r.from);
-      else
-        ins.null();
-      const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
-      if (g != nullptr)
-        ins.u(static_cast<uint64_t>(g - fns.data()));
-      else
-        ins.null();
-      ins.row();
-    }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "strings", 3);
-    for (const auto& s : x.strings()) ins.u(s.address).t(s.section).t(s.text).row();
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert plt(db, "plt", 4);
-    for (const auto& p : x.plt()) plt.u(p.address).t(p.name).u(p.got_slot).t(p.section).row();
-    if (!(st = done(plt))) return st;
-    Insert got(db, "got", 3);
-    uint64_t last = ~uint64_t{0};
-    for (const auto& g : x.got()) {
-      if (g.address == last) continue;  // a slot relocated twice: the PRIMARY KEY keeps one
-      last = g.address;
-      got.u(g.address).t(g.name).i(g.defined).row();
-    }
-    if (!(st = done(got))) return st;
-  }
-  {
-    Insert ins(db, "imports", 5);
-    for (const auto& im : img.imports()) {
-      ins.t(im.sym.name).t_or_null(im.version).t_or_null(im.library);
-      ins.t(elf::symbol_type_name(im.sym.type())).t(elf::symbol_binding_name(im.sym.binding()));
-      ins.row();
-    }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "exports", 11);
-    for (const auto& e : img.exports()) {
-      ins.t(e.sym.name).u(e.sym.st_value).u(e.sym.st_size);
-      ins.t(elf::symbol_type_name(e.sym.type())).t(elf::symbol_binding_name(e.sym.binding()));
-      ins.t_or_null(e.version).t_or_null(e.api.base);
-      if (e.api.version != 0)
-        ins.i(e.api.version);
-      else
-        ins.null();
-      ins.t_or_null(cuda::variant_name(e.api.variant)).t_or_null(e.api.domain);
-      if (const Function* f = map.at(e.sym.st_value))
-        ins.u(static_cast<uint64_t>(f - fns.data()));
-      else
-        ins.null();
-      ins.row();
-    }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "procaddress", 6);
-    for (const auto& r : tables.procaddress().rows) {
-      ins.t(r.api).u(r.cuda_version).t(cuda::proc_flags_name(r.flags)).u(r.entry_vaddr);
-      ins.u(r.function).t_or_null(r.export_name).row();
-    }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "export_tables", 9);
-    for (const auto& t : tables.export_tables().tables) {
-      std::string uuid = cuda::format_uuid(t.uuid);
-      std::string_view name = t.known != nullptr ? t.known->name : std::string_view();
-      for (const auto& s : t.slots) {
-        ins.t(uuid).t_or_null(name).u(t.table_vaddr).u(s.index).u(s.vaddr);
-        ins.t(cuda::slot_kind_name(s.kind)).u(s.value).t_or_null(s.known_name);
-        ins.t_or_null(s.export_name).row();
+    {
+      Insert ins(db, "sections", 5);
+      for (const auto& s : img.elf().sections()) {
+        if (s.index == 0) continue;
+        ins.t(s.name).u(s.sh_addr).u(s.sh_size).u(s.sh_offset).t(section_flags(s)).row();
       }
+      if (!(st = done(ins))) return st;
     }
-    if (!(st = done(ins))) return st;
-  }
-  {
-    Insert ins(db, "dispatch", 5);
-    for (const auto& e : tables.dispatch().entries) {
-      ins.t(e.export_name).u(e.wrapper).t(cuda::wrapper_kind_name(e.kind));
-      if (e.slot != 0)
-        ins.u(e.slot);
-      else
-        ins.null();
-      if (e.implementation != 0)
-        ins.u(e.implementation);
-      else
-        ins.null();
-      ins.row();
+    {
+      Insert ins(db, "functions", 7);
+      Insert names(db, "function_names", 3);
+      for (size_t i = 0; i < fns.size(); ++i) {
+        const Function& f = fns[i];
+        ins.u(i).u(f.start).u(f.end()).u(f.size).t_or_null(map.exec_section(f.start));
+        ins.t(map.display_name(f)).u(f.fde).row();
+        for (const auto& n : map.names(f)) names.u(i).t(n.name).t(n.source).row();
+      }
+      if (!(st = done(ins))) return st;
+      if (!(st = done(names))) return st;
     }
-    if (!(st = done(ins))) return st;
+    return Status::success();
   }
-  {
-    Insert ins(db, "errors", 4);
-    for (const auto& e : tables.errors().entries)
-      ins.u(e.code).t(e.name).t(e.description).u(e.vaddr).row();
-    if (!(st = done(ins))) return st;
+
+  // refs, strings, plt and got: the cross references.
+  Status xrefs() {
+    const XrefIndex& x = img.facet<XrefIndex>();
+    Status st;
+    {
+      Insert ins(db, "refs", 7);
+      for (const Ref& r : x.refs()) {
+        ins.u(r.site).u(r.target).t(ref_kind_name(r.kind));
+        ins.i((r.flags & Ref::kConditional) != 0).i((r.flags & Ref::kBranch) != 0);
+        if (r.from >= 0)
+          ins.i(r.from);
+        else
+          ins.null();
+        const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
+        if (g != nullptr)
+          ins.u(static_cast<uint64_t>(g - fns.data()));
+        else
+          ins.null();
+        ins.row();
+      }
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert ins(db, "strings", 3);
+      for (const auto& s : x.strings()) ins.u(s.address).t(s.section).t(s.text).row();
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert plt(db, "plt", 4);
+      for (const auto& p : x.plt()) plt.u(p.address).t(p.name).u(p.got_slot).t(p.section).row();
+      if (!(st = done(plt))) return st;
+      Insert got(db, "got", 3);
+      uint64_t last = ~uint64_t{0};
+      for (const auto& g : x.got()) {
+        if (g.address == last) continue;  // a slot relocated twice: the PRIMARY KEY keeps one
+        last = g.address;
+        got.u(g.address).t(g.name).i(g.defined).row();
+      }
+      if (!(st = done(got))) return st;
+    }
+    return Status::success();
   }
-  return Status::success();
+
+  // imports and exports.
+  Status symbols() {
+    Status st;
+    {
+      Insert ins(db, "imports", 5);
+      for (const auto& im : img.imports()) {
+        ins.t(im.sym.name).t_or_null(im.version).t_or_null(im.library);
+        ins.t(elf::symbol_type_name(im.sym.type())).t(elf::symbol_binding_name(im.sym.binding()));
+        ins.row();
+      }
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert ins(db, "exports", 11);
+      for (const auto& e : img.exports()) {
+        ins.t(e.sym.name).u(e.sym.st_value).u(e.sym.st_size);
+        ins.t(elf::symbol_type_name(e.sym.type())).t(elf::symbol_binding_name(e.sym.binding()));
+        ins.t_or_null(e.version).t_or_null(e.api.base);
+        if (e.api.version != 0)
+          ins.i(e.api.version);
+        else
+          ins.null();
+        ins.t_or_null(cuda::variant_name(e.api.variant)).t_or_null(e.api.domain);
+        if (const Function* f = map.at(e.sym.st_value))
+          ins.u(static_cast<uint64_t>(f - fns.data()));
+        else
+          ins.null();
+        ins.row();
+      }
+      if (!(st = done(ins))) return st;
+    }
+    return Status::success();
+  }
+
+  // procaddress, export_tables, dispatch and errors: the driver's own tables.
+  Status driver_tables() {
+    auto& tables = img.facet<DriverTables>();
+    Status st;
+    {
+      Insert ins(db, "procaddress", 6);
+      for (const auto& r : tables.procaddress().rows) {
+        ins.t(r.api).u(r.cuda_version).t(cuda::proc_flags_name(r.flags)).u(r.entry_vaddr);
+        ins.u(r.function).t_or_null(r.export_name).row();
+      }
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert ins(db, "export_tables", 9);
+      for (const auto& t : tables.export_tables().tables) {
+        std::string uuid = cuda::format_uuid(t.uuid);
+        std::string_view name = t.known != nullptr ? t.known->name : std::string_view();
+        for (const auto& s : t.slots) {
+          ins.t(uuid).t_or_null(name).u(t.table_vaddr).u(s.index).u(s.vaddr);
+          ins.t(cuda::slot_kind_name(s.kind)).u(s.value).t_or_null(s.known_name);
+          ins.t_or_null(s.export_name).row();
+        }
+      }
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert ins(db, "dispatch", 5);
+      for (const auto& e : tables.dispatch().entries) {
+        ins.t(e.export_name).u(e.wrapper).t(cuda::wrapper_kind_name(e.kind));
+        if (e.slot != 0)
+          ins.u(e.slot);
+        else
+          ins.null();
+        if (e.implementation != 0)
+          ins.u(e.implementation);
+        else
+          ins.null();
+        ins.row();
+      }
+      if (!(st = done(ins))) return st;
+    }
+    {
+      Insert ins(db, "errors", 4);
+      for (const auto& e : tables.errors().entries)
+        ins.u(e.code).t(e.name).t(e.description).u(e.vaddr).row();
+      if (!(st = done(ins))) return st;
+    }
+    return Status::success();
+  }
+};
+
+Status fill(Db& db, DriverImage& img, IndexStats& stats) {
+  FunctionMap& map = img.facet<FunctionMap>();
+  add_driver_table_names(img, map);  // the one naming source: exports + the driver tables
+  Filler f{db, img, map, stats};
+  Status st;
+  if (!(st = f.image())) return st;
+  if (!(st = f.xrefs())) return st;
+  if (!(st = f.symbols())) return st;
+  return f.driver_tables();
 }
 
 }  // namespace

@@ -15,6 +15,63 @@ namespace {
 constexpr std::string_view kKindNames[kRefKinds] = {"call", "tail_jump", "pointer",
                                                     "lea",  "load",      "store"};
 
+// What an instruction with a RIP-relative operand does with the address: takes it (lea), stores
+// to it (mov to memory), branches through it (call/jmp *x(%rip)) or reads it (the rest).
+struct RipUse {
+  RefKind kind = RefKind::kLoad;
+  uint8_t flags = 0;
+};
+RipUse rip_use(const x86::Insn& in) {
+  if (in.map != 0 || in.vex) return {};
+  const uint8_t reg = (in.modrm >> 3) & 7;
+  switch (in.opcode) {
+    case 0x8d:
+      return {RefKind::kLea, 0};
+    case 0x88:
+    case 0x89:
+      return {RefKind::kStore, 0};
+    case 0xc6:
+    case 0xc7:
+      return {reg == 0 ? RefKind::kStore : RefKind::kLoad, 0};
+    case 0xff:
+      return {RefKind::kLoad, static_cast<uint8_t>(reg >= 2 && reg <= 5 ? Ref::kBranch : 0)};
+    default:
+      return {};
+  }
+}
+
+// A direct branch: call rel32, jmp rel32/rel8, jcc rel8/rel32, loop/loopcc/jrcxz (E0-E3, which
+// jump as a jcc does), with its displacement.
+struct Branch {
+  int64_t rel = 0;
+  bool call = false;
+  uint8_t flags = 0;  // Ref::kConditional for jcc
+  bool loop = false;  // E0-E3: only a jump inside the function is kept (never a tail jump)
+};
+std::optional<Branch> relative_branch(const x86::Insn& in, ByteView insn) {
+  if (in.vex) return std::nullopt;
+  // The decoder checked that the instruction lies inside the view: reads in it cannot fail.
+  auto rel32 = [&] {
+    return int64_t{static_cast<int32_t>(insn.read<uint32_t>(in.addr_field_offset).value_or(0))};
+  };
+  if (in.map == 0) {
+    if ((in.opcode == 0xe8 || in.opcode == 0xe9) && in.addr_field_size == 4)
+      return Branch{rel32(), in.opcode == 0xe8, 0};
+    if (in.opcode == 0xeb || (in.opcode >= 0x70 && in.opcode <= 0x7f)) {
+      auto rel8 = static_cast<int8_t>(insn.read<uint8_t>(in.length - 1).value_or(0));
+      return Branch{int64_t{rel8}, false,
+                    static_cast<uint8_t>(in.opcode == 0xeb ? 0 : Ref::kConditional)};
+    }
+    if (in.opcode >= 0xe0 && in.opcode <= 0xe3) {
+      auto rel8 = static_cast<int8_t>(insn.read<uint8_t>(in.length - 1).value_or(0));
+      return Branch{int64_t{rel8}, false, Ref::kConditional, true};
+    }
+  } else if (in.map == 1 && in.opcode >= 0x80 && in.opcode <= 0x8f && in.addr_field_size == 4) {
+    return Branch{rel32(), false, Ref::kConditional};
+  }
+  return std::nullopt;
+}
+
 bool is_plt_section(std::string_view name) {
   return name == ".plt" || name == ".plt.got" || name == ".plt.sec";
 }
@@ -271,65 +328,19 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
     };
 
     if (in->rip_relative) {
-      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
-      RefKind kind = RefKind::kLoad;
-      uint8_t flags = 0;
-      const uint8_t reg = (in->modrm >> 3) & 7;
-      if (in->map == 0 && !in->vex) {
-        switch (in->opcode) {
-          case 0x8d:
-            kind = RefKind::kLea;
-            break;
-          case 0x88:
-          case 0x89:
-            kind = RefKind::kStore;
-            break;
-          case 0xc6:
-          case 0xc7:
-            if (reg == 0) kind = RefKind::kStore;
-            break;
-          case 0xff:
-            if (reg >= 2 && reg <= 5) flags = Ref::kBranch;
-            break;
-          default:
-            break;
-        }
-      }
-      add(target, kind, flags);
+      const RipUse use = rip_use(*in);
+      add(next + static_cast<uint64_t>(int64_t{field32()}), use.kind, use.flags);
       continue;
     }
-    if (in->vex) continue;
-    if (in->map == 0) {
-      if ((in->opcode == 0xe8 || in->opcode == 0xe9) && in->addr_field_size == 4) {
-        uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
-        if (in->opcode == 0xe8) {
-          add(target, RefKind::kCall, 0);
-        } else if (outside(target)) {
-          add(target, RefKind::kTailJump, 0);
-        } else {
-          local(target);
-        }
-      } else if (in->opcode == 0xeb || (in->opcode >= 0x70 && in->opcode <= 0x7f) ||
-                 (in->opcode >= 0xe0 && in->opcode <= 0xe3)) {
-        // jmp rel8, jcc rel8, and loop/loopcc/jrcxz (E0-E3), which jump as a jcc does.
-        auto rel = static_cast<int8_t>(insn.read<uint8_t>(in->length - 1).value_or(0));
-        uint64_t target = next + static_cast<uint64_t>(int64_t{rel});
-        if (in->opcode >= 0xe0 && in->opcode <= 0xe3) {
-          if (!outside(target)) local(target);
-        } else if (outside(target)) {
-          add(target, RefKind::kTailJump, in->opcode == 0xeb ? 0 : Ref::kConditional);
-        } else {
-          local(target);
-        }
-      }
-    } else if (in->map == 1 && in->opcode >= 0x80 && in->opcode <= 0x8f &&
-               in->addr_field_size == 4) {
-      uint64_t target = next + static_cast<uint64_t>(int64_t{field32()});
-      if (outside(target)) {
-        add(target, RefKind::kTailJump, Ref::kConditional);
-      } else {
-        local(target);
-      }
+    const std::optional<Branch> b = relative_branch(*in, insn);
+    if (!b) continue;
+    const uint64_t target = next + static_cast<uint64_t>(b->rel);
+    if (b->call) {
+      add(target, RefKind::kCall, 0);
+    } else if (!outside(target)) {
+      local(target);
+    } else if (!b->loop) {
+      add(target, RefKind::kTailJump, b->flags);
     }
   }
 }

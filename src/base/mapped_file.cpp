@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/errno_error.hpp"
+
 namespace cudatool {
 
 MappedFile::MappedFile(MappedFile&& other) noexcept {
@@ -43,13 +45,12 @@ void MappedFile::reset() {
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return make_error(path, "", std::nullopt, fmt::format("cannot open: {}", strerror(errno)));
+  if (fd < 0) return errno_error(path, "cannot open", errno);
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    return make_error(path, "", std::nullopt, fmt::format("cannot stat: {}", strerror(e)));
+    return errno_error(path, "cannot stat", e);
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
@@ -66,7 +67,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
-      return make_error(path, "", std::nullopt, fmt::format("cannot map: {}", strerror(e)));
+      return errno_error(path, "cannot map", e);
     }
     f.data_ = static_cast<const uint8_t*>(p);
     f.size_ = static_cast<uint64_t>(st.st_size);

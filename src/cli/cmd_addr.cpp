@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/json_diagnostics.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -135,9 +136,7 @@ int run_addr(const AddrOptions& o) {
       w.end_object();
     }
     w.end_array();
-    w.key("diagnostics").begin_array();
-    for (const auto& e : img->diagnostics().items()) w.value(e.message());
-    w.end_array();
+    write_diagnostics(w, img->diagnostics());
     w.end_object();
     w.finish();
   } else {

@@ -11,6 +11,7 @@
 
 #include "analysis/embedded_images.hpp"
 #include "base/decompress.hpp"
+#include "base/errno_error.hpp"
 #include "base/mapped_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -124,7 +125,7 @@ std::string file_name(const EmbeddedImage& im) {
 // Writes every shown image that has bytes; returns false (after printing why) on an I/O error.
 bool extract(CubinsView& v, const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    print_error(fmt::format("--extract {}: mkdir: {}", dir, std::strerror(errno)));
+    print_error(fmt::format("--extract {}: {}", dir, errno_text("mkdir", errno)));
     return false;
   }
   for (const auto* im : v.shown) {
@@ -138,16 +139,14 @@ bool extract(CubinsView& v, const std::string& dir) {
       bytes = bytes.clamp(0, n);
     }
     if (!write_file(dir + "/" + name, bytes)) {
-      print_error(
-          fmt::format("--extract: cannot write {}/{}: {}", dir, name, std::strerror(errno)));
+      print_error("--extract: " + errno_text(fmt::format("cannot write {}/{}", dir, name), errno));
       return false;
     }
     v.files[im->index] = name;
   }
   std::string index = render_cubins_json(v);
   if (!write_file(dir + "/index.json", ByteView(index))) {
-    print_error(
-        fmt::format("--extract: cannot write {}/index.json: {}", dir, std::strerror(errno)));
+    print_error("--extract: " + errno_text(fmt::format("cannot write {}/index.json", dir), errno));
     return false;
   }
   return true;

@@ -121,12 +121,43 @@ void abi_section(Doc& doc, bool md, const AbiFold& f, size_t limit) {
   list(doc, md, "Layout changes of requests both use", changed, limit);
 }
 
-std::string render_doc(const Delta& d, bool md, bool all, const AbiFold* abi) {
-  size_t limit = all ? SIZE_MAX : 40;
-  Doc doc(md);
-  std::string a = d.old_version.value_or(d.old_path), b = d.new_version.value_or(d.new_path);
-  doc.heading(1, fmt::format("cudatool delta: {} → {}", a, b));
-  if (d.same_build) doc.para("Both files are the same build (identical GNU build id).");
+// What changed in the embedded device images.
+void cubins_section(Doc& doc, bool md, const CubinDelta& c, const std::string& a,
+                    const std::string& b, size_t limit) {
+  list(doc, md, "Device architectures added", c.archs_added, limit);
+  list(doc, md, "Device architectures removed", c.archs_removed, limit);
+  if (!c.images_per_arch.empty()) {
+    doc.heading(3, "Embedded images per architecture");
+    std::vector<std::vector<std::string>> r;
+    for (const auto& [arch, p] : c.images_per_arch) {
+      r.push_back({arch, fmt::format("{}", p.first), fmt::format("{}", p.second),
+                   signed_num(static_cast<int64_t>(p.second) - static_cast<int64_t>(p.first))});
+    }
+    doc.table({"arch", a, b, "change"}, r, {false, true, true, true});
+  }
+  list(doc, md, "Kernel families added", c.families_added, limit);
+  list(doc, md, "Kernel families removed", c.families_removed, limit);
+  for (const auto& [fam, ks] : c.kernels_added) list(doc, md, "Kernels added in " + fam, ks, limit);
+  for (const auto& [fam, ks] : c.kernels_removed)
+    list(doc, md, "Kernels removed from " + fam, ks, limit);
+}
+
+// What changed in the driver's tables.
+void tables_section(Doc& doc, bool md, const TableDelta& t, size_t limit) {
+  list(doc, md, "cuGetProcAddress rows added", t.procaddress_added, limit);
+  list(doc, md, "cuGetProcAddress rows removed", t.procaddress_removed, limit);
+  changes(doc, md, "cuGetProcAddress rows changed", t.procaddress_changed, limit);
+  list(doc, md, "Export tables added", t.export_tables_added, limit);
+  list(doc, md, "Export tables removed", t.export_tables_removed, limit);
+  changes(doc, md, "Export tables changed", t.export_tables_changed, limit);
+  list(doc, md, "Error codes added", t.errors_added, limit);
+  list(doc, md, "Error codes removed", t.errors_removed, limit);
+  changes(doc, md, "Error codes changed", t.errors_changed, limit);
+}
+
+// The summary: one line per part of the interface, and the sizes.
+void summary_section(Doc& doc, const Delta& d, const AbiFold* abi, const std::string& a,
+                     const std::string& b) {
   doc.heading(2, "Summary");
   auto count = [](const std::vector<ApiGroup>& g) {
     size_t n = 0;
@@ -187,6 +218,15 @@ std::string render_doc(const Delta& d, bool md, bool all, const AbiFold* abi) {
                     signed_num(s.diff())});
   }
   doc.table({"size", a, b, "change"}, rows, {false, true, true, true});
+}
+
+std::string render_doc(const Delta& d, bool md, bool all, const AbiFold* abi) {
+  size_t limit = all ? SIZE_MAX : 40;
+  Doc doc(md);
+  std::string a = d.old_version.value_or(d.old_path), b = d.new_version.value_or(d.new_path);
+  doc.heading(1, fmt::format("cudatool delta: {} → {}", a, b));
+  if (d.same_build) doc.para("Both files are the same build (identical GNU build id).");
+  summary_section(doc, d, abi, a, b);
 
   doc.heading(2, "Details");
   if (d.note_changed) {
@@ -234,38 +274,8 @@ std::string render_doc(const Delta& d, bool md, bool all, const AbiFold* abi) {
     }
     doc.table({"function", a, b, "change"}, r, {false, true, true, true});
   }
-  if (d.cubins) {
-    const auto& c = *d.cubins;
-    list(doc, md, "Device architectures added", c.archs_added, limit);
-    list(doc, md, "Device architectures removed", c.archs_removed, limit);
-    if (!c.images_per_arch.empty()) {
-      doc.heading(3, "Embedded images per architecture");
-      std::vector<std::vector<std::string>> r;
-      for (const auto& [arch, p] : c.images_per_arch) {
-        r.push_back({arch, fmt::format("{}", p.first), fmt::format("{}", p.second),
-                     signed_num(static_cast<int64_t>(p.second) - static_cast<int64_t>(p.first))});
-      }
-      doc.table({"arch", a, b, "change"}, r, {false, true, true, true});
-    }
-    list(doc, md, "Kernel families added", c.families_added, limit);
-    list(doc, md, "Kernel families removed", c.families_removed, limit);
-    for (const auto& [fam, ks] : c.kernels_added)
-      list(doc, md, "Kernels added in " + fam, ks, limit);
-    for (const auto& [fam, ks] : c.kernels_removed)
-      list(doc, md, "Kernels removed from " + fam, ks, limit);
-  }
-  if (d.tables) {
-    const auto& t = *d.tables;
-    list(doc, md, "cuGetProcAddress rows added", t.procaddress_added, limit);
-    list(doc, md, "cuGetProcAddress rows removed", t.procaddress_removed, limit);
-    changes(doc, md, "cuGetProcAddress rows changed", t.procaddress_changed, limit);
-    list(doc, md, "Export tables added", t.export_tables_added, limit);
-    list(doc, md, "Export tables removed", t.export_tables_removed, limit);
-    changes(doc, md, "Export tables changed", t.export_tables_changed, limit);
-    list(doc, md, "Error codes added", t.errors_added, limit);
-    list(doc, md, "Error codes removed", t.errors_removed, limit);
-    changes(doc, md, "Error codes changed", t.errors_changed, limit);
-  }
+  if (d.cubins) cubins_section(doc, md, *d.cubins, a, b, limit);
+  if (d.tables) tables_section(doc, md, *d.tables, limit);
   if (abi != nullptr) abi_section(doc, md, *abi, limit);
   return doc.str();
 }

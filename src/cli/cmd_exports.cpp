@@ -65,8 +65,7 @@ void say_no_match(const std::string& filter, const std::vector<Export>& all) {
   std::string like;
   size_t n = 0;
   for (const auto& e : all) {
-    std::string name(e.sym.name);
-    if (glob_match(filter, name, /*fold_case=*/true) && n++ == 0) like = name;
+    if (glob_match(filter, e.sym.name, /*fold_case=*/true) && n++ == 0) like = e.sym.name;
   }
   fmt::print(stderr, "cudatool: note: --filter '{}' matches none of the {} exports{}\n", filter,
              all.size(),

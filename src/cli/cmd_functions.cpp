@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/json_diagnostics.hpp"
 #include "cli/patch_plan_output.hpp"
 
 namespace cudatool::cli {
@@ -103,9 +104,7 @@ void render_json(DriverImage& img, const FunctionMap& map, const std::vector<Gap
     w.kv("source", u.name.source).end_object();
   }
   w.end_array();
-  w.key("diagnostics").begin_array();
-  for (const auto& e : img.diagnostics().items()) w.value(e.message());
-  w.end_array();
+  write_diagnostics(w, img.diagnostics());
   w.end_object();
   w.finish();
   flush(true);

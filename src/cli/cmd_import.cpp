@@ -8,6 +8,7 @@
 #include "base/json_writer.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/json_diagnostics.hpp"
 #include "trace/capture_import.hpp"
 #include "trace/capture_probe.hpp"
 
@@ -92,9 +93,7 @@ int run_import(const ImportCliOptions& o) {
     j.key("by_sys").begin_object();
     for (const auto& [k, n] : r->by_sys) j.kv(k, n);
     j.end_object();
-    j.key("diagnostics").begin_array();
-    for (const auto& e : diag.items()) j.value(e.message());
-    j.end_array();
+    write_diagnostics(j, diag);
     j.end_object();
     j.finish();
     emit(out);

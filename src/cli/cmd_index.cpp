@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/json_diagnostics.hpp"
 #include "cli/xrefs_output.hpp"
 
 namespace cudatool::cli {
@@ -40,9 +41,7 @@ int run_index(const IndexOptions& o) {
     for (const auto& [table, n] : stats->rows) w.kv(table, n);
     w.end_object();
     write_xref_stats_json(w, x);
-    w.key("diagnostics").begin_array();
-    for (const auto& e : img->diagnostics().items()) w.value(e.message());
-    w.end_array();
+    write_diagnostics(w, img->diagnostics());
     w.end_object();
     w.finish();
   } else {

@@ -10,6 +10,7 @@
 #include "base/sha256.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/json_diagnostics.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -56,13 +57,10 @@ const elf::SectionHeader* text_section(DriverImage& img) {
   return img.elf().section(".text");
 }
 
-std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c) {
+// "file", "elf", "build_id", "soname", "needed".
+void json_file_and_elf(JsonWriter& w, DriverImage& img, const InfoOptions& o) {
   const auto& elf = img.elf();
   const auto& h = elf.header();
-  std::string out;
-  JsonWriter w(out);
-  w.begin_object();
-  w.kv("schema", "cudatool.info/1");
   w.key("file").begin_object();
   w.kv("path", img.path()).kv("resolved_path", img.resolved_path()).kv("size", img.file().size());
   w.kv_or_null("compression", img.compression() == Compression::kNone
@@ -86,7 +84,10 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
   w.key("needed").begin_array();
   for (auto n : dyn.needed) w.value(n);
   w.end_array();
+}
 
+// "driver_version": each source of the version and whether they agree.
+void json_driver_version(JsonWriter& w, DriverImage& img, const InfoOptions& o) {
   const auto& v = img.driver_version(o.scan_version);
   w.key("driver_version").begin_object();
   if (auto b = v.best())
@@ -106,7 +107,11 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
   if (!v.strings_evidence.empty()) w.kv("strings_evidence", v.strings_evidence);
   w.kv("conflict", v.conflict());
   w.end_object();
+}
 
+// "exec_segment", "text", "sections_of_interest", "sections", "segments".
+void json_layout(JsonWriter& w, DriverImage& img) {
+  const auto& elf = img.elf();
   if (const auto* x = img.exec_segment()) {
     w.key("exec_segment").begin_object();
     w.kv("index", x->index).kv_hex("vaddr", x->p_vaddr).kv_hex("offset", x->p_offset);
@@ -158,7 +163,10 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
     w.end_object();
   }
   w.end_array();
+}
 
+// "exports" and "imports": the counts.
+void json_counts(JsonWriter& w, const Counts& c) {
   w.key("exports").begin_object();
   w.kv("total", c.exports)
       .kv("func", c.func)
@@ -177,7 +185,10 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
     w.begin_object().kv("library", k).kv("count", n).end_object();
   w.end_array();
   w.end_object();
+}
 
+// "fwd_compat_note": present, damaged or absent.
+void json_fwd_compat_note(JsonWriter& w, DriverImage& img) {
   const auto& note = img.fwd_compat_note();
   w.key("fwd_compat_note").begin_object();
   if (note) {
@@ -209,7 +220,10 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
     w.kv("status", "absent");
   }
   w.end_object();
+}
 
+// "debuglink" and "eh_frame_hdr".
+void json_unwind(JsonWriter& w, DriverImage& img) {
   if (const auto& d = img.debuglink()) {
     w.key("debuglink").begin_object().kv("file", d->file).kv_hex("crc32", d->crc32).end_object();
   } else {
@@ -227,44 +241,31 @@ std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c)
   } else {
     w.key("eh_frame_hdr").null();
   }
-  w.key("diagnostics").begin_array();
-  for (const auto& e : img.diagnostics().items()) w.value(e.message());
-  w.end_array();
+}
+
+std::string render_json(DriverImage& img, const InfoOptions& o, const Counts& c) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.kv("schema", "cudatool.info/1");
+  json_file_and_elf(w, img, o);
+  json_driver_version(w, img, o);
+  json_layout(w, img);
+  json_counts(w, c);
+  json_fwd_compat_note(w, img);
+  json_unwind(w, img);
+  write_diagnostics(w, img.diagnostics());
   w.end_object();
   w.finish();
   return out;
 }
 
-std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c) {
-  const auto& elf = img.elf();
-  const auto& h = elf.header();
-  std::string out;
-  auto row = [&](std::string_view k, const std::string& v) {
-    out += fmt::format("{:<16}{}\n", k, v);
-  };
-  auto base = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
-  row("file", base(img.path()) == base(img.resolved_path())
-                  ? img.path()
-                  : fmt::format("{} -> {}", img.path(), img.resolved_path()));
-  row("size", fmt::format("{} bytes ({}){}", img.file().size(), human_size(img.file().size()),
-                          img.compression() == Compression::kNone
-                              ? ""
-                              : fmt::format(", decompressed in memory from {}",
-                                            compression_name(img.compression()))));
-  if (o.sha) row("sha256", sha256_hex(img.bytes()));
-  const auto& id = img.build_id();
-  row("build id", id ? *id : "none");
-  row("ELF",
-      fmt::format("ELF64 little-endian {} {}, OS/ABI {}, entry {}", elf::file_type_name(h.e_type),
-                  elf::machine_name(h.e_machine), h.ei_osabi, hex(h.e_entry)));
-  const auto& dyn = img.dynamic();
-  if (!dyn.soname.empty()) row("soname", std::string(dyn.soname));
-  if (!dyn.needed.empty()) {
-    std::string needed;
-    for (auto n : dyn.needed) needed += fmt::format("{}{}", needed.empty() ? "" : " ", n);
-    row("needed", needed);
-  }
-  const auto& v = img.driver_version(o.scan_version);
+void text_row(std::string& out, std::string_view k, const std::string& v) {
+  out += fmt::format("{:<16}{}\n", k, v);
+}
+
+// The "driver version" row: the version, where it comes from, whether the sources agree.
+std::string text_driver_version(const DriverVersion& v) {
   if (auto b = v.best()) {
     std::string s = fmt::format("{} (from {}", *b, v.source());
     if (v.from_strings && v.from_file_name) {
@@ -273,21 +274,14 @@ std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c)
     } else if (!v.strings_scanned) {
       s += "; --scan-version also checks the strings inside";
     }
-    row("driver version", s + ")");
-  } else {
-    row("driver version",
-        v.strings_scanned ? "unknown (no version in the file name or strings)" : "unknown");
+    return s + ")";
   }
-  if (const auto* x = img.exec_segment()) {
-    row("exec segment", fmt::format("{} (LOAD [{}], {}, {} bytes)", hex(x->p_vaddr), x->index,
-                                    elf::segment_flags_string(x->p_flags), x->p_filesz));
-  } else {
-    row("exec segment", "none");
-  }
-  if (const auto* t = text_section(img)) {
-    row(".text", fmt::format("{}-{} ({} bytes, {})", hex(t->sh_addr), hex(t->sh_addr + t->sh_size),
-                             t->sh_size, human_size(t->sh_size)));
-  }
+  return v.strings_scanned ? "unknown (no version in the file name or strings)" : "unknown";
+}
+
+// The "fwd-compat note" rows.
+void text_fwd_compat_note(std::string& out, DriverImage& img) {
+  auto row = [&](std::string_view k, const std::string& v) { text_row(out, k, v); };
   const auto& note = img.fwd_compat_note();
   if (note) {
     std::string branches, devices;
@@ -313,6 +307,47 @@ std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c)
   } else {
     row("fwd-compat note", "absent");
   }
+}
+
+std::string render_text(DriverImage& img, const InfoOptions& o, const Counts& c) {
+  const auto& elf = img.elf();
+  const auto& h = elf.header();
+  std::string out;
+  auto row = [&](std::string_view k, const std::string& v) { text_row(out, k, v); };
+  auto base = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
+  row("file", base(img.path()) == base(img.resolved_path())
+                  ? img.path()
+                  : fmt::format("{} -> {}", img.path(), img.resolved_path()));
+  row("size", fmt::format("{} bytes ({}){}", img.file().size(), human_size(img.file().size()),
+                          img.compression() == Compression::kNone
+                              ? ""
+                              : fmt::format(", decompressed in memory from {}",
+                                            compression_name(img.compression()))));
+  if (o.sha) row("sha256", sha256_hex(img.bytes()));
+  const auto& id = img.build_id();
+  row("build id", id ? *id : "none");
+  row("ELF",
+      fmt::format("ELF64 little-endian {} {}, OS/ABI {}, entry {}", elf::file_type_name(h.e_type),
+                  elf::machine_name(h.e_machine), h.ei_osabi, hex(h.e_entry)));
+  const auto& dyn = img.dynamic();
+  if (!dyn.soname.empty()) row("soname", std::string(dyn.soname));
+  if (!dyn.needed.empty()) {
+    std::string needed;
+    for (auto n : dyn.needed) needed += fmt::format("{}{}", needed.empty() ? "" : " ", n);
+    row("needed", needed);
+  }
+  row("driver version", text_driver_version(img.driver_version(o.scan_version)));
+  if (const auto* x = img.exec_segment()) {
+    row("exec segment", fmt::format("{} (LOAD [{}], {}, {} bytes)", hex(x->p_vaddr), x->index,
+                                    elf::segment_flags_string(x->p_flags), x->p_filesz));
+  } else {
+    row("exec segment", "none");
+  }
+  if (const auto* t = text_section(img)) {
+    row(".text", fmt::format("{}-{} ({} bytes, {})", hex(t->sh_addr), hex(t->sh_addr + t->sh_size),
+                             t->sh_size, human_size(t->sh_size)));
+  }
+  text_fwd_compat_note(out, img);
   if (const auto& d = img.debuglink()) {
     row("debug link", fmt::format("{} (crc32 {:#010x})", d->file, d->crc32));
   } else {

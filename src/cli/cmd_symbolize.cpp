@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/json_diagnostics.hpp"
 
 namespace cudatool::cli {
 namespace {
@@ -172,9 +173,7 @@ int run_symbolize(const SymbolizeOptions& o) {
     w.kv("size", bytes->size()).kv("sections", st.sections).kv("symbols", st.symbols);
     w.kv("exported", st.exported).kv("other_names", st.other_names).kv("derived", st.derived);
     w.kv("plt_skipped", st.plt_skipped).kv("unplaced", st.unplaced);
-    w.key("diagnostics").begin_array();
-    for (const auto& e : img->diagnostics().items()) w.value(e.message());
-    w.end_array();
+    write_diagnostics(w, img->diagnostics());
     w.end_object();
     w.finish();
   } else {

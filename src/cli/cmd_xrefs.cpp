@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/function_output.hpp"
+#include "cli/json_diagnostics.hpp"
 #include "cli/xrefs_output.hpp"
 
 namespace cudatool::cli {
@@ -43,9 +44,7 @@ void begin_json(JsonWriter& w, Context& c, std::string_view mode) {
 
 void end_json(JsonWriter& w, Context& c) {
   write_xref_stats_json(w, c.x);
-  w.key("diagnostics").begin_array();
-  for (const auto& e : c.img.diagnostics().items()) w.value(e.message());
-  w.end_array();
+  write_diagnostics(w, c.img.diagnostics());
   w.end_object();
   w.finish();
 }

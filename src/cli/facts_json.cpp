@@ -51,6 +51,65 @@ void note(JsonWriter& w, std::string_view key, const NoteFacts& n) {
   w.end_object();
 }
 
+// "functions": counts and the largest movers.
+void delta_functions_json(JsonWriter& w, const FunctionDelta& f) {
+  w.key("functions").begin_object();
+  w.kv("old", f.old_count)
+      .kv("new", f.new_count)
+      .kv("unchanged", f.unchanged)
+      .kv("changed", f.changed);
+  w.kv("added", f.added).kv("removed", f.removed);
+  w.key("largest_movers").begin_array();
+  for (const auto& m : f.largest_movers) {
+    w.begin_object()
+        .kv("name", m.name)
+        .kv("old_size", m.old_size)
+        .kv("new_size", m.new_size)
+        .end_object();
+  }
+  w.end_array().end_object();
+}
+
+// "cubins": architectures, image counts, kernel families and kernels.
+void delta_cubins_json(JsonWriter& w, const CubinDelta& c) {
+  w.key("cubins").begin_object();
+  strings(w, "archs_added", c.archs_added);
+  strings(w, "archs_removed", c.archs_removed);
+  w.key("images_per_arch").begin_array();
+  for (const auto& [arch, p] : c.images_per_arch) {
+    w.begin_object().kv("arch", arch).kv("old", p.first).kv("new", p.second).end_object();
+  }
+  w.end_array();
+  strings(w, "families_added", c.families_added);
+  strings(w, "families_removed", c.families_removed);
+  for (auto [key, m] : {std::pair{"kernels_added", &c.kernels_added},
+                        std::pair{"kernels_removed", &c.kernels_removed}}) {
+    w.key(key).begin_array();
+    for (const auto& [fam, ks] : *m) {
+      w.begin_object().kv("family", fam);
+      strings(w, "kernels", ks);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
+}
+
+// "tables": the driver's tables.
+void delta_tables_json(JsonWriter& w, const TableDelta& t) {
+  w.key("tables").begin_object();
+  strings(w, "procaddress_added", t.procaddress_added);
+  strings(w, "procaddress_removed", t.procaddress_removed);
+  changes(w, "procaddress_changed", t.procaddress_changed);
+  strings(w, "export_tables_added", t.export_tables_added);
+  strings(w, "export_tables_removed", t.export_tables_removed);
+  changes(w, "export_tables_changed", t.export_tables_changed);
+  strings(w, "errors_added", t.errors_added);
+  strings(w, "errors_removed", t.errors_removed);
+  changes(w, "errors_changed", t.errors_changed);
+  w.end_object();
+}
+
 }  // namespace
 
 void write_delta_json(JsonWriter& w, const Delta& d,
@@ -110,68 +169,18 @@ void write_delta_json(JsonWriter& w, const Delta& d,
         .end_object();
   }
   w.end_array();
-  if (d.functions) {
-    const auto& f = *d.functions;
-    w.key("functions").begin_object();
-    w.kv("old", f.old_count)
-        .kv("new", f.new_count)
-        .kv("unchanged", f.unchanged)
-        .kv("changed", f.changed);
-    w.kv("added", f.added).kv("removed", f.removed);
-    w.key("largest_movers").begin_array();
-    for (const auto& m : f.largest_movers) {
-      w.begin_object()
-          .kv("name", m.name)
-          .kv("old_size", m.old_size)
-          .kv("new_size", m.new_size)
-          .end_object();
-    }
-    w.end_array().end_object();
-  } else {
+  if (d.functions)
+    delta_functions_json(w, *d.functions);
+  else
     w.key("functions").null();
-  }
-  if (d.cubins) {
-    const auto& c = *d.cubins;
-    w.key("cubins").begin_object();
-    strings(w, "archs_added", c.archs_added);
-    strings(w, "archs_removed", c.archs_removed);
-    w.key("images_per_arch").begin_array();
-    for (const auto& [arch, p] : c.images_per_arch) {
-      w.begin_object().kv("arch", arch).kv("old", p.first).kv("new", p.second).end_object();
-    }
-    w.end_array();
-    strings(w, "families_added", c.families_added);
-    strings(w, "families_removed", c.families_removed);
-    for (auto [key, m] : {std::pair{"kernels_added", &c.kernels_added},
-                          std::pair{"kernels_removed", &c.kernels_removed}}) {
-      w.key(key).begin_array();
-      for (const auto& [fam, ks] : *m) {
-        w.begin_object().kv("family", fam);
-        strings(w, "kernels", ks);
-        w.end_object();
-      }
-      w.end_array();
-    }
-    w.end_object();
-  } else {
+  if (d.cubins)
+    delta_cubins_json(w, *d.cubins);
+  else
     w.key("cubins").null();
-  }
-  if (d.tables) {
-    const auto& t = *d.tables;
-    w.key("tables").begin_object();
-    strings(w, "procaddress_added", t.procaddress_added);
-    strings(w, "procaddress_removed", t.procaddress_removed);
-    changes(w, "procaddress_changed", t.procaddress_changed);
-    strings(w, "export_tables_added", t.export_tables_added);
-    strings(w, "export_tables_removed", t.export_tables_removed);
-    changes(w, "export_tables_changed", t.export_tables_changed);
-    strings(w, "errors_added", t.errors_added);
-    strings(w, "errors_removed", t.errors_removed);
-    changes(w, "errors_changed", t.errors_changed);
-    w.end_object();
-  } else {
+  if (d.tables)
+    delta_tables_json(w, *d.tables);
+  else
     w.key("tables").null();
-  }
   if (extra) extra(w);
   w.end_object();
 }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "base/json_writer.hpp"
+#include "cli/json_diagnostics.hpp"
 #include "cli/tables_render.hpp"
 
 namespace cudatool::cli {
@@ -197,9 +198,7 @@ std::string render_tables_json(DriverImage& img, DriverTables& t, const TablesOp
   if (o.want("exporttables")) exporttables_json(w, t);
   if (o.want("dispatch")) dispatch_json(w, t);
   if (o.want("errors")) errors_json(w, t);
-  w.key("diagnostics").begin_array();
-  for (const auto& e : img.diagnostics().items()) w.value(e.message());
-  w.end_array();
+  write_diagnostics(w, img.diagnostics());
   w.end_object();
   w.finish();
   return out;

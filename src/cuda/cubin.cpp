@@ -230,24 +230,28 @@ std::string cuda_section_type_name(uint32_t t) {
   }
 }
 
-Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
-  auto elf_or_err = elf::ElfImage::parse(image, diag);
-  if (!elf_or_err) return elf_or_err.error();
-  Cubin c{std::move(*elf_or_err), {}, {}, 0, {}, {}};
-  const auto& h = c.elf.header();
-  if (h.e_machine != kEmCuda) {
-    return make_error(
-        "ELF header", "e_machine", image.base() + 18,
-        fmt::format("{} ({}), not EM_CUDA (190)", h.e_machine, elf::machine_name(h.e_machine)));
-  }
-  c.target = decode_e_flags(h.ei_abiversion, h.e_flags, h.e_version);
-  refine_target_from_notes(c.elf, c.target, diag);
+namespace {
 
-  // Functions. The symbol table is read in place: only FUNC symbols become records (a large
-  // image has thousands of section symbols and labels, and building them all was a tenth of a
-  // whole libcuda scan); other names are looked up when an attribute needs one.
+// The symbol table read in place, with its string table.
+struct SymbolTable {
+  ByteView symbols, names;
+  [[nodiscard]] uint64_t count() const { return symbols.size() / kSymSize; }
+  [[nodiscard]] std::string_view name(uint32_t index) const {
+    if (index >= count()) return {};
+    auto n = names.cstring(load_le<uint32_t>(symbols.data() + uint64_t{index} * kSymSize));
+    return n ? *n : std::string_view();
+  }
+};
+
+// Where the kernels are, by symbol index, by text section and by name.
+struct KernelIndex {
   std::unordered_map<uint32_t, size_t> by_symbol;  // symbol index -> kernel
   std::unordered_map<uint32_t, size_t> by_shndx;   // text section -> first kernel in it
+  std::unordered_map<std::string_view, size_t> by_name;
+};
+
+// The image's SHT_SYMTAB and the string table it links, or empty views (damage reported).
+SymbolTable find_symbol_table(const Cubin& c, Diagnostics* diag) {
   ByteView symbols, names;
   if (const auto* symtab = c.elf.section_of_type(SHT_SYMTAB);
       symtab != nullptr && symtab->in_file) {
@@ -275,7 +279,16 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
       }
     }
   }
-  const uint64_t nsyms = symbols.size() / kSymSize;
+  return {symbols, names};
+}
+
+// Functions. Only FUNC symbols become records (a large image has thousands of section symbols
+// and labels, and building them all was a tenth of a whole libcuda scan); other names are
+// looked up when an attribute needs one.
+void read_kernels(Cubin& c, const SymbolTable& syms, KernelIndex& ix, Diagnostics* diag) {
+  const ByteView& symbols = syms.symbols;
+  const ByteView& names = syms.names;
+  const uint64_t nsyms = syms.count();
   auto is_function = [&](const uint8_t* p) {
     return (p[4] & 0xf) == STT_FUNC && load_le<uint16_t>(p + 6) != SHN_UNDEF;
   };
@@ -311,30 +324,31 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
         k.registers_source = "sh_info";
       }
     }
-    by_symbol[k.symbol_index] = c.kernels.size();
-    by_shndx.emplace(k.shndx, c.kernels.size());
+    ix.by_symbol[k.symbol_index] = c.kernels.size();
+    ix.by_shndx.emplace(k.shndx, c.kernels.size());
     c.kernels.push_back(std::move(k));
   }
-  auto symbol_name = [&](uint32_t index) -> std::string_view {
-    if (index >= nsyms) return {};
-    auto n = names.cstring(load_le<uint32_t>(symbols.data() + uint64_t{index} * kSymSize));
-    return n ? *n : std::string_view();
-  };
-  std::unordered_map<std::string_view, size_t> by_name;
-  for (size_t i = 0; i < c.kernels.size(); ++i) by_name.emplace(c.kernels[i].name, i);
+  for (size_t i = 0; i < c.kernels.size(); ++i) ix.by_name.emplace(c.kernels[i].name, i);
+}
+
+void read_section_sizes(Cubin& c, const KernelIndex& ix) {
   // .nv.shared.<name> and .nv.constant0.<name>, found through one pass over the sections (an
   // image can have hundreds of functions and sections).
   for (const auto& sh : c.elf.sections()) {
     constexpr std::string_view kShared = ".nv.shared.", kConst0 = ".nv.constant0.";
     bool shared = sh.name.starts_with(kShared);
     if (!shared && !sh.name.starts_with(kConst0)) continue;
-    auto it = by_name.find(sh.name.substr(shared ? kShared.size() : kConst0.size()));
-    if (it == by_name.end()) continue;
+    auto it = ix.by_name.find(sh.name.substr(shared ? kShared.size() : kConst0.size()));
+    if (it == ix.by_name.end()) continue;
     (shared ? c.kernels[it->second].shared_size : c.kernels[it->second].constant0_size) =
         sh.sh_size;
   }
+}
 
-  // Attributes.
+// Attributes (.nv.info sections): to their function, or to the image.
+void read_attributes(Cubin& c, const SymbolTable& syms, const KernelIndex& ix, Diagnostics* diag) {
+  const uint64_t nsyms = syms.count();
+  auto symbol_name = [&](uint32_t index) { return syms.name(index); };
   for (const auto& sh : c.elf.sections()) {
     if (sh.sh_type != kShtCudaInfo || !sh.in_file) continue;
     auto bytes = c.elf.section_bytes(sh);
@@ -349,16 +363,16 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
     // kernel's non-inlined callees, "$kernel$callee", into the kernel's own section).
     std::optional<size_t> owner;
     if (sh.name.starts_with(".nv.info.")) {
-      if (auto n = by_name.find(sh.name.substr(9)); n != by_name.end()) {
+      if (auto n = ix.by_name.find(sh.name.substr(9)); n != ix.by_name.end()) {
         owner = n->second;
-      } else if (auto it = by_shndx.find(sh.sh_info); it != by_shndx.end()) {
+      } else if (auto it = ix.by_shndx.find(sh.sh_info); it != ix.by_shndx.end()) {
         owner = it->second;
       }
     }
     for (const auto& a : attrs) {
       if (!owner && names_a_symbol(a.attr)) {
         if (auto sv = sym_value(a)) {
-          if (auto it = by_symbol.find(sv->sym); it != by_symbol.end()) {
+          if (auto it = ix.by_symbol.find(sv->sym); it != ix.by_symbol.end()) {
             apply(c.kernels[it->second], a, false);
             continue;
           }
@@ -380,6 +394,28 @@ Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
       }
     }
   }
+}
+
+}  // namespace
+
+Result<Cubin> parse_cubin(ByteView image, Diagnostics* diag) {
+  auto elf_or_err = elf::ElfImage::parse(image, diag);
+  if (!elf_or_err) return elf_or_err.error();
+  Cubin c{std::move(*elf_or_err), {}, {}, 0, {}, {}};
+  const auto& h = c.elf.header();
+  if (h.e_machine != kEmCuda) {
+    return make_error(
+        "ELF header", "e_machine", image.base() + 18,
+        fmt::format("{} ({}), not EM_CUDA (190)", h.e_machine, elf::machine_name(h.e_machine)));
+  }
+  c.target = decode_e_flags(h.ei_abiversion, h.e_flags, h.e_version);
+  refine_target_from_notes(c.elf, c.target, diag);
+
+  const SymbolTable syms = find_symbol_table(c, diag);
+  KernelIndex ix;
+  read_kernels(c, syms, ix, diag);
+  read_section_sizes(c, ix);
+  read_attributes(c, syms, ix, diag);
   for (auto& k : c.kernels) {
     std::stable_sort(
         k.params.begin(), k.params.end(),

@@ -8,6 +8,7 @@
 #include "analysis/driver_image.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
+#include "base/errno_error.hpp"
 #include "base/glob_match.h"
 #include "elf/symbols.hpp"
 #include "trace/trace_file.hpp"
@@ -29,7 +30,7 @@ std::string_view file_name(std::string_view path) {
 Result<std::unique_ptr<DriverImage>> open_regular(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    return make_error(path, "", std::nullopt, fmt::format("{}", std::strerror(errno)));
+    return errno_error(path, "", errno);
   }
   if (!S_ISREG(st.st_mode)) return make_error(path, "", std::nullopt, "not a regular file");
   return DriverImage::open(path);

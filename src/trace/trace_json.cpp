@@ -22,30 +22,25 @@ void write_buffer(Line& l, const Buffer& b) {
   l.ch('{');
   l.key("role", true);
   l.str(b.role);
-  l.key("addr");
-  l.hex(b.addr);
-  l.key("size");
-  l.num(b.size);
+  l.key_hex("addr", b.addr);
+  l.key_num("size", b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
   if (!b.sized_by.empty()) {
-    l.key("sized_by");
-    l.str(b.sized_by);
+    l.key_str("sized_by", b.sized_by);
   }
   if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
     l.key("pre");
     l.bytes(b.before);
   }
   if (!b.before_error.empty()) {
-    l.key("pre_error");
-    l.str(b.before_error);
+    l.key_str("pre_error", b.before_error);
   }
   if (!b.after.empty() || (b.after_error.empty() && b.size > 0)) {
     l.key("post");
     l.bytes(b.after);
   }
   if (!b.after_error.empty()) {
-    l.key("post_error");
-    l.str(b.after_error);
+    l.key_str("post_error", b.after_error);
   }
   l.extra(b.extra);
   l.ch('}');
@@ -59,17 +54,12 @@ bool is_chown_op(std::string_view op) {
 
 // The members of an environment event (v2) before `ret`: op, path and what the kind adds.
 void write_environment(Line& l, const Event& e) {
-  l.key("op");
-  l.str(e.op);
-  l.key("path");
-  l.str(e.path);
+  l.key_str("op", e.op);
+  l.key_str("path", e.path);
   auto answer = [&] {
-    l.key("mode");
-    l.hex(e.mode);
-    l.key("rdev");
-    l.hex(e.rdev);
-    l.key("size");
-    l.num(e.st_size);
+    l.key_hex("mode", e.mode);
+    l.key_hex("rdev", e.rdev);
+    l.key_num("size", e.st_size);
   };
   auto at_flags = [&] {
     if (e.open_flags != 0) {
@@ -88,26 +78,21 @@ void write_environment(Line& l, const Event& e) {
       }
       break;
     case Sys::kFile:
-      l.key("flags");
-      l.hex(e.open_flags);
+      l.key_hex("flags", e.open_flags);
       if (e.has_stat) answer();  // of what was opened, as the recorder found it
       break;
     case Sys::kMknod:
-      l.key("mode");
-      l.hex(e.mode);
-      l.key("rdev");
-      l.hex(e.rdev);
+      l.key_hex("mode", e.mode);
+      l.key_hex("rdev", e.rdev);
       break;
     case Sys::kSymlink:
     case Sys::kReadlink:
-      l.key("target");
-      l.str(e.target);
+      l.key_str("target", e.target);
       break;
     case Sys::kChmod:
       at_flags();
       if (!is_chown_op(e.op)) {
-        l.key("mode");
-        l.hex(e.mode);
+        l.key_hex("mode", e.mode);
       }
       break;
     case Sys::kUnlink:
@@ -123,18 +108,15 @@ void write_content(Line& l, const Buffer& b) {
   l.ch('{');
   l.key("role", true);
   l.str(b.role);
-  l.key("addr");
-  l.hex(b.addr);
-  l.key("size");
-  l.num(b.size);
+  l.key_hex("addr", b.addr);
+  l.key_num("size", b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
   if (!b.after.empty() || b.after_error.empty()) {
     l.key("post");
     l.bytes(b.after);
   }
   if (!b.after_error.empty()) {
-    l.key("post_error");
-    l.str(b.after_error);
+    l.key_str("post_error", b.after_error);
   }
   l.extra(b.extra);
   l.ch('}');
@@ -238,35 +220,18 @@ bool parse_unrecorded(LineParser& p, std::vector<Unrecorded>& out) {
 
 }  // namespace
 
-void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
-  Line l(out);
-  l.ch('{');
-  l.key("seq", true);
-  l.num(e.seq);
-  l.key("t");
-  l.num(e.t_ns);
-  if (e.has_duration) {
-    l.key("dur");
-    l.num(e.dur_ns);
-  }
-  l.key("pid");
-  l.num(int64_t{e.pid});
-  l.key("tid");
-  l.num(int64_t{e.tid});
-  l.key("sys");
-  l.str(e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
+namespace {
+
+// The members of one kind of call: "path" and "flags" of an open, "req" of an ioctl, …
+void write_call_members(Line& l, const Event& e) {
   auto fd_path = [&] {
-    l.key("fd");
-    l.num(int64_t{e.fd});
-    l.key("path");
-    l.str(e.path);
+    l.key_num("fd", int64_t{e.fd});
+    l.key_str("path", e.path);
   };
   switch (e.sys) {
     case Sys::kOpen:
-      l.key("path");
-      l.str(e.path);
-      l.key("flags");
-      l.hex(e.open_flags);
+      l.key_str("path", e.path);
+      l.key_hex("flags", e.open_flags);
       break;
     case Sys::kClose:
     case Sys::kDup:
@@ -274,39 +239,28 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
       break;
     case Sys::kIoctl:
       fd_path();
-      l.key("req");
-      l.hex(e.request);
+      l.key_hex("req", e.request);
       break;
     case Sys::kMmap:
       fd_path();
-      l.key("addr");
-      l.hex(e.addr);
-      l.key("len");
-      l.num(e.len);
-      l.key("prot");
-      l.num(e.prot);
-      l.key("flags");
-      l.hex(e.map_flags);
-      l.key("off");
-      l.hex(e.offset);
+      l.key_hex("addr", e.addr);
+      l.key_num("len", e.len);
+      l.key_num("prot", e.prot);
+      l.key_hex("flags", e.map_flags);
+      l.key_hex("off", e.offset);
       break;
     case Sys::kMunmap:
-      l.key("addr");
-      l.hex(e.addr);
-      l.key("len");
-      l.num(e.len);
+      l.key_hex("addr", e.addr);
+      l.key_num("len", e.len);
       if (!e.path.empty()) {
-        l.key("path");
-        l.str(e.path);
+        l.key_str("path", e.path);
       }
       break;
     case Sys::kExecve:
-      l.key("path");
-      l.str(e.path);
+      l.key_str("path", e.path);
       break;
     case Sys::kFork:
-      l.key("child");
-      l.num(int64_t{e.child_pid});
+      l.key_num("child", int64_t{e.child_pid});
       break;
     case Sys::kStat:
     case Sys::kFile:
@@ -321,14 +275,10 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
     case Sys::kUnknown:
       break;
   }
-  if (e.sys != Sys::kUnknown) {
-    l.key("ret");
-    l.num(e.ret);
-  }
-  if (e.err != 0) {
-    l.key("errno");
-    l.num(int64_t{e.err});
-  }
+}
+
+// The recorded bytes and lists: "arg", "nested", "content", "entries", "unrecorded".
+void write_event_buffers(Line& l, const Event& e) {
   if (e.arg) {
     l.key("arg");
     write_buffer(l, *e.arg);
@@ -363,22 +313,43 @@ void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
       l.ch('{');
       l.key("what", true);
       l.str(e.unrecorded[i].what);
-      l.key("why");
-      l.str(e.unrecorded[i].why);
+      l.key_str("why", e.unrecorded[i].why);
       l.ch('}');
     }
     l.ch(']');
   }
+}
+
+}  // namespace
+
+void append_event_line(std::string& out, const Event& e, uint64_t stack_ref) {
+  Line l(out);
+  l.ch('{');
+  l.key("seq", true);
+  l.num(e.seq);
+  l.key_num("t", e.t_ns);
+  if (e.has_duration) {
+    l.key_num("dur", e.dur_ns);
+  }
+  l.key_num("pid", int64_t{e.pid});
+  l.key_num("tid", int64_t{e.tid});
+  l.key_str("sys", e.sys == Sys::kUnknown ? std::string_view(e.sys_raw) : sys_name(e.sys));
+  write_call_members(l, e);
+  if (e.sys != Sys::kUnknown) {
+    l.key_num("ret", e.ret);
+  }
+  if (e.err != 0) {
+    l.key_num("errno", int64_t{e.err});
+  }
+  write_event_buffers(l, e);
   if (!e.stack.empty() && stack_ref != 0) {
-    l.key("stack_ref");
-    l.num(stack_ref);
+    l.key_num("stack_ref", stack_ref);
   } else if (!e.stack.empty()) {
     l.key("stack");
     l.hex_list(e.stack);
   }
   if (!e.stack_error.empty()) {
-    l.key("stack_error");
-    l.str(e.stack_error);
+    l.key_str("stack_error", e.stack_error);
   }
   l.extra(e.extra);
   l.raw("}\n");
@@ -397,184 +368,132 @@ bool is_event_member(std::string_view key) {
   return false;
 }
 
-Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
-  reset_event(e);
-  LineParser p(line, offset);
-  auto& r = p.r();
+namespace {
+
+// What parse_event_line learns across the members of one line.
+struct EventLineState {
   bool have_sys = false, have_arg = false, have_content = false;
-  size_t nested = 0;
-  if (r.enter_object()) {
-    std::string_view k;
-    while (r.next_member(k)) {
-      p.set_field(k);
-      bool ok = true;
-      // Dispatch on the first byte, then compare: most keys are one or two candidates away.
-      switch (k.empty() ? '\0' : k[0]) {
-        case 's':
-          if (k == "seq") {
-            ok = p.u64(e.seq);
-          } else if (k == "sys") {
-            ok = r.string(e.sys_raw);
-            e.sys = sys_from_name(e.sys_raw);
-            have_sys = ok;
-          } else if (k == "stack") {
-            ok = p.u64_list(e.stack);
-          } else if (k == "stack_error") {
-            ok = r.string(e.stack_error);
-          } else if (k == "stack_ref") {
-            ok = p.u64(e.stack_ref);
-            if (ok && e.stack_ref == 0) ok = p.bad("stack_ref 0 names no stack record");
-          } else if (k == "size") {
-            ok = p.u64(e.st_size);
-            e.has_stat = ok;
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 't':
-          if (k == "t") {
-            ok = p.u64(e.t_ns);
-          } else if (k == "tid") {
-            ok = p.i32(e.tid);
-          } else if (k == "target") {
-            ok = r.string(e.target);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'd':
-          if (k == "dur") {
-            ok = p.u64(e.dur_ns);
-            e.has_duration = ok;
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'p':
-          if (k == "pid") {
-            ok = p.i32(e.pid);
-          } else if (k == "path") {
-            ok = p.str(e.path);
-          } else if (k == "prot") {
-            ok = p.u64(e.prot);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'f':
-          if (k == "fd") {
-            ok = p.i32(e.fd);
-          } else if (k == "flags") {
-            // open(2) flags or mmap(2) flags, by kind; the kind may come later in the line.
-            ok = p.u64(e.open_flags);
-            e.map_flags = e.open_flags;
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'r':
-          if (k == "req") {
-            ok = p.u64(e.request);
-          } else if (k == "ret") {
-            ok = p.i64(e.ret);
-          } else if (k == "rdev") {
-            ok = p.u64(e.rdev);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'e':
-          if (k == "errno") {
-            ok = p.i32(e.err);
-          } else if (k == "entries") {
-            if ((ok = r.enter_array())) {
-              e.has_entries = true;
-              while (r.next_element()) {
-                e.entries.emplace_back();
-                if (!(ok = r.string(e.entries.back()))) break;
-              }
-            }
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'a':
-          if (k == "arg") {
-            if (!e.arg) e.arg.emplace();
-            ok = parse_buffer(p, *e.arg, -1);
-            have_arg = true;
-          } else if (k == "addr") {
-            ok = p.u64(e.addr);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'l':
-          if (k == "len") {
-            ok = p.u64(e.len);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'm':
-          if (k == "mode") {
-            ok = p.u64(e.mode);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'u':
-          if (k == "unrecorded") {
-            ok = parse_unrecorded(p, e.unrecorded);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'o':
-          if (k == "off") {
-            ok = p.u64(e.offset);
-          } else if (k == "op") {
-            ok = r.string(e.op);
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'c':
-          if (k == "child") {
-            ok = p.i32(e.child_pid);
-          } else if (k == "content") {
-            if (!e.content) e.content.emplace();
-            ok = parse_buffer(p, *e.content, -3);
-            have_content = true;
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        case 'n':
-          if (k == "nested") {
-            if ((ok = r.enter_array())) {
-              while (r.next_element()) {
-                if (nested == e.nested.size()) e.nested.emplace_back();
-                if (!(ok = parse_buffer(p, e.nested[nested], static_cast<int>(nested)))) break;
-                ++nested;
-              }
-            }
-          } else {
-            ok = p.extra(e.extra, k);
-          }
-          break;
-        default:
-          ok = p.extra(e.extra, k);
-      }
-      if (!ok) break;
-    }
+  size_t nested = 0;  // buffers of "nested" read (the event's vector is reused between lines)
+};
+
+// "entries": the names of a directory listing.
+bool parse_entries(LineParser& p, Event& e) {
+  auto& r = p.r();
+  if (!r.enter_array()) return false;
+  e.has_entries = true;
+  while (r.next_element()) {
+    e.entries.emplace_back();
+    if (!r.string(e.entries.back())) return false;
   }
-  if (!have_arg) e.arg.reset();
-  if (!have_content) e.content.reset();
-  e.nested.resize(nested);
-  Status st = p.finish();
-  if (!st.ok()) return st;
-  if (!have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
+  return true;
+}
+
+// "nested": the buffers behind pointer members, numbered from 0.
+bool parse_nested(LineParser& p, Event& e, EventLineState& st) {
+  auto& r = p.r();
+  if (!r.enter_array()) return false;
+  while (r.next_element()) {
+    if (st.nested == e.nested.size()) e.nested.emplace_back();
+    if (!parse_buffer(p, e.nested[st.nested], static_cast<int>(st.nested))) return false;
+    ++st.nested;
+  }
+  return true;
+}
+
+// Reads one member of an event line into `e`; false when its value is bad. A key the format does
+// not define is kept in e.extra. Dispatches on the first byte, then compares: most keys are one or
+// two candidates away.
+bool parse_event_member(LineParser& p, std::string_view k, Event& e, EventLineState& st) {
+  auto& r = p.r();
+  switch (k.empty() ? '\0' : k[0]) {
+    case 's':
+      if (k == "seq") return p.u64(e.seq);
+      if (k == "sys") {
+        bool ok = r.string(e.sys_raw);
+        e.sys = sys_from_name(e.sys_raw);
+        st.have_sys = ok;
+        return ok;
+      }
+      if (k == "stack") return p.u64_list(e.stack);
+      if (k == "stack_error") return r.string(e.stack_error);
+      if (k == "stack_ref") {
+        if (!p.u64(e.stack_ref)) return false;
+        return e.stack_ref != 0 || p.bad("stack_ref 0 names no stack record");
+      }
+      if (k == "size") return e.has_stat = p.u64(e.st_size);
+      break;
+    case 't':
+      if (k == "t") return p.u64(e.t_ns);
+      if (k == "tid") return p.i32(e.tid);
+      if (k == "target") return r.string(e.target);
+      break;
+    case 'd':
+      if (k == "dur") return e.has_duration = p.u64(e.dur_ns);
+      break;
+    case 'p':
+      if (k == "pid") return p.i32(e.pid);
+      if (k == "path") return p.str(e.path);
+      if (k == "prot") return p.u64(e.prot);
+      break;
+    case 'f':
+      if (k == "fd") return p.i32(e.fd);
+      if (k == "flags") {
+        // open(2) flags or mmap(2) flags, by kind; the kind may come later in the line.
+        bool ok = p.u64(e.open_flags);
+        e.map_flags = e.open_flags;
+        return ok;
+      }
+      break;
+    case 'r':
+      if (k == "req") return p.u64(e.request);
+      if (k == "ret") return p.i64(e.ret);
+      if (k == "rdev") return p.u64(e.rdev);
+      break;
+    case 'e':
+      if (k == "errno") return p.i32(e.err);
+      if (k == "entries") return parse_entries(p, e);
+      break;
+    case 'a':
+      if (k == "arg") {
+        if (!e.arg) e.arg.emplace();
+        st.have_arg = true;
+        return parse_buffer(p, *e.arg, -1);
+      }
+      if (k == "addr") return p.u64(e.addr);
+      break;
+    case 'l':
+      if (k == "len") return p.u64(e.len);
+      break;
+    case 'm':
+      if (k == "mode") return p.u64(e.mode);
+      break;
+    case 'u':
+      if (k == "unrecorded") return parse_unrecorded(p, e.unrecorded);
+      break;
+    case 'o':
+      if (k == "off") return p.u64(e.offset);
+      if (k == "op") return r.string(e.op);
+      break;
+    case 'c':
+      if (k == "child") return p.i32(e.child_pid);
+      if (k == "content") {
+        if (!e.content) e.content.emplace();
+        st.have_content = true;
+        return parse_buffer(p, *e.content, -3);
+      }
+      break;
+    case 'n':
+      if (k == "nested") return parse_nested(p, e, st);
+      break;
+    default:
+      break;
+  }
+  return p.extra(e.extra, k);
+}
+
+// Drops what one kind of event does not hold: members shared by kinds ("flags", "size") mean
+// something only in some.
+void keep_what_the_kind_holds(Event& e) {
   // "flags" are open(2) flags (open, file), AT_* flags (stat, chmod, unlink) or mmap(2) flags.
   if (e.sys != Sys::kOpen && e.sys != Sys::kFile && e.sys != Sys::kStat && e.sys != Sys::kChmod &&
       e.sys != Sys::kUnlink) {
@@ -586,6 +505,29 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
     e.has_stat = false;
     e.st_size = 0;
   }
+}
+
+}  // namespace
+
+Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
+  reset_event(e);
+  LineParser p(line, offset);
+  auto& r = p.r();
+  EventLineState st;
+  if (r.enter_object()) {
+    std::string_view k;
+    while (r.next_member(k)) {
+      p.set_field(k);
+      if (!parse_event_member(p, k, e, st)) break;
+    }
+  }
+  if (!st.have_arg) e.arg.reset();
+  if (!st.have_content) e.content.reset();
+  e.nested.resize(st.nested);
+  Status status = p.finish();
+  if (!status.ok()) return status;
+  if (!st.have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
+  keep_what_the_kind_holds(e);
   return Status::success();
 }
 

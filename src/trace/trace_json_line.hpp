@@ -57,6 +57,23 @@ class Line {
     out_.append(buf, r.ptr + 1);
   }
   void str(std::string_view s) { json_escape_to(out_, s); }
+  // A member and its value: "k":… written by num, hex, str, bytes or hex_list.
+  void key_num(std::string_view k, uint64_t v) {
+    key(k);
+    num(v);
+  }
+  void key_num(std::string_view k, int64_t v) {
+    key(k);
+    num(v);
+  }
+  void key_hex(std::string_view k, uint64_t v) {
+    key(k);
+    hex(v);
+  }
+  void key_str(std::string_view k, std::string_view s) {
+    key(k);
+    str(s);
+  }
   // ["0x…",…]: a call stack's frames (an event's and a stack record's)
   void hex_list(const std::vector<uint64_t>& v) {
     out_.push_back('[');

@@ -82,16 +82,11 @@ void append_module_line(std::string& out, const Module& m) {
   l.raw("{\"module\":{");
   l.key("pid", true);
   l.num(int64_t{m.pid});
-  l.key("path");
-  l.str(m.path);
-  l.key("build_id");
-  l.str(m.build_id);
-  l.key("base");
-  l.hex(m.base);
-  l.key("lo");
-  l.hex(m.lo);
-  l.key("hi");
-  l.hex(m.hi);
+  l.key_str("path", m.path);
+  l.key_str("build_id", m.build_id);
+  l.key_hex("base", m.base);
+  l.key_hex("lo", m.lo);
+  l.key_hex("hi", m.hi);
   l.extra(m.extra);
   l.raw("}}\n");
 }
