@@ -21,9 +21,9 @@ namespace {
 
 using trace::FunctionCall;
 
-// DISABLED (known failure, issue 31, 2026-12-04): the replay shim now starts the recorder from
-// the environment itself, so this test's extra preload installs it twice (2 tables, not 1).
-TEST(FuncrecReal, DISABLED_ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
+// The replay shim starts the recorder from the environment FunctionRecorder gives (no preload of
+// its own: the replay shim carries the recorder).
+TEST(FuncrecReal, ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
   DriverBuild build = shared_builds().front();
   CUDATOOL_REQUIRE_BUILD(build);
   std::string dir = temp_dir() + "/funcrec-real";
@@ -46,13 +46,12 @@ TEST(FuncrecReal, DISABLED_ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgram
   ASSERT_TRUE(fr.active()) << fr.why_not();
   auto env = fr.env();
   ASSERT_EQ(env.size(), 2u);
-  std::string preload = fixtures_dir() + "/funcrec/libfr_preload.so";
-  ReplayRun r = replay(trace, {"--deadline", "60"},
-                       {"sh", "-c",
-                        "LD_PRELOAD=\"$LD_PRELOAD:" + preload + "\" " + env[0].first + "=" +
-                            env[0].second + " " + env[1].first + "=" + env[1].second + " exec " +
-                            fixtures_dir() + "/cuda_probe " + build.lib_path + " ctx"},
-                       600);
+  ReplayRun r =
+      replay(trace, {"--deadline", "60"},
+             {"sh", "-c",
+              env[0].first + "=" + env[0].second + " " + env[1].first + "=" + env[1].second +
+                  " exec " + fixtures_dir() + "/cuda_probe " + build.lib_path + " ctx"},
+             600);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.err.find("fr_preload"), std::string::npos) << r.run.err;
   std::vector<std::pair<std::string, int>> printed;
