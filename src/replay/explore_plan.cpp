@@ -202,9 +202,11 @@ std::vector<std::pair<std::string, uint64_t>> boundary_values(const Candidate& c
   }
   v.emplace_back("all ones", ones);
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (auto& [name, x] : v) {
+  for (auto& candidate : v) {
+    const uint64_t x =
+        candidate.second;  // not a structured binding: clang's lambdas cannot take one
     bool dup = std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.second == x; });
-    if (!dup && x != recorded) out.emplace_back(name, x);
+    if (!dup && x != recorded) out.emplace_back(candidate.first, x);
   }
   return out;
 }
