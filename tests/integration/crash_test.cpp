@@ -205,7 +205,7 @@ class CrashReal : public ::testing::Test {
   ReplayRun replay_init(const std::vector<std::string>& extra) {
     std::vector<std::string> e = {"--deadline", "5"};
     e.insert(e.end(), extra.begin(), extra.end());
-    return replay(trace_, e, {fixtures_dir() + "/cuda_probe", build_.lib_path, "init"}, 180);
+    return replay(trace_, e, {cuda_probe_bin(), build_.lib_path, "init"}, 180);
   }
   static constexpr const char* kInject = "seq=20,member=params+0x0,value=0x7fffffff";
   DriverBuild build_;
@@ -253,7 +253,7 @@ TEST_F(CrashReal, BisectTakesTheCrashForTheFailure) {
   ASSERT_TRUE(r.report["crash"].is_object()) << r.run.err;
   std::string fn = r.report["crash"]["function"];
   RunResult b = run({cudatool_bin(), "replay", "--bisect", trace_, bad, "--json", "--deadline", "5",
-                     "--", fixtures_dir() + "/cuda_probe", build_.lib_path, "init"},
+                     "--", cuda_probe_bin(), build_.lib_path, "init"},
                     600);
   // The report goes to stderr (stdout is the program's).
   json j = json::parse(b.err.substr(std::min(b.err.find('{'), b.err.size())), nullptr, false);

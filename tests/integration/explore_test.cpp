@@ -164,7 +164,7 @@ TEST(ExploreReal, TheKnownFatalControlsAreFatalAndSomeRequestsAreTolerated) {
   CUDATOOL_REQUIRE_BUILD(build);
   std::string trace = imported_trace_a(build);
   Explored e = explore(trace, {"--refuse", "-j", "2", "--deadline", "5"},
-                       {fixtures_dir() + "/cuda_probe", build.lib_path, "ctx"}, 900);
+                       {cuda_probe_bin(), build.lib_path, "ctx"}, 900);
   ASSERT_TRUE(e.report.is_object()) << e.run.err;
   ASSERT_TRUE(e.report["baseline"]["ok"].get<bool>()) << e.report["baseline"].dump();
   struct Fatal {
@@ -202,7 +202,7 @@ TEST(ExploreReal, MutateFindsACrashWithinASmallBudget) {
   CUDATOOL_REQUIRE_BUILD(build);
   std::string trace = imported_trace_a(build);
   Explored e = explore(trace, {"--mutate", "--max-experiments", "60", "-j", "2"},
-                       {fixtures_dir() + "/cuda_probe", build.lib_path, "ctx"}, 900);
+                       {cuda_probe_bin(), build.lib_path, "ctx"}, 900);
   ASSERT_TRUE(e.report.is_object()) << e.run.err;
   ASSERT_EQ(e.report["experiments"].size(), 60u);
   std::vector<json> crashes;

@@ -50,7 +50,7 @@ TEST(FuncrecReal, ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
       replay(trace, {"--deadline", "60"},
              {"sh", "-c",
               env[0].first + "=" + env[0].second + " " + env[1].first + "=" + env[1].second +
-                  " exec " + fixtures_dir() + "/cuda_probe " + build.lib_path + " ctx"},
+                  " exec " + cuda_probe_bin() + " " + build.lib_path + " ctx"},
              600);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.err.find("fr_preload"), std::string::npos) << r.run.err;

@@ -3,6 +3,7 @@
 // (kern_sm90.cubin, tests/fixtures/replay): the code is .text.add1 as readelf dumps it, the
 // layout is what cuobjdump prints (EIATTR_PARAM_CBANK, EIATTR_KPARAM_INFO).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <regex>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "cubins_tools.hpp"
 #include "harness.hpp"
 #include "replay/kernels.hpp"
+#include "replay_support.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -112,7 +114,9 @@ TEST(ReplayKernels, ALaunchIsNamedByItsCodeAndItsParametersCutByTheLayout) {
 
 TEST(ReplayKernels, FilesWithoutCudaImagesAddNothing) {
   replay::KernelIndex index;
-  EXPECT_FALSE(index.add_file(fixtures_dir() + "/cuda_probe"));
+  // A real ELF program without a .nv_fatbin: read, and nothing added.
+  ASSERT_EQ(access(cuda_probe_bin().c_str(), R_OK), 0) << cuda_probe_bin();
+  EXPECT_FALSE(index.add_file(cuda_probe_bin()));
   EXPECT_FALSE(index.add_file(temp_dir() + "/no-such-file"));
   EXPECT_EQ(index.kernels(), 0u);
 }

@@ -108,7 +108,7 @@ TEST(Uftrace, NamesEveryLibcudaFunctionOfAReplayedPrimaryContext) {
   std::string data = temp_dir() + "/uftrace-580";
   ReplayRun r = replay(trace, {"--deadline", "60"},
                        {"uftrace", "record", "--force", "-d", data, "-P", ".@libcuda.so.1",
-                        "--with-syms", syms, fixtures_dir() + "/cuda_probe", build.lib_path, "ctx"},
+                        "--with-syms", syms, cuda_probe_bin(), build.lib_path, "ctx"},
                        600);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   bool retained = false;
