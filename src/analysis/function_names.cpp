@@ -1,6 +1,9 @@
 #include "analysis/function_names.hpp"
 
+#include <elf.h>
+
 #include "analysis/driver_tables.hpp"
+#include "elf/symbols.hpp"
 
 namespace cudatool {
 
@@ -19,6 +22,20 @@ uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map) {
       case Kind::kExportTable:
         placed += map.add_name(n.address, n.name, kExportTableSource);
         break;
+    }
+  }
+  return placed;
+}
+
+uint64_t add_symtab_names(DriverImage& img, FunctionMap& map) {
+  const auto* sh = img.elf().section_of_type(SHT_SYMTAB);
+  if (sh == nullptr) return 0;
+  auto syms = elf::read_symbols(img.elf(), *sh, nullptr);
+  if (!syms) return 0;
+  uint64_t placed = 0;
+  for (const auto& s : *syms) {
+    if (s.type() == STT_FUNC && s.defined() && s.st_value != 0 && !s.name.empty()) {
+      placed += map.add_name(s.st_value, s.name, kSymtabSource);
     }
   }
   return placed;

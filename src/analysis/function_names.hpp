@@ -12,11 +12,22 @@ namespace cudatool {
 inline constexpr std::string_view kImplSource = "implementation (dispatch)";
 inline constexpr std::string_view kProcAddressSource = "cuGetProcAddress table";
 inline constexpr std::string_view kExportTableSource = "export table slot";
+inline constexpr std::string_view kSymtabSource = "symtab";
 
 // Adds to `map`: "<export>.impl" for the implementation an exported wrapper forwards to (GCC's
 // "name.suffix" convention, so gdb shows `cuMemAlloc_v2.impl` and `break cuMemAlloc_v2` still
 // means the wrapper), the API name for functions only the cuGetProcAddress table returns, and
 // "<TABLE>.<slot>" for export-table slots. Returns how many names were placed on a function.
 uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map);
+
+// Adds the names of the functions of .symtab, where the file has one (an unstripped library, a
+// program, a test fixture): static functions too, so that `--functions=GLOBS`, call trees and
+// stacks name them as nm does. Returns how many names were placed; 0 for a stripped file.
+uint64_t add_symtab_names(DriverImage& img, FunctionMap& map);
+
+// Every name cudatool knows for the functions of `img`: the driver tables' and .symtab's.
+inline uint64_t add_function_names(DriverImage& img, FunctionMap& map) {
+  return add_driver_table_names(img, map) + add_symtab_names(img, map);
+}
 
 }  // namespace cudatool

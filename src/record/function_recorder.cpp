@@ -98,7 +98,7 @@ bool FunctionRecorder::try_library(const std::string& path, const FunctionRecord
         fmt::format("{}: no function map (no unwind data in .eh_frame to find functions by)", path);
     return false;
   }
-  add_driver_table_names(**img, map);
+  add_function_names(**img, map);
   PatchPlan plan = make_patch_plan(**img, map, (*img)->facet<XrefIndex>(), o.globs);
   std::string plan_path = o.dir + "/plan.bin", spool_path = o.dir + "/spool.bin";
   if (Status st = write_function_plan(**img, plan, plan_path); !st.ok()) {

@@ -217,6 +217,7 @@ void inspect_stall(pid_t pid, const Recording& rec, const rp_state& state, Stall
       if (!opened) continue;
       img = std::move(*opened);
       if (is_libcuda(t.module)) add_driver_table_names(*img, img->facet<FunctionMap>());
+      add_symtab_names(*img, img->facet<FunctionMap>());
     }
     FunctionMap& map = img->facet<FunctionMap>();
     if (const Function* f = map.find(t.offset)) t.function = map.display_name(*f);

@@ -37,7 +37,7 @@ FunctionNamer::Library* FunctionNamer::library_for(const FunctionTable& t) {
       continue;
     }
     FunctionMap& map = (*img)->facet<FunctionMap>();
-    add_driver_table_names(**img, map);
+    add_function_names(**img, map);
     slot->map = &map;
     slot->img = std::move(*img);
     return slot.get();

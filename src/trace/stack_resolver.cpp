@@ -10,14 +10,11 @@
 #include "analysis/function_names.hpp"
 #include "base/errno_error.hpp"
 #include "base/glob_match.h"
-#include "elf/symbols.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::trace {
 namespace {
 
-// The name of .symtab's functions in FunctionMap::names(): after the exports and table names.
-constexpr std::string_view kSymtabSource = "symtab";
 // A directory of --lib-path holds at most this many files that are looked at (a mistaken
 // --lib-path / must not read the whole disk).
 constexpr size_t kMaxScannedFiles = 20000;
@@ -154,16 +151,7 @@ StackResolver::Loaded& StackResolver::load(const Module& m) {
     if (l->img) {
       FunctionMap& map = l->img->facet<FunctionMap>();
       if (lib->api) add_driver_table_names(*l->img, map);
-      // .symtab, where the file has one (an unstripped build, a program): static functions too.
-      if (const auto* sh = l->img->elf().section_of_type(SHT_SYMTAB)) {
-        if (auto syms = elf::read_symbols(l->img->elf(), *sh, nullptr)) {
-          for (const auto& s : *syms) {
-            if (s.type() == STT_FUNC && s.defined() && s.st_value != 0 && !s.name.empty()) {
-              map.add_name(s.st_value, s.name, kSymtabSource);
-            }
-          }
-        }
-      }
+      add_symtab_names(*l->img, map);
       l->map = &map;
       lib->functions = map.functions().size();
     }

@@ -34,7 +34,12 @@ std::string probe() {
   return fixtures_dir() + "/funcrec/fr_probe";
 }
 
+// The threads point into tables: built from this copy, which a move keeps in place.
 struct ReadTrace {
+  ReadTrace() = default;
+  ReadTrace(const ReadTrace&) = delete;
+  ReadTrace& operator=(const ReadTrace&) = delete;
+  ReadTrace(ReadTrace&&) = default;  // a vector's move keeps its elements where they are
   trace::Header header;
   std::map<uint64_t, trace::Event> events;  // by seq
   std::vector<trace::FunctionTable> tables;
@@ -50,7 +55,7 @@ ReadTrace read_trace(const std::string& path) {
   trace::Event ev;
   while ((*r)->next(ev)) t.events[ev.seq] = ev;
   t.tables = (*r)->function_tables();
-  t.threads = trace::build_function_calls((*r)->function_tables(), (*r)->function_blocks());
+  t.threads = trace::build_function_calls(t.tables, (*r)->function_blocks());
   return t;
 }
 
@@ -161,9 +166,7 @@ RunResult trace_fixture(const Scratch& s, const std::string& out, const std::str
               s.dev});
 }
 
-// DISABLED (known failure, issue 31, 2026-12-04): fr_leaf is recorded but unnamed ("fn?") in the
-// trace's function table. Never passed since written; to fix before --functions is called done.
-TEST(FunctionsCmd, DISABLED_TracePreloadRecordsTheFixtureTreeWithItsDeviceCalls) {
+TEST(FunctionsCmd, TracePreloadRecordsTheFixtureTreeWithItsDeviceCalls) {
   Scratch s;
   std::string out = s.dir + "/trace.jsonl";
   RunResult r = trace_fixture(s, out, fixture_lib());
@@ -180,9 +183,7 @@ TEST(FunctionsCmd, DISABLED_TracePreloadRecordsTheFixtureTreeWithItsDeviceCalls)
   for (const auto& t : tr.threads) EXPECT_TRUE(t.notes.empty()) << t.notes.front();
 }
 
-// DISABLED (known failure, issue 31, 2026-12-04): under replay only the outermost fr_device call
-// is recorded, not fr_dev_open/fr_dev_ioctl/fr_leaf inside it. Never passed since written.
-TEST(FunctionsCmd, DISABLED_ReplayRecordsTheSameTreeWithTheReplayedCalls) {
+TEST(FunctionsCmd, ReplayRecordsTheSameTreeWithTheReplayedCalls) {
   Scratch s;
   std::string recorded = s.dir + "/recorded.jsonl", replayed = s.dir + "/replayed.jsonl";
   RunResult r = trace_fixture(s, recorded, fixture_lib());
