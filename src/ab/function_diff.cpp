@@ -66,8 +66,14 @@ struct Side {
   std::vector<FunctionDeviceCall> devices(size_t th, int64_t call) const {
     std::vector<FunctionDeviceCall> out;
     const Namer namer{*t};
+    const auto& calls = threads[th].calls;
+    auto inside = [&](int64_t c) {  // c is `call` or one of its callees, at any depth
+      if (call < 0) return c < 0;
+      while (c >= 0 && c != call) c = calls[static_cast<size_t>(c)].parent;
+      return c == call;
+    };
     for (const auto& d : threads[th].devices) {
-      if (d.call != call) continue;
+      if (!inside(d.call)) continue;
       auto it = by_seq.find(d.seq);
       out.push_back({d.seq, it == by_seq.end() ? std::string("(no such event)")
                                                : summarize(namer, *it->second, true)});
@@ -76,6 +82,47 @@ struct Side {
   }
 };
 
+// The callees of one call, in order, by name; loops in them.
+struct Callees {
+  static constexpr size_t kMaxBlock = 8;  // callees in a loop's block, at most
+  const std::vector<uint32_t>& c;
+  const std::vector<std::string>& names;
+
+  size_t size() const { return c.size(); }
+  const std::string& name(size_t i) const { return names[c[i]]; }
+  uint64_t count(const std::string& f) const {
+    return static_cast<uint64_t>(
+        std::count_if(c.begin(), c.end(), [&](uint32_t k) { return names[k] == f; }));
+  }
+  // How many times the p callees of `u` at `at` follow each other here from i.
+  size_t turns(size_t i, const Callees& u, size_t at, size_t p) const {
+    size_t n = 0;
+    for (; i + (n + 1) * p <= size(); ++n) {
+      for (size_t e = 0; e < p; ++e) {
+        if (name(i + n * p + e) != u.name(at + e)) return n;
+      }
+    }
+    return n;
+  }
+  // The loop that starts at i: its block's length and turns (1, 1: no loop), the one covering
+  // the most calls, the shortest block among equals.
+  std::pair<size_t, size_t> loop_at(size_t i) const {
+    std::pair<size_t, size_t> best{1, 1};
+    for (size_t p = 1; p <= kMaxBlock && i + 2 * p <= size(); ++p) {
+      size_t n = turns(i, *this, i, p);
+      if (n >= 2 && n * p > best.first * best.second) best = {p, n};
+    }
+    return best;
+  }
+};
+
+// The walk in call order. A return value that differs while the callees below are the same, and
+// a run of one callee of another length, are held back: reported when the caller then behaves
+// otherwise (another callee, another return value) — the first cause of a consequence. When the
+// caller goes on as in the other run, it is dropped and counted (`quiet`): rax of a function that
+// returns nothing in it (void, a float in xmm0, a time) and the turns of a polling loop differ
+// between any two runs and change nothing. An outermost call's value is the program's: always
+// reported.
 struct Walk {
   Walk(const Side& sa, const Side& sb, size_t thread) : a(sa), b(sb), th(thread) {}
   const Side& a;
@@ -83,57 +130,107 @@ struct Walk {
   size_t th = 0;
   std::vector<std::pair<uint32_t, uint32_t>> path;  // (call in A, call in B), outermost first
   std::optional<FunctionDifference> found;
+  uint64_t quiet = 0;        // held differences dropped (one per caller)
+  uint64_t loop_counts = 0;  // runs of a callee of another length
 
   size_t roots_a() const { return a.threads[th].calls.size(); }
   size_t roots_b() const { return b.threads[th].calls.size(); }
 
-  // Compares the callee lists of a pair (or the threads' outermost calls): the first difference
-  // inside a pair of callees, else one in the lists themselves.
-  bool callees(size_t ka, size_t kb) {
-    const auto& ca = a.children[th][ka];
-    const auto& cb = b.children[th][kb];
-    const auto& na = a.names[th];
-    const auto& nb = b.names[th];
-    size_t n = std::min(ca.size(), cb.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (na[ca[i]] != nb[cb[i]]) return list_difference(ca, cb, i);
-      path.emplace_back(ca[i], cb[i]);
-      if (pair(ca[i], cb[i])) return true;
-      path.pop_back();
+  // Compares the callee lists of a pair (or the threads' outermost calls, `top`), as loops: runs
+  // of one block of callees called again and again (a polling loop: [poll, read the clock]
+  // twice in one run, forty times in the other). The first difference inside a pair of callees,
+  // else one in the loops themselves. In a loop, the turns are paired in order (the turn that
+  // found the work done, against one that did not, differs in its values: held); a loop that
+  // turned another number of times is held, as a return value is: the first held difference waits
+  // in `held` for the caller to report (another callee or return value follows) or drop (it went on
+  // as in the other run).
+  bool callees(size_t ka, size_t kb, std::optional<FunctionDifference>& held, bool top = false) {
+    const Callees xa{a.children[th][ka], a.names[th]}, xb{b.children[th][kb], b.names[th]};
+    auto consequence = [&](FunctionDifference d) {
+      found = held ? std::move(held) : std::move(d);
+      return true;
+    };
+    size_t i = 0, k = 0;
+    while (i < xa.size() && k < xb.size()) {
+      // The loop's block: the one of the side whose loop covers more calls.
+      auto [pa, ra] = xa.loop_at(i);
+      auto [pb, rb] = xb.loop_at(k);
+      bool from_a = pa * ra >= pb * rb;
+      const Callees& unit = from_a ? xa : xb;
+      size_t at = from_a ? i : k, p = from_a ? pa : pb;
+      size_t turns_a = xa.turns(i, unit, at, p), turns_b = xb.turns(k, unit, at, p);
+      if (turns_a == 0 || turns_b == 0) {  // a loop in one run only: the calls up to where the
+        size_t e = 0;                      // lists part are compared first
+        for (; i + e < xa.size() && k + e < xb.size() && xa.name(i + e) == xb.name(k + e); ++e) {
+          path.emplace_back(xa.c[i + e], xb.c[k + e]);
+          bool differs = pair(xa.c[i + e], xb.c[k + e], held, top);
+          path.pop_back();
+          if (differs) return true;
+        }
+        return consequence(
+            list_difference(xa, xb, i + e < xa.size() ? xa.name(i + e) : xb.name(k + e)));
+      }
+      size_t both = std::min(turns_a, turns_b);
+      for (size_t t = 0; t < both; ++t) {
+        for (size_t e = 0; e < p; ++e) {
+          uint32_t x = xa.c[i + t * p + e], y = xb.c[k + t * p + e];
+          path.emplace_back(x, y);
+          bool differs = pair(x, y, held, top);
+          path.pop_back();
+          if (differs) return true;
+        }
+      }
+      if (turns_a != turns_b) {
+        ++loop_counts;
+        FunctionDifference d = list_difference(xa, xb, unit.name(at));
+        if (top) return consequence(std::move(d));
+        if (!held) held = std::move(d);
+      }
+      i += turns_a * p;
+      k += turns_b * p;
     }
-    if (ca.size() != cb.size()) return list_difference(ca, cb, n);
+    if (i < xa.size() || k < xb.size()) {
+      return consequence(list_difference(xa, xb, i < xa.size() ? xa.name(i) : xb.name(k)));
+    }
     return false;
   }
 
-  bool pair(uint32_t x, uint32_t y) {
-    if (callees(x, y)) return true;
-    if (same_value(a.threads[th].calls[x], a.threads[th], b.threads[th].calls[y], b.threads[th]))
-      return false;
-    report("return_value", "");
-    return true;
+  bool pair(uint32_t x, uint32_t y, std::optional<FunctionDifference>& held, bool top) {
+    std::optional<FunctionDifference> below;
+    if (callees(x, y, below)) {
+      if (held) found = std::move(held);  // an earlier sibling's value came first
+      return true;
+    }
+    bool same =
+        same_value(a.threads[th].calls[x], a.threads[th], b.threads[th].calls[y], b.threads[th]);
+    if (!same && below) {  // this call's value differs after a callee's did: that callee's
+      found = held ? std::move(held) : std::move(below);
+      return true;
+    }
+    if (below) ++quiet;  // a difference below, and this call went on as in the other run
+    if (same) return false;
+    if (top) {
+      found = held ? std::move(held) : report("return_value", "");
+      return true;
+    }
+    if (!held) held = report("return_value", "");
+    return false;
   }
 
-  // The callee lists differ at position i: by which function, and how.
-  bool list_difference(const std::vector<uint32_t>& ca, const std::vector<uint32_t>& cb, size_t i) {
-    const auto& na = a.names[th];
-    const auto& nb = b.names[th];
-    const std::string& callee = i < ca.size() ? na[ca[i]] : nb[cb[i]];
-    auto count = [](const std::vector<uint32_t>& c, const std::vector<std::string>& nm,
-                    const std::string& f) {
-      return static_cast<uint64_t>(
-          std::count_if(c.begin(), c.end(), [&](uint32_t k) { return nm[k] == f; }));
-    };
-    FunctionDifference& d = report("", callee);
-    d.count_a = count(ca, na, callee);
-    d.count_b = count(cb, nb, callee);
+  // The callee lists differ in `callee`: how often each run calls it.
+  FunctionDifference list_difference(const Callees& xa, const Callees& xb,
+                                     const std::string& callee) const {
+    FunctionDifference d = report("", callee);
+    d.count_a = xa.count(callee);
+    d.count_b = xb.count(callee);
     d.kind = d.count_b == 0   ? "callee_only_in_a"
              : d.count_a == 0 ? "callee_only_in_b"
                               : "callee_count";
-    return true;
+    return d;
   }
 
-  FunctionDifference& report(std::string kind, std::string callee) {
-    FunctionDifference& d = found.emplace();
+  FunctionDifference report(std::string kind, std::string callee) const {
+    FunctionDifference d;
     d.kind = std::move(kind);
     d.callee = std::move(callee);
     d.thread = static_cast<uint32_t>(th);
@@ -206,7 +303,11 @@ FunctionComparison compare_functions(const NormalizedTrace& a, const NormalizedT
     for (const auto& n : sa.threads[th].notes) out.notes.push_back("A: " + n);
     for (const auto& n : sb.threads[th].notes) out.notes.push_back("B: " + n);
     Walk w(sa, sb, th);
-    if (w.callees(w.roots_a(), w.roots_b())) {
+    std::optional<FunctionDifference> held;
+    bool differs = w.callees(w.roots_a(), w.roots_b(), held, /*top=*/true);
+    out.quiet += w.quiet;
+    out.loop_counts += w.loop_counts;
+    if (differs) {
       w.found->message = message(*w.found);
       out.first = std::move(w.found);
       break;

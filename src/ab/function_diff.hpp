@@ -6,6 +6,13 @@
 // calls made inside it in each run, and each function of the path with its return value in A
 // and in B (how the difference went up to the API call's result).
 //
+// Callee lists are compared as runs of one callee (a polling loop calls it 2 times in one run, 40
+// in the other). A return value that differs, and a run of another length, are the difference
+// only when the caller then behaves otherwise (another callee or return value; an outermost
+// call's value always): rax of a function that returns nothing in it (void, a float, a time) and
+// the turns of a polling loop differ between any two runs to no effect, and are counted (quiet),
+// not reported.
+//
 // Return values are compared as a program would act on them: equal values, values that are
 // both addresses (2^32 and above: pointers differ between runs by address-space layout, and an
 // int returned in eax leaves the upper half of rax as it was), and each run's own thread or
@@ -41,7 +48,8 @@ struct FunctionDifference {
   std::vector<FunctionStep> path;  // outermost first; the last is the function that differs
   std::string callee;              // the callee concerned (not for return_value)
   uint64_t count_a = 0, count_b = 0;
-  std::vector<FunctionDeviceCall> devices_a, devices_b;  // made inside the differing function
+  // made inside the differing function or its callees
+  std::vector<FunctionDeviceCall> devices_a, devices_b;
   std::string
       message;  // one line: "cuDevicePrimaryCtxRetain → … → fn_…: returned 0x1f in B, 0 in A"
 };
@@ -52,7 +60,10 @@ struct FunctionComparison {
   uint64_t calls_a = 0, calls_b = 0;
   uint64_t threads_a = 0, threads_b = 0;
   std::optional<FunctionDifference> first;  // none: equivalent at the function level
-  std::vector<std::string> notes;           // naming, damaged records
+  // Up to the first difference: callers that went on as in the other run though a callee's
+  // return value or a run's length differed below them; runs of a callee of another length.
+  uint64_t quiet = 0, loop_counts = 0;
+  std::vector<std::string> notes;  // naming, damaged records
 };
 
 // `lib`: a file to name functions by (as decode --functions-lib); "" the traces' own.

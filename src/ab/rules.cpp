@@ -23,6 +23,19 @@ constexpr std::array kMaskRules{
     MaskRule{"RS_SHARE_POLICY", "target", MemberClass::kHandle,
              "holds the client's handle (libcuda passes hClient), which RM assigns anew in "
              "every run"},
+    // HOPPER_COMPUTE_A (and every graphics-engine object) is allocated with paramsSize 0 and
+    // pAllocParms at a stack slot libcuda never fills: the class-sized bytes read there hold the
+    // upper bits of a stack address (size 0x3d31c000, caps 0x7ffc beside pAllocParms
+    // 0x7ffc3d31f6a8), which address-space layout changes in every run. version and flags (0)
+    // stay compared.
+    MaskRule{"NV_GR_ALLOCATION_PARAMETERS", "size", MemberClass::kMasked,
+             "stack contents: libcuda passes paramsSize 0 and leaves the slot unset (bits of a "
+             "stack address)",
+             RuleEvidence::kReplays},
+    MaskRule{"NV_GR_ALLOCATION_PARAMETERS", "caps", MemberClass::kMasked,
+             "stack contents: libcuda passes paramsSize 0 and leaves the slot unset (bits of a "
+             "stack address)",
+             RuleEvidence::kReplays},
 };
 
 }  // namespace

@@ -23,11 +23,18 @@ enum class MemberClass : uint8_t {
 // A member that differs between two runs of the same program for a reason that says nothing
 // about the driver conversation, and what is done with it: kMasked (not compared) or a renaming
 // class (kHandle, kPointer, kFd) that its name and type alone would not give it.
+// Where a rule was found (and tests/integration/ab_real_test.cpp checks it is still needed).
+enum class RuleEvidence : uint8_t {
+  kCaptures,  // the two H200 captures of work.c (tests/data/captures trace_a, trace_b)
+  kReplays,   // two replays of trace_a against the real libcuda 580 (ASLR differs between them)
+};
+
 struct MaskRule {
   std::string_view structure;  // "RS_SHARE_POLICY"
   std::string_view member;     // "target"
   MemberClass action;
   std::string_view reason;  // why it varies (docs/ab.md repeats it)
+  RuleEvidence evidence = RuleEvidence::kCaptures;
 };
 std::span<const MaskRule> mask_rules();
 const MaskRule* find_mask_rule(std::string_view structure, std::string_view member);

@@ -30,6 +30,13 @@ std::string ab_functions_text(const ab::FunctionComparison& f) {
   std::string out = fmt::format("\nfunctions: {} calls in {} threads of A, {} in {} of B\n",
                                 f.calls_a, f.threads_a, f.calls_b, f.threads_b);
   for (const auto& n : f.notes) out += "  note: " + n + "\n";
+  if (f.quiet > 0) {
+    out += fmt::format(
+        "  note: {} callers went on as in the other run after a difference below them (a return "
+        "value in rax of a function that returns nothing there, {} polling loops that turned "
+        "another number of times): not differences\n",
+        f.quiet, f.loop_counts);
+  }
   if (!f.first) {
     out += "functions: equivalent: every thread's calls, callees and return values match\n";
     return out;
@@ -44,9 +51,15 @@ std::string ab_functions_text(const ab::FunctionComparison& f) {
                        ret(s.end_a, s.ret_a), ret(s.end_b, s.ret_b), s.same ? "" : "  <- differs");
   }
   for (const auto& [side, ds] : {std::pair{'A', &d.devices_a}, std::pair{'B', &d.devices_b}}) {
-    out += fmt::format("  device calls made inside it in {}: {}\n", side,
+    out += fmt::format("  device calls made inside it (or its callees) in {}: {}\n", side,
                        ds->empty() ? "none" : std::to_string(ds->size()));
-    for (const auto& dc : *ds) out += fmt::format("    #{} {}\n", dc.seq, dc.what);
+    constexpr size_t kShown = 12;  // --json has them all
+    for (size_t i = 0; i < ds->size() && i < kShown; ++i) {
+      out += fmt::format("    #{} {}\n", (*ds)[i].seq, (*ds)[i].what);
+    }
+    if (ds->size() > kShown) {
+      out += fmt::format("    … {} more (--json lists them all)\n", ds->size() - kShown);
+    }
   }
   return out;
 }
@@ -56,6 +69,7 @@ void write_ab_functions_json(JsonWriter& w, const ab::FunctionComparison& f) {
   w.kv("compared", f.compared).kv_or_null("why_not", f.why_not);
   w.kv("calls_a", f.calls_a).kv("calls_b", f.calls_b);
   w.kv("threads_a", f.threads_a).kv("threads_b", f.threads_b);
+  w.kv("quiet", f.quiet).kv("loop_counts", f.loop_counts);
   w.key("first");
   if (!f.first) {
     w.null();

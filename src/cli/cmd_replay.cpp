@@ -36,6 +36,7 @@ struct ReplayCliOptions {
   bool quiet = false;
   bool force = false;
   bool no_crash_report = false;
+  bool aslr = false;
 };
 
 // Opens --report before anything runs, so that a report that cannot be written is said at
@@ -168,6 +169,7 @@ int run_replay_cmd(ReplayCliOptions& o) {
                "keep the function events\n");
   }
   ro.crash_report = !o.no_crash_report;
+  ro.fixed_layout = !o.aslr;
   auto r = replay::run_replay(*rec, ro);
   if (!r) {
     print_error(r.error());
@@ -243,6 +245,10 @@ void register_replay(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-crash-report", o->no_crash_report,
                 "do not trace the command with ptrace (which names where a fatal signal hit it: "
                 "the report's `crash`); leaves it free for a debugger to attach");
+  cmd->add_flag("--aslr", o->aslr,
+                "keep address-space layout randomisation for the command (by default replay turns "
+                "it off, so that two replays of one recording place memory alike and libcuda takes "
+                "the same paths where it hashes or orders by address: ab compares them closely)");
   // TRACE, then -- CMD [ARGS...] (CLI11 drops the "--"). --bisect takes GOOD.trace as its value,
   // so that `--bisect GOOD BAD -- CMD` leaves one trace positional.
   cmd->add_option("TRACE", o->trace, "the recording (BAD.trace with --bisect GOOD.trace)");

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -82,6 +83,10 @@ std::vector<char*> pointers(std::vector<std::string>& v) {
 [[noreturn]] void exec_child(const LaunchSpec& spec, char* const* argv, char* const* envp,
                              int out_w, int err_w, const int go[2]) {
   if (spec.own_group) setpgid(0, 0);
+  if (spec.fixed_layout) {
+    int cur = personality(0xffffffff);
+    if (cur != -1) personality(static_cast<unsigned long>(cur) | ADDR_NO_RANDOMIZE);
+  }
   if (go[0] >= 0) {
     ::close(go[1]);
     char b = 0;

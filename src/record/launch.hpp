@@ -73,6 +73,11 @@ struct LaunchSpec {
   // for by one thread (ptrace requests come from the tracer thread). When ptrace is refused the
   // command runs untraced and Child::crash_note says why.
   bool catch_crashes = false;
+  // Address-space layout randomisation off for the command and what it starts
+  // (personality ADDR_NO_RANDOMIZE; ignored where refused): replay's runs then place the stack,
+  // libraries and heap alike, and libcuda's paths that depend on addresses (hash tables keyed by
+  // pointers, memory pools) are the same in two replays.
+  bool fixed_layout = false;
 };
 
 // How Child::wait watches a launch.

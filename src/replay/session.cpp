@@ -192,6 +192,7 @@ record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
   spec.dir = o.work_dir;
   spec.own_group = true;  // ended as one, with what it leaves behind
   spec.catch_crashes = o.crash_report;
+  spec.fixed_layout = o.fixed_layout;
   spec.output = o.capture_output  ? record::ChildOutput::kCapture
                 : o.quiet_program ? record::ChildOutput::kDiscard
                                   : record::ChildOutput::kInherit;

@@ -37,6 +37,7 @@ struct ReplayOptions {
   std::string functions;         // --functions GLOBS: libcuda's function calls into -o ("" none)
   std::string functions_lib;     // --functions-lib: the library to plan ("" as CMD names it)
   bool crash_report = true;      // trace the command for a crash report (record::LaunchSpec)
+  bool fixed_layout = true;      // ASLR off for the command (record::LaunchSpec); --aslr keeps it
   std::string execute = "none";  // compute launches: "none" completes, "stop" stops
 };
 

@@ -147,6 +147,7 @@ TEST(AbReal, EachRuleIsNeeded) {
     }
   }
   for (const ab::MaskRule& r : ab::mask_rules()) {
+    if (r.evidence != ab::RuleEvidence::kCaptures) continue;  // ab_functions_real_test.cpp
     EXPECT_TRUE(seen.count(std::string(r.structure) + "." + std::string(r.member)))
         << r.structure << "." << r.member << " no longer differs between the runs";
   }

@@ -17,7 +17,9 @@
 #include "analysis/function_names.hpp"
 #include "harness.hpp"
 #include "replay_support.hpp"
+#include "rm/tables.hpp"
 #include "stacks_support.hpp"
+#include "trace/decode.hpp"
 #include "trace/function_calls.hpp"
 #include "trace/trace_file.hpp"
 
@@ -352,14 +354,18 @@ TEST(FunctionsCmdReal, ReplayedPrimaryContextHasTheWholeTree) {
 }
 
 // ab of a replayed recording of the real libcuda against itself: equivalent at the function
-// level too. (Two replays of one recording are not yet: libcuda's functions return values
-// such as lengths of strings that name per-run paths, which the comparison does not normalise.)
-TEST(FunctionsCmdReal, AbOfAFunctionTraceAgainstItselfIsEquivalent) {
+// level too. Then issue 31's example: the same replay with one RM control failed
+// (NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, NV_ERR_NOT_SUPPORTED): the first difference is the
+// libcuda function that made the control, returning the status it got; the path holds every
+// caller up to the API call, each returning otherwise in B, the API call returning what the
+// program printed (801). (Two plain replays of one recording are not equivalent yet: the fake
+// GPU finishes work at its own pace, and libcuda waits for it on another path now and then.)
+TEST(FunctionsCmdReal, AbOfAFunctionTraceAgainstItselfIsEquivalentAndAFailedControlIsTraced) {
   DriverBuild build = shared_builds().front();
   CUDATOOL_REQUIRE_BUILD(build);
   std::string dir = temp_dir() + "/functions-cmd-real-ab";
   std::filesystem::create_directories(dir);
-  std::string rec = dir + "/trace_a.jsonl", a = dir + "/a.jsonl";
+  std::string rec = dir + "/trace_a.jsonl", a = dir + "/a.jsonl", b = dir + "/b.jsonl";
   RunResult imp = run({cudatool_bin(), "import", captures_dir() + "/trace_a.jsonl.xz", "-o", rec,
                        "--driver-version", build.version});
   ASSERT_EQ(imp.status, 0) << imp.err;
@@ -373,6 +379,51 @@ TEST(FunctionsCmdReal, AbOfAFunctionTraceAgainstItselfIsEquivalent) {
   EXPECT_EQ(js["functions"]["compared"], true);
   EXPECT_GT(js["functions"]["calls_a"].get<uint64_t>(), 100000u);
   EXPECT_TRUE(js["functions"]["first"].is_null()) << js["functions"].dump(1);
+
+  const std::string cmd = "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE";
+  ReplayRun rb = replay(rec,
+                        {"--deadline", "60", "--functions", "-o", b, "--inject",
+                         "cmd=" + cmd + ",nth=1,status=NV_ERR_NOT_SUPPORTED"},
+                        {cuda_probe_bin(), build.lib_path, "ctx"}, 600);
+  ASSERT_TRUE(rb.report.is_object()) << rb.run.err;
+  int printed = 0;  // what cuDevicePrimaryCtxRetain returned to the program in B
+  for (const auto& j : json_lines(rb.run.out)) {
+    if (j.value("call", "") == "cuDevicePrimaryCtxRetain") printed = j.value("ret", 0);
+  }
+  ASSERT_NE(printed, 0) << rb.run.out;
+  // The failed control in B's trace, as the decoder reads it: its seq and status.
+  ReadTrace tb = read_trace(b);
+  uint64_t failed_seq = 0;
+  int64_t failed_status = -1;
+  const rm::Tables& tables = rm::tables_for_driver(build.version);
+  for (const auto& [seq, ev] : tb.events) {
+    trace::Decoded d = trace::decode_event(tables, ev);
+    const rm::CtrlEntry* c = d.cmd ? tables.find_control(*d.cmd) : nullptr;
+    if (c != nullptr && c->name == cmd && d.status && *d.status != 0) {
+      failed_seq = seq;
+      failed_status = *d.status;
+      break;
+    }
+  }
+  ASSERT_NE(failed_seq, 0u) << "no failed " << cmd << " in B";
+
+  RunResult ab = run({cudatool_bin(), "ab", "--json", a, b}, 300);
+  EXPECT_EQ(ab.status, 1) << ab.err;
+  auto j = nlohmann::json::parse(ab.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << ab.err;
+  const auto& f = j["functions"]["first"];
+  ASSERT_TRUE(f.is_object()) << j["functions"].dump(1);
+  EXPECT_EQ(f["kind"], "return_value");
+  const auto& path = f["path"];
+  ASSERT_GE(path.size(), 3u);
+  EXPECT_EQ(path.front()["function"], "cuDevicePrimaryCtxRetain");
+  EXPECT_EQ(path.front()["ret_a"], "0x0");
+  EXPECT_EQ(std::stoll(path.front()["ret_b"].get<std::string>(), nullptr, 16), printed);
+  EXPECT_EQ(std::stoll(path.back()["ret_b"].get<std::string>(), nullptr, 16), failed_status);
+  for (const auto& step : path) EXPECT_FALSE(step["same"].get<bool>()) << step.dump();
+  ASSERT_EQ(f["devices_b"].size(), 1u) << f.dump(1);
+  EXPECT_EQ(f["devices_b"][0]["seq"], failed_seq);
+  EXPECT_NE(f["devices_b"][0]["call"].get<std::string>().find(cmd), std::string::npos);
 }
 
 }  // namespace

@@ -430,7 +430,9 @@ TEST_P(ParamsTrace, ChangedByteBehindAPointerShowsInDecodeAndAb) {
       for (json& n : j["nested"]) {
         if (n["role"] == "params.grInfoList" && n["size"] == 40) {
           std::string post = n["post"];
-          if (mode() == "preload") ASSERT_EQ(post.substr(3 * 16 + 8, 8), "04100000") << post;
+          if (mode() == "preload") {
+            ASSERT_EQ(post.substr(3 * 16 + 8, 8), "04100000") << post;
+          }
           for (int k = 3; k >= 0; --k) {
             old_data = old_data << 8 | std::stoul(post.substr(3 * 16 + 8 + 2 * k, 2), nullptr, 16);
           }

@@ -232,7 +232,9 @@ void check_dispatch(const std::string& lib, const json& d, const ReadelfRelocs& 
     ++k;
   }
   EXPECT_GT(checked, 0u);
-  if (d["counts"]["slot_call"].get<uint64_t>() > 0) EXPECT_EQ(calls, d["counts"]["slot_call"]);
+  if (d["counts"]["slot_call"].get<uint64_t>() > 0) {
+    EXPECT_EQ(calls, d["counts"]["slot_call"]);
+  }
   std::cout << "[ tables  ] " << lib << ": dispatch " << d["counts"].dump() << ", "
             << d["slot_table"].dump() << "; " << checked << " wrappers checked with gdb\n";
 }

@@ -227,9 +227,15 @@ TEST(RmParams, ListsUnderABitFieldCondition) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->size, static_cast<int32_t>(sizeof p));
   for (const cudatool::rm::FieldEntry& f : t.fields(*s)) {
-    if (f.name == "numChannels") EXPECT_EQ(f.offset, offsetof(Idle, numChannels));
-    if (f.name == "phDevices") EXPECT_EQ(f.offset, offsetof(Idle, phDevices));
-    if (f.name == "flags") EXPECT_EQ(f.offset, offsetof(Idle, flags));
+    if (f.name == "numChannels") {
+      EXPECT_EQ(f.offset, offsetof(Idle, numChannels));
+    }
+    if (f.name == "phDevices") {
+      EXPECT_EQ(f.offset, offsetof(Idle, phDevices));
+    }
+    if (f.name == "flags") {
+      EXPECT_EQ(f.offset, offsetof(Idle, flags));
+    }
   }
   p.numChannels = 3;
   p.phClients = 0x7f0000001000;

@@ -244,7 +244,8 @@ TEST(TraceeMemory, ReadsStopAtTheFirstUnreadablePage) {
   EXPECT_EQ(read_tracee(getpid(), 0, out.data(), 8).got, 0u);
   auto reader = [](uint64_t a, uint8_t* o, uint64_t n) { return read_tracee(getpid(), a, o, n); };
   Buffer b;
-  nvtr_buf_plan bounded{"arg", reinterpret_cast<uint64_t>(page) + 2 * 4096 - 8, 4096, 1};
+  nvtr_buf_plan bounded =
+      nvtr_plan("arg", reinterpret_cast<uint64_t>(page) + 2 * 4096 - 8, 4096, 1);
   fill_buffer(reader, bounded, 1 << 20, false, b);
   EXPECT_EQ(b.before.size(), 8u);
   EXPECT_TRUE(b.before_error.empty());
