@@ -494,6 +494,33 @@ Field number(std::string_view name, ValueKind kind, uint64_t v) {
   return f;
 }
 
+// A compute launch a replay's fake GPU completed (docs/replay.md): not a call the program made.
+// Its members as the replay wrote them ("kernel=\"add1\" grid=[1024,1,1] …").
+void decode_launch(const Event& ev, Decoded& d) {
+  d.call = "launch";
+  d.known = true;
+  d.summary = "(the fake GPU's, not a call)";
+  static constexpr std::string_view kKeys[] = {"channel",      "class",  "kernel",
+                                               "program",      "grid",   "block",
+                                               "shared_bytes", "params", "executed"};
+  for (const ExtraField& f : ev.extra) {
+    d.summary += ' ';
+    d.summary += f.key;
+    d.summary += '=';
+    d.summary += f.json;
+    // The same as args for --json (names from the list: a Field's name must outlive `ev`).
+    for (std::string_view k : kKeys) {
+      if (k != f.key) continue;
+      Field x;
+      x.name = k;
+      x.kind = ValueKind::kString;
+      bool quoted = f.json.size() >= 2 && f.json.front() == '"' && f.json.back() == '"';
+      x.text = quoted ? f.json.substr(1, f.json.size() - 2) : f.json;
+      d.args.push_back(std::move(x));
+    }
+  }
+}
+
 void decode_other(const Event& ev, Decoded& d) {
   d.call = sys_name(ev.sys);
   d.known = ev.sys != Sys::kUnknown;
@@ -525,7 +552,11 @@ void decode_other(const Event& ev, Decoded& d) {
       d.args.push_back(number("fd", ValueKind::kSigned, static_cast<uint64_t>(int64_t{ev.fd})));
       break;
     default:
-      if (is_environment(ev.sys)) detail::decode_environment(ev, d);
+      if (is_environment(ev.sys)) {
+        detail::decode_environment(ev, d);
+      } else if (ev.sys == Sys::kUnknown && ev.sys_raw == "launch") {
+        decode_launch(ev, d);
+      }
       break;
   }
 }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "harness.hpp"
 #include "replay_support.hpp"
@@ -96,6 +97,20 @@ TEST_F(ReplayWork, TheLaunchIsCompletedReportedAndAnsweredToTheEnd) {
   EXPECT_EQ(v["counts"]["extra_call"], 0) << ab.out;
   EXPECT_EQ(v["counts"]["different_status"], 0) << ab.out;
   EXPECT_EQ(v["counts"]["different_return"], 0) << ab.out;
+  // decode reads the replayed trace's launch record as the report gave it (not "unknown").
+  RunResult dec = run({cudatool_bin(), "decode", "--json", replayed});
+  ASSERT_EQ(dec.status, 0) << dec.err;
+  std::vector<json> lines;
+  for (const json& j : json_lines(dec.out)) {
+    if (j.value("call", "") == "launch") lines.push_back(j);
+  }
+  ASSERT_EQ(lines.size(), 1u) << dec.out;
+  EXPECT_EQ(lines[0]["known"], true);
+  std::map<std::string, std::string> args;
+  for (const json& a : lines[0]["args"]) args[a["name"]] = a["value"];
+  EXPECT_EQ(args["kernel"], l["kernel"]);
+  EXPECT_EQ(json::parse(args["grid"]), l["grid"]);
+  EXPECT_EQ(json::parse(args["block"]), l["block"]);
 }
 
 }  // namespace
