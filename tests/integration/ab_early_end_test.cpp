@@ -64,7 +64,7 @@ TEST_F(AbEarlyEnd, FirstDivergenceIsTheFailingCallAndBEndsEarly) {
   const uint64_t seed = env_seed ? std::strtoull(env_seed, nullptr, 0) : 20261201;
   std::mt19937_64 rng(seed);
   auto statuses = t_.statuses();
-  const int kIterations = 240, kThroughCli = 8;
+  const int kIterations = test_rounds(240), kThroughCli = 8;
   int status_changes = 0, output_changes = 0, with_frees = 0, with_deinit = 0, text_checked = 0;
   for (int it = 0; it < kIterations; ++it) {
     uint32_t n = controls_[rng() % controls_.size()];

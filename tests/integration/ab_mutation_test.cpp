@@ -28,6 +28,7 @@
 #include "ab/compare.hpp"
 #include "ab_support.hpp"
 #include "base/bytes.hpp"
+#include "harness.hpp"
 #include "rm/tables.hpp"
 #include "trace/decode.hpp"
 
@@ -141,7 +142,7 @@ TEST(AbMutation, FirstDivergenceIsTheMutatedEvent) {
   std::map<std::string, int> tally;
   int detected_bytes = 0, compared_bytes = 0;
   const int kPerKind = 150;
-  for (int i = 0; i < 6 * kPerKind; ++i) {
+  for (int i = 0; i < test_rounds(6 * kPerKind); ++i) {
     Mut m = static_cast<Mut>(i % 6);
     std::vector<trace::Event> b = A;
     std::string what;

@@ -254,7 +254,7 @@ TEST(FunctionsBadInput, MutatedFixturesNeverCrash) {
     auto secs = readelf_sections(lib);
     const ReadelfSection* eh = find_section(secs, ".eh_frame");
     ASSERT_NE(eh, nullptr) << lib;
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < test_rounds(60); ++i) {
       std::string m = orig;
       int flips = 1 + static_cast<int>(rng() % 6);
       for (int k = 0; k < flips; ++k) {

@@ -233,6 +233,28 @@ std::string driver_test_name(const ::testing::TestParamInfo<DriverBuild>& info) 
 
 // The test process's scratch folder, removed when the process that made it exits (not by a forked
 // child); CUDATOOL_KEEP_TEST_TMP=1 keeps it for a look after a failure.
+namespace {
+double rounds_share() {
+  static const double share = [] {
+    const char* e = std::getenv("CUDATOOL_TEST_ROUNDS");
+    if (e == nullptr || *e == '\0') return 1.0;
+    char* end = nullptr;
+    double v = std::strtod(e, &end);
+    return (end != e && v > 0 && v <= 1) ? v : 1.0;
+  }();
+  return share;
+}
+}  // namespace
+
+int test_rounds(int n) {
+  return std::max(1, static_cast<int>(n * rounds_share() + 0.5));
+}
+
+bool test_sample(size_t i) {
+  auto every = static_cast<size_t>(1 / rounds_share() + 0.5);
+  return every <= 1 || i % every == 0;
+}
+
 std::string temp_dir() {
   struct Dir {
     std::string path;

@@ -88,6 +88,15 @@ std::string write_temp(const std::string& name, const std::string& bytes);
 std::string read_file(const std::string& path);
 std::string temp_dir();
 
+// The share of the rounds of the randomised and exhaustive bad-input tests to run: all by
+// default; CUDATOOL_TEST_ROUNDS (a fraction, 0 < x <= 1), set by the ASan+UBSan test preset
+// (CMakePresets.json, docs/DEVELOPING.md), runs the first rounds of the same seeds there — each
+// round starts a sanitized cudatool (~0.3 s), and the fuzz targets cover the same parsers
+// in-process. test_rounds(n): how many of n rounds (at least 1); test_sample(i): whether the
+// i-th of an exhaustive series (every truncation) is run.
+int test_rounds(int n);
+bool test_sample(size_t i);
+
 // The first note of a section as readelf -n -W prints it: owner, "Data size", the type (the
 // number of "Unknown note type: (0x…)"; -1 when readelf names the type) and the descriptor bytes
 // of "description data: 7b 22 …". found is false when readelf shows no such section.

@@ -46,6 +46,7 @@ TEST(XrefsBadInput, EveryTruncationOfTheFixture) {
   const std::string bytes = fixture();
   ASSERT_GT(bytes.size(), 4096u);
   for (size_t cut = 0; cut < bytes.size(); cut += 97) {
+    if (!test_sample(cut / 97)) continue;
     std::string p = write_temp("xrefs-cut.so", bytes.substr(0, cut));
     run_both(p, "fixture cut at " + std::to_string(cut));
   }
@@ -54,7 +55,7 @@ TEST(XrefsBadInput, EveryTruncationOfTheFixture) {
 TEST(XrefsBadInput, MutatedFixture) {
   const std::string bytes = fixture();
   std::mt19937 rng(16);  // fixed: the same copies every run
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < test_rounds(150); ++i) {
     std::string b = bytes;
     int flips = 1 + static_cast<int>(rng() % 8);
     for (int k = 0; k < flips; ++k) b[rng() % b.size()] = static_cast<char>(rng());
