@@ -15,6 +15,8 @@
 #include "cli/trace_input.hpp"
 #include "trace/decode.hpp"
 #include "trace/event_filter.hpp"
+#include "trace/function_calls.hpp"
+#include "trace/function_namer.hpp"
 #include "trace/perfetto.hpp"
 
 namespace cudatool::cli {
@@ -27,9 +29,30 @@ struct ExportOptions {
   std::string filter;
   std::string branch;
   StackOptions stacks;
+  std::string functions_lib;
+  bool no_functions = false;
   bool json = false;
   bool force = false;
 };
+
+// The function events of the trace (trace/replay --functions) as slices, each thread's calls on
+// its track: how many.
+uint64_t export_functions(const ExportOptions& o, trace::TraceReader& r, trace::PerfettoWriter& pw,
+                          OutBuffer& out) {
+  if (o.no_functions || r.function_blocks().empty()) return 0;
+  trace::FunctionNamer namer(o.functions_lib);
+  uint64_t n = 0;
+  for (const trace::ThreadCalls& t :
+       trace::build_function_calls(r.function_tables(), r.function_blocks())) {
+    for (const trace::FunctionCall& c : t.calls) {
+      pw.add_function(out.str(), t.pid, t.tid, namer.name(t.table_ptr, c.function), c);
+      out.maybe_flush();
+      ++n;
+    }
+  }
+  for (const std::string& note : namer.notes()) print_hint(note);
+  return n;
+}
 
 int run_export(const ExportOptions& o) {
   if (o.format != "perfetto") {
@@ -52,7 +75,7 @@ int run_export(const ExportOptions& o) {
       return kExitBadInput;
     }
   }
-  uint64_t events = 0, exported = 0;
+  uint64_t events = 0, exported = 0, function_slices = 0;
   bool write_ok = true;
   DiagnosticStream diag;
   trace::TraceReader& r = *in->reader;
@@ -79,6 +102,7 @@ int run_export(const ExportOptions& o) {
       if (r.diagnostics().count() != 0) diag.flush(r.diagnostics());
     }
     diag.flush(r.diagnostics());
+    function_slices = export_functions(o, r, pw, out);
     pw.finish(out.str(), events, r.diagnostics().count());
     out.flush();
     write_ok = out.ok();
@@ -95,7 +119,8 @@ int run_export(const ExportOptions& o) {
     w.begin_object().kv("schema", "cudatool.export/1").kv("trace", o.trace);
     w.kv("format", o.format).kv("output", o.output);
     write_branch_json(w, *in);
-    w.kv("events", events).kv("exported", exported).kv("bad_lines", bad);
+    w.kv("events", events).kv("exported", exported).kv("function_slices", function_slices);
+    w.kv("bad_lines", bad);
     write_function_summary_json(w, r);
     w.end_object();
     w.finish();
@@ -105,11 +130,13 @@ int run_export(const ExportOptions& o) {
     else
       emit(s);
   } else if (o.output != "-") {
-    emit(fmt::format("exported {} of {} events to {} (trace-event JSON: open it in "
+    emit(fmt::format("exported {} of {} events{} to {} (trace-event JSON: open it in "
                      "ui.perfetto.dev){}\n",
-                     exported, events, o.output,
-                     bad == 0 ? "" : fmt::format("; {} bad lines (on stderr)", bad)) +
-         function_summary_text(r, "  (not exported) "));
+                     exported, events,
+                     function_slices == 0 ? std::string()
+                                          : fmt::format(" and {} function calls", function_slices),
+                     o.output, bad == 0 ? "" : fmt::format("; {} bad lines (on stderr)", bad)) +
+         (function_slices == 0 ? function_summary_text(r, "  (not exported) ") : std::string()));
   }
   return bad == 0 ? kExitOk : kExitBadInput;
 }
@@ -135,6 +162,13 @@ void register_export(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json,
                 "print the summary as JSON (schema cudatool.export/1; on stderr with -o -)");
   add_stack_options(*cmd, o->stacks, false);
+  cmd->add_flag("--no-functions", o->no_functions,
+                "leave out the function calls of a trace with function events (trace/replay "
+                "--functions): by default each is a slice on its thread's track, nesting its "
+                "callees and the device calls made inside it");
+  cmd->add_option("--functions-lib", o->functions_lib,
+                  "name the function slices by this file (default: the library the trace names, "
+                  "when it is here with the same build id; else fn_<address>)");
   cmd->footer(
       "Examples:\n"
       "  cudatool export a.jsonl --format perfetto -o a.perfetto.json\n"
@@ -149,6 +183,12 @@ void register_export(CLI::App& app, int* exit_code) {
       "decoded line as args, and for a trace with call stacks the CUDA API call in progress\n"
       "(\"api\": \"cuDevicePrimaryCtxRetain\"; --filter 'api=cuInit' selects by it). Imported\n"
       "captures record no durations: their slices have dur 0.\n"
+      "\n"
+      "A trace with function events (trace/replay --functions) also gets one slice per\n"
+      "function call (category \"function\", args end, ret, depth) on its thread's track: the\n"
+      "viewer nests each call under its caller and the device calls under the function that\n"
+      "made them — the flame chart of one CUDA call with its ioctls inside. --filter selects\n"
+      "device events only; --no-functions leaves the calls out.\n"
       "\n"
       "Exit status: 0 ok; 2 the trace cannot be read, the output cannot be written, a bad\n"
       "option, or lines of the trace that are not valid events (reported on stderr; the rest\n"

@@ -136,6 +136,32 @@ void PerfettoWriter::add(std::string& out, const Event& ev, const Decoded& d,
   out += '}';
 }
 
+void PerfettoWriter::add_function(std::string& out, int32_t pid, int32_t tid, std::string_view name,
+                                  const FunctionCall& c) {
+  Event where;
+  where.pid = pid;
+  where.tid = tid;
+  metadata(out, where);
+  if (!first_) out += ',';
+  first_ = false;
+  out += "{\"ph\":\"X\",\"name\":";
+  json_escape_to(out, name);
+  out += ",\"cat\":\"function\",\"ts\":";
+  append_us(out, c.t_enter);
+  out += ",\"dur\":";
+  append_us(out, c.t_exit >= c.t_enter ? c.t_exit - c.t_enter : 0);
+  fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"args\":", pid, tid);
+  args_.clear();
+  JsonWriter& w = args_writer_;
+  w.begin_object().kv("end", call_end_name(c.end));
+  if (c.end == FunctionCall::End::kReturned) w.kv_hex("ret", c.ret);
+  w.kv("depth", c.depth);
+  if (c.tail) w.kv("tail_call", true);
+  w.end_object();
+  out += args_;
+  out += '}';
+}
+
 void PerfettoWriter::finish(std::string& out, uint64_t events, uint64_t bad_lines) {
   out += "],\"metadata\":";
   JsonWriter w(out, false);

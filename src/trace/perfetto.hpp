@@ -17,6 +17,7 @@
 #include "base/json_writer.hpp"
 #include "trace/decode.hpp"
 #include "trace/event.hpp"
+#include "trace/function_calls.hpp"
 
 namespace cudatool::trace {
 
@@ -27,6 +28,11 @@ class PerfettoWriter {
   void begin(std::string& out);
   // `api`: the CUDA API call in progress (from the event's stack), an arg when not empty.
   void add(std::string& out, const Event& ev, const Decoded& d, std::string_view api = {});
+  // A call of a library function (function events, trace/replay --functions): a slice of
+  // category "function" on its thread's track, from its entry to its return, so that the
+  // viewer nests it under its caller and the device calls made inside it under it.
+  void add_function(std::string& out, int32_t pid, int32_t tid, std::string_view name,
+                    const FunctionCall& c);
   void finish(std::string& out, uint64_t events, uint64_t bad_lines);
 
   // The slice name of a call: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_INFO_V2",

@@ -206,6 +206,66 @@ TEST(FunctionsCmd, ReplayRecordsTheSameTreeWithTheReplayedCalls) {
   EXPECT_EQ(device_tree(tr), device_tree(read_trace(recorded)));
 }
 
+// export --format perfetto: one slice per recorded call on the thread's track, named as nm names
+// the function, each device call's slice inside the slice of the function that made it (the
+// trace's own tree), and that one inside fr_device's; --no-functions leaves them out.
+TEST(FunctionsCmd, PerfettoNestsTheDeviceCallsInTheFunctionsThatMadeThem) {
+  Scratch s;
+  std::string out = s.dir + "/perfetto.jsonl", json_path = s.dir + "/perfetto.json";
+  RunResult r = trace_fixture(s, out, fixture_lib());
+  ASSERT_EQ(r.status, 0) << r.err;
+  ReadTrace tr = read_trace(out);
+  size_t calls = 0;
+  for (const auto& t : tr.threads) calls += t.calls.size();
+  ASSERT_GT(calls, 0u);
+  RunResult e = run({cudatool_bin(), "export", out, "-o", json_path, "--force"});
+  ASSERT_EQ(e.status, 0) << e.err;
+  auto doc = nlohmann::json::parse(read_file(json_path), nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  std::vector<nlohmann::json> fns, devs;
+  for (const auto& ev : doc["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    (ev["cat"] == "function" ? fns : devs).push_back(ev);
+  }
+  EXPECT_EQ(fns.size(), calls);
+  auto span = [](const nlohmann::json& ev) {
+    double ts = ev["ts"].get<double>();
+    return std::make_pair(ts, ts + ev["dur"].get<double>());
+  };
+  auto within = [&](const nlohmann::json& in, const nlohmann::json& out_ev) {
+    auto [a0, a1] = span(in);
+    auto [b0, b1] = span(out_ev);
+    return in["tid"] == out_ev["tid"] && b0 <= a0 && a1 <= b1;
+  };
+  auto names = fixture_names();
+  auto slice = [&](const std::string& name) -> const nlohmann::json* {
+    for (const auto& f : fns) {
+      if (f["name"] == name) return &f;
+    }
+    return nullptr;
+  };
+  const nlohmann::json* device = slice("fr_device");
+  const nlohmann::json* dev_ioctl = slice("fr_dev_ioctl");
+  ASSERT_TRUE(device && dev_ioctl) << doc.dump().substr(0, 2000);
+  EXPECT_TRUE(within(*dev_ioctl, *device));
+  // Where the trace puts each device call: the slice of that function holds it.
+  for (const auto& t : tr.threads) {
+    for (const auto& d : t.devices) {
+      if (d.call < 0) continue;
+      std::string fn = call_name(names, t, t.calls[d.call]);
+      const nlohmann::json* holder = slice(fn);
+      ASSERT_NE(holder, nullptr) << fn;
+      bool found = false;
+      for (const auto& dv : devs) found |= dv["args"]["seq"] == d.seq && within(dv, *holder);
+      EXPECT_TRUE(found) << "seq " << d.seq << " not inside " << fn;
+    }
+  }
+  RunResult none =
+      run({cudatool_bin(), "export", out, "-o", json_path, "--force", "--no-functions", "--json"});
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_EQ(nlohmann::json::parse(none.out)["function_slices"], 0);
+}
+
 TEST(FunctionsCmd, AMapThatCannotBeReadLeavesTheTraceWithoutFunctionsAndSaysWhy) {
   Scratch s;
   std::string out = s.dir + "/nomap.jsonl";
