@@ -7,7 +7,8 @@ Every bench/cases/*.py defines `cases(ctx)` returning a list of dicts:
     {"name": "info (sections + notes)", "file": "550.163.01",
      "cudatool": [argv...], "baselines": {"readelf -S -n -W": [argv...], ...},
      "shell": False,   # shell=True: argv is one string run by /bin/sh
-     "rss": {"label": [argv...], ...}}  # optional: run each once more, report peak RSS
+     "rss": {"label": [argv...], ...},  # optional: run each once more, report peak RSS
+     "exit_ok": True}  # optional: a non-zero exit status is a finding (replay's 1), not a failure
 Each case runs its cudatool command and all its baselines in one hyperfine invocation (same
 machine state), and reports medians and the ratio baseline / cudatool (>1: cudatool is faster).
 Nothing here asserts a time. Uses build-bench/ (Release) when built, else build/.
@@ -69,6 +70,8 @@ def run_case(case, runs):
         out = tf.name
     argv = ["hyperfine", "--style", "none", "--export-json", out, "--runs", str(case.get("runs", runs)),
             "--warmup", str(case.get("warmup", 3))]
+    if case.get("exit_ok"):  # commands whose exit status is a finding, not a failure (replay: 1)
+        argv.append("--ignore-failure")
     if not case.get("shell"):
         argv.append("-N")
     else:
