@@ -49,6 +49,10 @@ std::string crash_text(const record::CrashReport& c, std::string_view device_cal
   }
   if (!c.functions_recorded) {
     out += "  functions entered since: not known (the run has no function events)\n";
+  } else {
+    out += fmt::format("  functions entered since, on thread {}: {}\n", c.tid,
+                       c.functions_since.empty() ? "none" : "");
+    for (const auto& f : c.functions_since) out += "    " + f + "\n";
   }
   if (c.handler) {
     out += fmt::format(

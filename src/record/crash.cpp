@@ -12,6 +12,8 @@
 #include "record/recorder.hpp"
 #include "rm/tables.hpp"
 #include "trace/decode.hpp"
+#include "trace/function_calls.hpp"
+#include "trace/function_namer.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::record {
@@ -174,6 +176,57 @@ void resolve_crash(CrashReport& c, trace::ResolverOptions options) {
   }
 }
 
+namespace {
+
+// The reader has been read to its end (its function blocks are all in).
+void functions_since(CrashReport& c, const trace::TraceReader& r) {
+  if (r.function_blocks().empty()) return;
+  c.functions_recorded = true;
+  c.functions_since.clear();
+  auto threads = trace::build_function_calls(r.function_tables(), r.function_blocks());
+  for (const trace::ThreadCalls& t : threads) {
+    if (t.tid != c.tid) continue;
+    uint64_t from = 0;
+    for (const trace::DeviceMark& d : t.devices) {
+      if (c.last_call_seq && d.seq == *c.last_call_seq) from = d.t_ns;
+    }
+    trace::FunctionNamer namer;
+    std::vector<const trace::FunctionCall*> since;
+    for (const trace::FunctionCall& call : t.calls) {
+      if (call.t_enter >= from) since.push_back(&call);
+    }
+    // The API call in progress, where the stack did not say: the thread's outermost call still
+    // open when the signal came.
+    for (const trace::FunctionCall& call : t.calls) {
+      if (!c.api.empty()) break;
+      if (call.parent < 0 && call.end != trace::FunctionCall::End::kReturned) {
+        c.api = namer.name(t.table_ptr, call.function);
+      }
+    }
+    size_t skip = since.size() > kMaxFunctionsSince ? since.size() - kMaxFunctionsSince : 0;
+    if (skip > 0) c.functions_since.push_back(fmt::format("… {} calls before these", skip));
+    for (size_t i = skip; i < since.size(); ++i) {
+      const trace::FunctionCall& call = *since[i];
+      std::string name = namer.name(t.table_ptr, call.function);
+      c.functions_since.push_back(
+          call.end == trace::FunctionCall::End::kReturned
+              ? fmt::format("{} = {}", name, static_cast<int64_t>(call.ret))
+              : fmt::format("{} ({})", name, trace::call_end_name(call.end)));
+    }
+  }
+}
+
+}  // namespace
+
+void set_functions_since(CrashReport& c, const std::string& path) {
+  auto r = trace::TraceReader::open(path);
+  if (!r) return;
+  trace::Event ev;
+  while ((*r)->next(ev)) {
+  }
+  functions_since(c, **r);
+}
+
 void set_last_call(CrashReport& c, const std::string& path) {
   auto r = trace::TraceReader::open(path);
   if (!r) return;
@@ -189,9 +242,11 @@ void set_last_call(CrashReport& c, const std::string& path) {
     last = ev;
     found = true;
   }
-  if (!found) return;
-  c.last_call_seq = last.seq;
-  c.last_call = trace::format_line(trace::decode_event(tables, last));
+  if (found) {
+    c.last_call_seq = last.seq;
+    c.last_call = trace::format_line(trace::decode_event(tables, last));
+  }
+  functions_since(c, **r);
 }
 
 trace::CrashSummary crash_summary(const CrashReport& c) {

@@ -72,9 +72,8 @@ struct CrashReport {
   // (replay).
   std::optional<uint64_t> last_call_seq;
   std::string last_call;  // decoded
-  // Function events since the last device call: left empty until function-level recording
-  // (issue #31 items 2-4) writes function events; `functions_recorded` says whether the run had
-  // them (false: the list is unknown, not empty).
+  // Function events since the last device call (set_functions_since); `functions_recorded`
+  // says whether the run had them (false: the list is unknown, not empty).
   bool functions_recorded = false;
   std::vector<std::string> functions_since;
   // How the program ended: its exit status, or -signal.
@@ -95,9 +94,18 @@ CrashReport capture_crash(int tid, int sig);
 // Names the frames and the API call in progress.
 void resolve_crash(CrashReport& c, trace::ResolverOptions options = {});
 
-// The last device call (not an environment event) of c.tid in the trace at `path`, decoded.
-// Reads the whole trace; an unreadable trace leaves the fields empty.
+// The last device call (not an environment event) of c.tid in the trace at `path`, decoded, and
+// the functions entered since (set_functions_since). Reads the whole trace; an unreadable trace
+// leaves the fields empty.
 void set_last_call(CrashReport& c, const std::string& path);
+// With function events in the trace at `path` (trace/replay --functions): functions_recorded,
+// and functions_since: the calls c.tid entered after its last device call (c.last_call_seq; all
+// of the thread's without one), named as decode --functions names them, each with its return
+// value or "(open)" (still running when the signal came: the crash's own stack), the last
+// kMaxFunctionsSince of them after a line saying how many came before. Where the stack named no
+// API call, `api` becomes the thread's outermost call still open.
+void set_functions_since(CrashReport& c, const std::string& path);
+inline constexpr size_t kMaxFunctionsSince = 32;
 
 // One line for the trailer of a trace (trace::CrashSummary).
 trace::CrashSummary crash_summary(const CrashReport& c);

@@ -313,6 +313,7 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
       return s.error();
     }
     rep.output = o.output;
+    if (rep.crash && fr) record::set_functions_since(*rep.crash, o.output);
   }
   return rep;
 }

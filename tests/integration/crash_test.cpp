@@ -212,6 +212,32 @@ class CrashReal : public ::testing::Test {
   std::string trace_;
 };
 
+// With --functions the report also lists what the thread entered after its last device call:
+// the crash's function among them, still open (the stack and the function events agree); and
+// the API call in progress comes from the events where the stack, through the recorder's return
+// trampolines, cannot say.
+TEST_F(CrashReal, WithFunctionEventsTheReportListsTheFunctionsEnteredSince) {
+  std::string bad = temp_dir() + "/crash-bad-functions.jsonl";
+  ReplayRun r = replay_init({"--inject", kInject, "--functions", "-o", bad});
+  ASSERT_TRUE(r.report.is_object()) << r.run.err;
+  ASSERT_EQ(r.report["end"], "signal") << r.run.err;
+  const json& c = r.report["crash"];
+  ASSERT_TRUE(c.is_object()) << r.report["crash_note"];
+  EXPECT_EQ(c["api"], "cuInit");
+  EXPECT_TRUE(c["last_device_call"].is_object()) << c.dump(1);
+  const json& since = c["functions_since_last_device_call"];
+  ASSERT_TRUE(since.is_array()) << c.dump(1);
+  ASSERT_FALSE(since.empty());
+  EXPECT_LE(since.size(), 33u);  // the last 32, after a line of how many came before
+  bool open = false;
+  for (const json& f : since) open |= f == c["function"].get<std::string>() + " (open)";
+  EXPECT_TRUE(open) << c["function"] << " not open among " << since.dump(1);
+  // Without function events the list is not known: null, not empty.
+  ReplayRun plain = replay_init({"--inject", kInject});
+  ASSERT_TRUE(plain.report.is_object()) << plain.run.err;
+  EXPECT_TRUE(plain.report["crash"]["functions_since_last_device_call"].is_null());
+}
+
 TEST_F(CrashReal, AHugeCountMakesCuInitDieInANamedLibcudaFunction) {
   std::string bad = temp_dir() + "/crash-bad.jsonl";
   ReplayRun r = replay_init({"--inject", kInject, "-o", bad});
