@@ -437,120 +437,103 @@ std::string describe_event(const Recording& rec, uint32_t trace_index) {
   return describe(rec, rec.events[trace_index]).line;
 }
 
-Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions& options) {
-  std::map<uint32_t, const AnswerOverride*> overrides;
-  for (const AnswerOverride& o : options.overrides) {
-    if (o.with == nullptr || o.trace_index >= rec.events.size()) {
-      return err(rec.path, "an answer override names no event");
-    }
-    overrides[o.trace_index] = &o;
-  }
-  if (rec.tables == nullptr || rec.norm == nullptr) return err(rec.path, "not normalised");
-  Ctx c{rec,
-        *rec.tables,
-        detail::escape_layouts(*rec.tables),
-        detail::uvm_layouts(*rec.tables),
-        {},
-        {},
-        {},
-        {},
-        0,
-        0,
-        0};
-  c.build_version = rm::control_doing(c.t, rm::kControlDriverVersion);
+namespace {
 
-  // Device events, by thread role (ab's roles), in trace order within a role.
+// One recorded device call into the table: its identity, flags, patches (the override's when
+// `ov` is not null), and its row of c.out.calls.
+void add_device_event(Ctx& c, uint32_t i, const AnswerOverride* ov) {
+  const trace::Event& ev = c.rec.events[i];
+  const ab::NormEvent& ne = c.rec.norm->events[i];
+  uint32_t role = ne.thread;
+  while (c.b.roles.size() <= role) {
+    rp_role r{};
+    r.first = static_cast<uint32_t>(c.b.events.size());
+    c.b.roles.push_back(r);
+  }
+  rp_role& rr = c.b.roles[role];
+  if (rr.count == 0) {
+    rr.first = static_cast<uint32_t>(c.b.events.size());
+    rr.tid = ev.tid;
+    rr.pid = ev.pid;
+  }
+  ++rr.count;
+  rp_event e{};
+  e.id.sys = sys_of(ev.sys);
+  e.id.path = path_of(c, ev.path);
+  e.seq = ev.seq;
+  e.ret = ev.ret;
+  e.err = ev.err;
+  e.role = role;
+  e.index = i;
+  IoctlView v;
+  c.b.patches.emplace_back();
+  c.b.cur = static_cast<uint32_t>(c.b.events.size());
+  if (ov != nullptr) {
+    // The other recording's answer: its return, errno and the bytes its kernel changed.
+    const trace::Event& with = *ov->with;
+    e.ret = with.ret;
+    e.err = with.err;
+    e.flags |= RP_EVF_INJECTED;
+    if (with.sys == trace::Sys::kIoctl && ev.sys == trace::Sys::kIoctl) {
+      IoctlView wv = detail::view_ioctl(with, c.escapes, c.uvms);
+      add_patches(c, with, wv, e);
+    }
+    c.out.injected.push_back(
+        fmt::format("seq {} {}: {}", ev.seq, describe_event(c.rec, i), ov->label));
+  }
+  if (ev.sys == trace::Sys::kIoctl) {
+    v = detail::view_ioctl(ev, c.escapes, c.uvms);
+    e.id.req = static_cast<uint32_t>(ev.request);
+    e.id.nr = v.nr;
+    e.id.cmd = v.cmd;
+    e.id.cls = v.cls;
+    e.id.h_client = v.h_client;
+    e.id.h_obj = v.h_obj;
+    e.h_new = v.h_new;
+    if (v.esc != nullptr) {
+      if (v.esc->flags & RP_ESCF_CREATES) e.flags |= RP_EVF_CREATES;
+      if (v.esc->flags & RP_ESCF_FREES) e.flags |= RP_EVF_FREES;
+      if (v.esc->flags & RP_ESCF_CONTROL) e.flags |= RP_EVF_CONTROL;
+    }
+    if (ov == nullptr) add_patches(c, ev, v, e);
+    // The inputs the shim compares when threads race to calls of one identity.
+    const trace::Buffer* in = nested_role(ev, "params");
+    if (in != nullptr && !in->before.empty()) {
+      e.in_digest = rp_input_digest(in->before.data(), in->before.size());
+    } else if (in == nullptr && ev.arg && !ev.arg->before.empty() &&
+               nvtr_dev_kind_of_path(ev.path.c_str()) == NVTR_DEV_UVM) {
+      e.in_digest = rp_input_digest(ev.arg->before.data(), ev.arg->before.size());
+    }
+  }
+  c.views.push_back(v);
+  c.b.events.push_back(e);
+  TableCall tc;
+  tc.trace_index = i;
+  tc.seq = ev.seq;
+  tc.role = role;
+  tc.synthesized = (e.flags & RP_EVF_SYNTHESIZED) != 0;
+  c.out.calls.push_back(std::move(tc));
+}
+
+// Device events, by thread role (ab's roles), in trace order within a role.
+void add_device_events(Ctx& c, const std::map<uint32_t, const AnswerOverride*>& overrides) {
   std::vector<uint32_t> order;
-  for (uint32_t i = 0; i < rec.events.size(); ++i) {
-    const trace::Event& ev = rec.events[i];
+  for (uint32_t i = 0; i < c.rec.events.size(); ++i) {
+    const trace::Event& ev = c.rec.events[i];
     if (sys_of(ev.sys) == RP_SYS_NONE || ev.path.empty()) continue;
     order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return rec.norm->events[a].thread < rec.norm->events[b].thread;
+    return c.rec.norm->events[a].thread < c.rec.norm->events[b].thread;
   });
   for (uint32_t i : order) {
-    const trace::Event& ev = rec.events[i];
-    const ab::NormEvent& ne = rec.norm->events[i];
-    uint32_t role = ne.thread;
-    while (c.b.roles.size() <= role) {
-      rp_role r{};
-      r.first = static_cast<uint32_t>(c.b.events.size());
-      c.b.roles.push_back(r);
-    }
-    rp_role& rr = c.b.roles[role];
-    if (rr.count == 0) {
-      rr.first = static_cast<uint32_t>(c.b.events.size());
-      rr.tid = ev.tid;
-      rr.pid = ev.pid;
-    }
-    ++rr.count;
-    rp_event e{};
-    e.id.sys = sys_of(ev.sys);
-    e.id.path = path_of(c, ev.path);
-    e.seq = ev.seq;
-    e.ret = ev.ret;
-    e.err = ev.err;
-    e.role = role;
-    e.index = i;
-    IoctlView v;
-    c.b.patches.emplace_back();
-    c.b.cur = static_cast<uint32_t>(c.b.events.size());
     auto ov = overrides.find(i);
-    if (ov != overrides.end()) {
-      // The other recording's answer: its return, errno and the bytes its kernel changed.
-      const trace::Event& with = *ov->second->with;
-      e.ret = with.ret;
-      e.err = with.err;
-      e.flags |= RP_EVF_INJECTED;
-      if (with.sys == trace::Sys::kIoctl && ev.sys == trace::Sys::kIoctl) {
-        IoctlView wv = detail::view_ioctl(with, c.escapes, c.uvms);
-        add_patches(c, with, wv, e);
-      }
-      c.out.injected.push_back(
-          fmt::format("seq {} {}: {}", ev.seq, describe_event(rec, i), ov->second->label));
-    }
-    if (ev.sys == trace::Sys::kIoctl) {
-      v = detail::view_ioctl(ev, c.escapes, c.uvms);
-      e.id.req = static_cast<uint32_t>(ev.request);
-      e.id.nr = v.nr;
-      e.id.cmd = v.cmd;
-      e.id.cls = v.cls;
-      e.id.h_client = v.h_client;
-      e.id.h_obj = v.h_obj;
-      e.h_new = v.h_new;
-      if (v.esc != nullptr) {
-        if (v.esc->flags & RP_ESCF_CREATES) e.flags |= RP_EVF_CREATES;
-        if (v.esc->flags & RP_ESCF_FREES) e.flags |= RP_EVF_FREES;
-        if (v.esc->flags & RP_ESCF_CONTROL) e.flags |= RP_EVF_CONTROL;
-      }
-      if (ov == overrides.end()) add_patches(c, ev, v, e);
-      // The inputs the shim compares when threads race to calls of one identity.
-      const trace::Buffer* in = nested_role(ev, "params");
-      if (in != nullptr && !in->before.empty()) {
-        e.in_digest = rp_input_digest(in->before.data(), in->before.size());
-      } else if (in == nullptr && ev.arg && !ev.arg->before.empty() &&
-                 nvtr_dev_kind_of_path(ev.path.c_str()) == NVTR_DEV_UVM) {
-        e.in_digest = rp_input_digest(ev.arg->before.data(), ev.arg->before.size());
-      }
-    }
-    c.views.push_back(v);
-    c.b.events.push_back(e);
-    TableCall tc;
-    tc.trace_index = i;
-    tc.seq = ev.seq;
-    tc.role = role;
-    tc.synthesized = (e.flags & RP_EVF_SYNTHESIZED) != 0;
-    c.out.calls.push_back(std::move(tc));
+    add_device_event(c, i, ov == overrides.end() ? nullptr : ov->second);
   }
-  if (c.b.roles.size() > RP_MAX_ROLES) {
-    return err(rec.path, fmt::format("{} threads with device calls; replay follows at most {}",
-                                     c.b.roles.size(), RP_MAX_ROLES));
-  }
-  if (Status s = apply_injections(c, options.injections); !s.ok()) return s.error();
-  for (uint32_t k = 0; k < c.out.calls.size(); ++k) {
-    c.out.calls[k].injected = (c.b.events[k].flags & RP_EVF_INJECTED) != 0;
-  }
+}
+
+// What the recording lacks that the answers would need, one line each.
+void note_gaps(Ctx& c) {
   if (c.gaps_alloc > 0) {
     c.out.gaps.push_back(fmt::format(
         "{} allocations without their parameters (recorded with paramsSize 0: RM sizes them by "
@@ -563,8 +546,11 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
         "answered",
         c.gaps_members));
   }
+}
 
-  // The identity index: one bucket per (role, identity), open addressing, load <= 1/2.
+// The identity index: buckets of one (role, identity) each, open addressing, load <= 1/2;
+// `lists` holds each bucket's events.
+std::vector<rp_bucket> identity_index(const Ctx& c, std::vector<uint32_t>& lists) {
   std::map<std::pair<uint64_t, uint32_t>, std::vector<uint32_t>> groups;
   for (uint32_t k = 0; k < c.b.events.size(); ++k) {
     const rp_event& e = c.b.events[k];
@@ -574,7 +560,6 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   }
   // Identities that collide in the hash but differ: split (compared by the shim).
   std::vector<rp_bucket> items;
-  std::vector<uint32_t> lists;
   for (auto& [key, ks] : groups) {
     std::vector<std::vector<uint32_t>> split;
     for (uint32_t k : ks) {
@@ -609,7 +594,14 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
       }
     }
   }
+  return buckets;
+}
 
+// The table file: header, then each section 8-byte aligned (record/shim_abi/replay_abi.h).
+void write_table(Ctx& c, const TableOptions& options, const std::vector<rp_bucket>& buckets,
+                 const std::vector<uint32_t>& lists) {
+  const Recording& rec = c.rec;
+  const uint32_t nb = static_cast<uint32_t>(buckets.size());
   // Environment: device nodes.
   std::vector<rp_env> env;
   for (const DeviceNode& d : options.devices) {
@@ -684,6 +676,44 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   h.size = f.size();
   std::memcpy(f.data(), &h, sizeof h);
   c.out.roles = h.n_roles;
+}
+
+}  // namespace
+
+Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions& options) {
+  std::map<uint32_t, const AnswerOverride*> overrides;
+  for (const AnswerOverride& o : options.overrides) {
+    if (o.with == nullptr || o.trace_index >= rec.events.size()) {
+      return err(rec.path, "an answer override names no event");
+    }
+    overrides[o.trace_index] = &o;
+  }
+  if (rec.tables == nullptr || rec.norm == nullptr) return err(rec.path, "not normalised");
+  Ctx c{rec,
+        *rec.tables,
+        detail::escape_layouts(*rec.tables),
+        detail::uvm_layouts(*rec.tables),
+        {},
+        {},
+        {},
+        {},
+        0,
+        0,
+        0};
+  c.build_version = rm::control_doing(c.t, rm::kControlDriverVersion);
+  add_device_events(c, overrides);
+  if (c.b.roles.size() > RP_MAX_ROLES) {
+    return err(rec.path, fmt::format("{} threads with device calls; replay follows at most {}",
+                                     c.b.roles.size(), RP_MAX_ROLES));
+  }
+  if (Status s = apply_injections(c, options.injections); !s.ok()) return s.error();
+  for (uint32_t k = 0; k < c.out.calls.size(); ++k) {
+    c.out.calls[k].injected = (c.b.events[k].flags & RP_EVF_INJECTED) != 0;
+  }
+  note_gaps(c);
+  std::vector<uint32_t> lists;
+  std::vector<rp_bucket> buckets = identity_index(c, lists);
+  write_table(c, options, buckets, lists);
   return std::move(c.out);
 }
 
