@@ -99,10 +99,18 @@ std::string FunctionMap::derived_name(uint64_t start) {
 }
 
 void FunctionMap::build(DriverImage& img) {
-  const elf::ElfImage& elf = img.elf();
-  Diagnostics& diag = img.diagnostics();
+  find_exec_ranges(img.elf());
+  Table table = read_hdr_table(img);
+  ByteView eh_bytes;
+  uint64_t eh_vaddr = 0;
+  read_fdes(img, table, eh_bytes, eh_vaddr);
+  sort_and_place();
+  if (hdr_.has_table) check_against_table(table, eh_vaddr, eh_bytes.size());
+  name_exports(img);
+}
 
-  // Executable ranges: SHF_EXECINSTR sections, or PF_X segments when there are no sections.
+// Executable ranges: SHF_EXECINSTR sections, or PF_X segments when there are no sections.
+void FunctionMap::find_exec_ranges(const elf::ElfImage& elf) {
   for (const auto& s : elf.sections()) {
     if (!s.is_alloc() || !s.is_exec() || s.sh_size == 0) continue;
     ExecRange r{s.sh_addr,
@@ -129,8 +137,11 @@ void FunctionMap::build(DriverImage& img) {
   }
   std::sort(exec_.begin(), exec_.end(),
             [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
+}
 
-  // .eh_frame_hdr and its search table (entries: initial location, FDE address).
+// .eh_frame_hdr and its search table (entries: initial location, FDE address).
+FunctionMap::Table FunctionMap::read_hdr_table(DriverImage& img) {
+  const elf::ElfImage& elf = img.elf();
   const auto& hdr = img.eh_frame_hdr();
   Table table;
   if (hdr) {
@@ -154,11 +165,16 @@ void FunctionMap::build(DriverImage& img) {
       hdr_.entries = table.count;
     }
   }
+  return table;
+}
 
-  // .eh_frame: the section, or (without section headers) where the header points, up to the
-  // end of the segment holding it.
-  ByteView eh_bytes;
-  uint64_t eh_vaddr = 0;
+// .eh_frame: the section, or (without section headers) where the header points, up to the end
+// of the segment holding it; its FDEs go straight into the map (one copy, not two).
+void FunctionMap::read_fdes(DriverImage& img, const Table& table, ByteView& eh_bytes,
+                            uint64_t& eh_vaddr) {
+  const elf::ElfImage& elf = img.elf();
+  Diagnostics& diag = img.diagnostics();
+  const auto& hdr = img.eh_frame_hdr();
   elf::EhFrameOptions opts;
   const auto* eh_sec = elf.section(".eh_frame");
   if (eh_sec != nullptr && eh_sec->has_file_bytes() && eh_sec->in_file) {
@@ -220,11 +236,14 @@ void FunctionMap::build(DriverImage& img) {
   if (eh_frame_found_) {
     eh_frame_ = elf::EhFrame::read(eh_bytes, eh_vaddr, opts, resync, &diag, sink);
   }
+}
 
-  // FDEs come in link order: ascending runs (one per input file and output section) that
-  // interleave (each file's .text.unlikely part sits at the start of .text). A stable LSD
-  // radix sort of indices by start address is linear and keeps equal starts in FDE order;
-  // the permutation is then applied in place, cycle by cycle.
+// FDEs come in link order: ascending runs (one per input file and output section) that
+// interleave (each file's .text.unlikely part sits at the start of .text). A stable LSD radix
+// sort of indices by start address is linear and keeps equal starts in FDE order; the
+// permutation is then applied in place, cycle by cycle. Then overlaps, and FDEs outside the
+// executable ranges.
+void FunctionMap::sort_and_place() {
   std::vector<uint32_t> order = sort_by_start(functions_);
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i] == i || order[i] == UINT32_MAX) continue;
@@ -260,12 +279,12 @@ void FunctionMap::build(DriverImage& img) {
     while (r < exec_.size() && exec_[r].end <= f.start) ++r;
     if (r == exec_.size() || f.start < exec_[r].start || f.end() > exec_[r].end) ++outside_exec_;
   }
+}
 
-  if (hdr_.has_table) check_against_table(table, eh_vaddr, eh_bytes.size());
-
-  // Exported functions (defined global dynamic symbols, as DriverImage::exports() selects
-  // them; read directly, the API-name parsing is not needed here) name the FDE starting at
-  // their address.
+// Exported functions (defined global dynamic symbols, as DriverImage::exports() selects them;
+// read directly, the API-name parsing is not needed here) name the FDE starting at their
+// address.
+void FunctionMap::name_exports(DriverImage& img) {
   for (const auto& s : img.dynamic_symbols()) {
     if (!s.defined() || s.index == 0 || s.name.empty()) continue;
     if (s.binding() != STB_GLOBAL && s.binding() != STB_WEAK && s.binding() != STB_GNU_UNIQUE)

@@ -21,6 +21,9 @@
 namespace cudatool {
 
 class DriverImage;
+namespace elf {
+class ElfImage;
+}  // namespace elf
 
 struct Function {
   uint64_t start = 0;
@@ -139,7 +142,13 @@ class FunctionMap {
     [[nodiscard]] std::pair<uint64_t, uint64_t> entry(uint64_t i) const;
   };
 
+  // build()'s phases, in order.
   void build(DriverImage& img);
+  void find_exec_ranges(const elf::ElfImage& elf);
+  Table read_hdr_table(DriverImage& img);
+  void read_fdes(DriverImage& img, const Table& table, ByteView& eh_bytes, uint64_t& eh_vaddr);
+  void sort_and_place();
+  void name_exports(DriverImage& img);
   void check_against_table(const Table& table, uint64_t eh_vaddr, uint64_t eh_size);
   template <class Visit>
   void for_each_gap(Visit&& visit) const;
