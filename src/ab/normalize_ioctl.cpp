@@ -183,49 +183,81 @@ Role role_of(std::string_view r) {
   return Role::kOther;
 }
 
-void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
-  const rm::Tables& t = s.t;
-  NormalizedTrace& out = s.out;
-  ne.request = ev.request;
-  Plan p = plan_ioctl(s, ev, ne);
-  if (ev.arg && ev.arg->addr != 0) s.live.push_back({Role::kArg, ev.arg->addr, ev.arg->size});
-  // Which nested buffers are compared. Not: a NULL pointer with size 0 (a control without
-  // parameters: nothing to compare, and an imported capture writes no buffer for it); in
-  // capture_view, what a capture does not hold (an address into it then reads as in the capture).
-  auto compared = [&](const trace::Buffer& b, bool count) {
-    if (b.addr == 0 && b.before.empty() && b.after.empty() && b.before_error.empty() &&
-        b.after_error.empty()) {
-      return false;
-    }
-    if (!s.capture_view) return true;
-    if (b.sized_by == "class") {
-      out.masks.capture_params += count;
-      return false;
-    }
-    if (b.role.find('.') != std::string::npos) {
-      out.masks.capture_pointers += count;
-      return false;
-    }
-    return true;
-  };
-  for (const trace::Buffer& b : ev.nested) {
-    if (b.addr != 0 && compared(b, false)) s.live.push_back({role_of(b.role), b.addr, b.size});
-  }
+namespace {
 
-  // Identity: command, class, status, client, and the object created or freed.
-  static const std::vector<uint8_t> kEmpty;
-  const std::vector<uint8_t>& idb = p.id_bytes ? *p.id_bytes : kEmpty;
-  // The members the call's row names (none for a call without one).
-  static const rm::CallRow kNoRow;
-  const rm::CallRow& row = p.row ? *p.row : kNoRow;
-  auto member = [&](std::string_view name) {
+// Whether nested buffer `b` is compared. Not: a NULL pointer with size 0 (a control without
+// parameters: nothing to compare, and an imported capture writes no buffer for it); in
+// capture_view, what a capture does not hold (an address into it then reads as in the capture).
+// `count`: count what capture_view leaves out.
+bool compared_buffer(Normalizer::State& s, const trace::Buffer& b, bool count) {
+  if (b.addr == 0 && b.before.empty() && b.after.empty() && b.before_error.empty() &&
+      b.after_error.empty()) {
+    return false;
+  }
+  if (!s.capture_view) return true;
+  if (b.sized_by == "class") {
+    s.out.masks.capture_params += count;
+    return false;
+  }
+  if (b.role.find('.') != std::string::npos) {
+    s.out.masks.capture_pointers += count;
+    return false;
+  }
+  return true;
+}
+
+// Both sides of a recorded buffer, walked by `layout` (each element, `array`), the first `size`
+// bytes compared (`sized` false: none, the size is not known).
+void add_buffer(Normalizer::State& s, const trace::Buffer& b, Role role,
+                const rm::StructEntry* layout, bool array, bool sized, uint64_t size,
+                std::string_view member = {}) {
+  for (bool after : {false, true}) {
+    const std::vector<uint8_t>& bytes = after ? b.after : b.before;
+    const std::string& error = after ? b.after_error : b.before_error;
+    if (bytes.empty() && error.empty() && after && !b.before.empty()) continue;  // not re-read
+    NormBuffer nb;
+    nb.role = role;
+    nb.member = member;
+    nb.after = after;
+    nb.recorded = bytes.size();
+    nb.unreadable = bytes.empty() && !error.empty();
+    uint64_t compared = 0;
+    if (!sized) {
+      s.out.masks.unsized += bytes.size();
+    } else {
+      compared = std::min<uint64_t>(bytes.size(), size);
+      s.out.masks.beyond_size += bytes.size() - compared;
+    }
+    compared = std::min<uint64_t>(compared, UINT32_MAX);
+    s.walk_buffer(nb, bytes.data(), static_cast<uint32_t>(compared), layout, array);
+    s.out.buffers.push_back(nb);
+  }
+}
+
+// What add_ioctl's phases share: the plan, the identity bytes, the row.
+struct IoctlCtx {
+  Normalizer::State& s;
+  const trace::Event& ev;
+  NormEvent& ne;
+  Plan& p;
+  const std::vector<uint8_t>& idb;
+  const rm::CallRow& row;
+  std::string_view id_name;
+  const rm::FieldEntry* member(std::string_view name) const {
     return name.empty() ? nullptr : s.field(p.id_layout, name);
-  };
-  if (const rm::FieldEntry* f = member(row.control)) ne.cmd = read_field(f, idb, p.id_base);
-  if (auto c = read_field(member(row.cls), idb, p.id_base)) {
+  }
+};
+
+// Identity: command, class, status (read after the call only), client.
+void read_identity(IoctlCtx& x) {
+  Normalizer::State& s = x.s;
+  NormEvent& ne = x.ne;
+  Plan& p = x.p;
+  const trace::Event& ev = x.ev;
+  if (const rm::FieldEntry* f = x.member(x.row.control)) ne.cmd = read_field(f, x.idb, p.id_base);
+  if (auto c = read_field(x.member(x.row.cls), x.idb, p.id_base)) {
     ne.cls = static_cast<uint32_t>(*c);
   }
-  // Status: read after the call only.
   const trace::Buffer* status_buf = ev.arg ? &*ev.arg : nullptr;
   if (p.xfer_layout != nullptr) status_buf = nested(ev, "xfer");
   if (status_buf != nullptr && !status_buf->after.empty()) {
@@ -235,20 +267,28 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
         ne.status = ByteView(status_buf->after.data(), status_buf->after.size())
                         .read<uint32_t>(static_cast<uint64_t>(p.uvm->rm_status_offset));
       }
-    } else if (const rm::FieldEntry* f = member(row.status)) {
+    } else if (const rm::FieldEntry* f = x.member(x.row.status)) {
       auto v = read_field(f, status_buf->after, p.id_base);
       if (v) ne.status = static_cast<uint32_t>(*v);
     }
   }
-  std::string_view id_name = p.id_layout ? p.id_layout->name : std::string_view();
   s.scope = mix(ne.nr + uint64_t{1}, ne.cmd ? *ne.cmd : ~uint64_t{0});
-  const rm::CallIdentity id = rm::call_identity(row);
-  std::optional<uint64_t> client_raw = read_field(member(id.client), idb, p.id_base);
+  const rm::CallIdentity id = rm::call_identity(x.row);
+  std::optional<uint64_t> client_raw = read_field(x.member(id.client), x.idb, p.id_base);
   if (client_raw && *client_raw != 0) {
-    s.client = s.client_symbol(static_cast<uint32_t>(*client_raw), Place{id_name, id.client});
+    s.client = s.client_symbol(static_cast<uint32_t>(*client_raw), Place{x.id_name, id.client});
   }
+}
 
-  // Nested layouts: control parameters by command, allocation parameters by class.
+// Nested buffers (an object's creation parameters are part of its name: symbols.cpp): control
+// parameters by command, allocation parameters by class, buffers behind pointer members by the
+// pointer rules.
+void add_nested(IoctlCtx& x) {
+  Normalizer::State& s = x.s;
+  const rm::Tables& t = s.t;
+  NormEvent& ne = x.ne;
+  Plan& p = x.p;
+  const rm::CallRow& row = x.row;
   if (p.escape != nullptr && ne.cmd && (row.does & rm::kCallControl)) {
     if (const rm::CtrlEntry* c = t.find_control(*ne.cmd)) p.params_layout = s.layout(c->params);
   } else if (p.escape != nullptr && ne.cls && (row.does & rm::kCallAlloc)) {
@@ -256,34 +296,8 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
       p.params_layout = s.layout(c->alloc_params);
   }
 
-  auto add = [&](const trace::Buffer& b, Role role, const rm::StructEntry* layout, bool array,
-                 bool sized, uint64_t size, std::string_view member = {}) {
-    for (bool after : {false, true}) {
-      const std::vector<uint8_t>& bytes = after ? b.after : b.before;
-      const std::string& error = after ? b.after_error : b.before_error;
-      if (bytes.empty() && error.empty() && after && !b.before.empty()) continue;  // not re-read
-      NormBuffer nb;
-      nb.role = role;
-      nb.member = member;
-      nb.after = after;
-      nb.recorded = bytes.size();
-      nb.unreadable = bytes.empty() && !error.empty();
-      uint64_t compared = 0;
-      if (!sized) {
-        out.masks.unsized += bytes.size();
-      } else {
-        compared = std::min<uint64_t>(bytes.size(), size);
-        out.masks.beyond_size += bytes.size() - compared;
-      }
-      compared = std::min<uint64_t>(compared, UINT32_MAX);
-      s.walk_buffer(nb, bytes.data(), static_cast<uint32_t>(compared), layout, array);
-      out.buffers.push_back(nb);
-    }
-  };
-  // Nested buffers first: an object's creation parameters are part of its name (symbols.cpp).
-  size_t first_nested = out.buffers.size();
-  for (const trace::Buffer& b : ev.nested) {
-    if (!compared(b, true)) continue;
+  for (const trace::Buffer& b : x.ev.nested) {
+    if (!compared_buffer(s, b, true)) continue;
     Role role = role_of(b.role);
     const rm::StructEntry* layout = nullptr;
     if (role == Role::kParams) layout = p.params_layout;
@@ -300,15 +314,28 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
         r = t.find_pointer_rule(rm::PointerKind::kAlloc, *ne.cls, b.role);
       }
       const rm::StructEntry* elem = r ? s.layout(r->elem_type) : nullptr;
-      add(b, role, elem, elem != nullptr, !b.bounded, recorded,
-          r ? r->role : std::string_view("params.?"));
+      add_buffer(s, b, role, elem, elem != nullptr, !b.bounded, recorded,
+                 r ? r->role : std::string_view("params.?"));
       continue;
     }
     bool sized = !b.bounded || layout != nullptr;
     uint64_t size = b.bounded && layout ? static_cast<uint64_t>(layout->size) : recorded;
-    add(b, role, layout, false, sized, size);
+    add_buffer(s, b, role, layout, false, sized, size);
   }
+}
 
+// Objects created or freed, and the object a call is about; returns the handle freed (0 none).
+// `first_nested`: where this call's nested buffers begin in out.buffers.
+uint32_t note_objects(IoctlCtx& x, size_t first_nested) {
+  Normalizer::State& s = x.s;
+  const rm::Tables& t = s.t;
+  NormalizedTrace& out = s.out;
+  NormEvent& ne = x.ne;
+  Plan& p = x.p;
+  const std::vector<uint8_t>& idb = x.idb;
+  std::string_view id_name = x.id_name;
+  const rm::CallIdentity id = rm::call_identity(x.row);
+  auto member = [&](std::string_view name) { return x.member(name); };
   // Objects created or freed.
   uint32_t freed = 0;
   if (id.creates || id.frees) {
@@ -351,9 +378,36 @@ void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
       ne.h_object = s.lookup_handle(static_cast<uint32_t>(*h), Place{id_name, id.object});
     }
   }
-  ne.h_client = s.client;
+  return freed;
+}
 
-  if (ev.arg) add(*ev.arg, Role::kArg, p.arg_layout, p.arg_array, p.arg_sized, p.arg_size);
+}  // namespace
+
+void add_ioctl(Normalizer::State& s, const trace::Event& ev, NormEvent& ne) {
+  ne.request = ev.request;
+  Plan p = plan_ioctl(s, ev, ne);
+  if (ev.arg && ev.arg->addr != 0) s.live.push_back({Role::kArg, ev.arg->addr, ev.arg->size});
+  for (const trace::Buffer& b : ev.nested) {
+    if (b.addr != 0 && compared_buffer(s, b, false)) {
+      s.live.push_back({role_of(b.role), b.addr, b.size});
+    }
+  }
+  static const std::vector<uint8_t> kEmpty;
+  static const rm::CallRow kNoRow;  // the members of a call without a row: none
+  IoctlCtx x{s,
+             ev,
+             ne,
+             p,
+             p.id_bytes ? *p.id_bytes : kEmpty,
+             p.row ? *p.row : kNoRow,
+             p.id_layout ? p.id_layout->name : std::string_view()};
+  read_identity(x);
+  size_t first_nested = s.out.buffers.size();
+  add_nested(x);
+  uint32_t freed = note_objects(x, first_nested);
+  ne.h_client = s.client;
+  if (ev.arg)
+    add_buffer(s, *ev.arg, Role::kArg, p.arg_layout, p.arg_array, p.arg_sized, p.arg_size);
   note_gpu(s, ne, ev, p);
   if (freed != 0) s.free_object(freed);
 }
