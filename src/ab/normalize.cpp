@@ -142,53 +142,38 @@ struct CallImage {
 
 }  // namespace
 
-void Normalizer::add(const trace::Event& ev) {
-  // A compute launch a replay's fake GPU completed ("launch", docs/replay.md) reports GPU work,
-  // not a call the program made: nothing to compare with a recording.
-  if (ev.sys == trace::Sys::kUnknown && ev.sys_raw == "launch") return;
-  State& s = *st_;
-  const rm::Tables& t = s.t;
-  NormEvent ne;
-  ne.seq = ev.seq;
-  ne.tid = ev.tid;
-  ne.index = static_cast<uint32_t>(out_.events.size());
-  ne.thread = s.thread_of(ev.pid, ev.tid);
-  ne.sys = ev.sys;
-  ne.device = rm::classify_device(ev.path);
-  ne.tables = &t;
-  ne.ret = ev.ret;
-  ne.err = ev.err;
-  ne.call = trace::sys_name(ev.sys);
-  ne.buffer = out_.buffers.size();
-  s.client = 0;
-  s.live.clear();
-  bool has_fd = ev.sys == trace::Sys::kClose || ev.sys == trace::Sys::kDup ||
-                ev.sys == trace::Sys::kIoctl || ev.sys == trace::Sys::kMmap;
-  if (has_fd) ne.fd = s.lookup_fd(ev.fd, ev.path.empty() ? std::string("fd") : ev.path);
-  bool ok = ev.err == 0 && ev.ret != -1;
+namespace {
 
-  // The call's own members: literal, except the pointer members renamed by position.
+// The call's own members as one buffer: literal, except the pointer members (at `pointers`)
+// renamed by position.
+void add_call_image(Normalizer::State& s, const trace::Event& ev, const CallImage& ci,
+                    std::initializer_list<uint32_t> pointers) {
+  NormalizedTrace& out = s.out;
+  NormBuffer nb;
+  nb.role = Role::kCall;
+  nb.after = true;
+  nb.recorded = nb.compared = ci.bytes.size();
+  nb.bytes = out.bytes.size();
+  nb.subst = out.substs.size();
+  out.bytes.insert(out.bytes.end(), ci.bytes.begin(), ci.bytes.end());
+  out.masks.compared += ci.bytes.size();
+  for (uint32_t off : pointers) {
+    uint64_t v = load_le<uint64_t>(ci.bytes.data() + off);
+    if (v == 0) continue;
+    auto [base, delta] = s.resolve_pointer(v, detail::Place{trace::sys_name(ev.sys), "addr"});
+    std::memset(out.bytes.data() + nb.bytes + off, 0, 8);
+    out.substs.push_back(Subst{off, 8, SymKind::kPointer, base, delta, v});
+    ++out.masks.pointers;
+  }
+  nb.subst_count = static_cast<uint32_t>(out.substs.size() - nb.subst);
+  out.buffers.push_back(nb);
+}
+
+// The event's members and buffers, by system call; `ok`: the call succeeded.
+void add_members(Normalizer::State& s, const trace::Event& ev, NormEvent& ne, bool ok) {
   auto add_call_image = [&](const CallImage& ci, std::initializer_list<uint32_t> pointers) {
-    NormBuffer nb;
-    nb.role = Role::kCall;
-    nb.after = true;
-    nb.recorded = nb.compared = ci.bytes.size();
-    nb.bytes = out_.bytes.size();
-    nb.subst = out_.substs.size();
-    out_.bytes.insert(out_.bytes.end(), ci.bytes.begin(), ci.bytes.end());
-    out_.masks.compared += ci.bytes.size();
-    for (uint32_t off : pointers) {
-      uint64_t v = load_le<uint64_t>(ci.bytes.data() + off);
-      if (v == 0) continue;
-      auto [base, delta] = s.resolve_pointer(v, detail::Place{trace::sys_name(ev.sys), "addr"});
-      std::memset(out_.bytes.data() + nb.bytes + off, 0, 8);
-      out_.substs.push_back(Subst{off, 8, SymKind::kPointer, base, delta, v});
-      ++out_.masks.pointers;
-    }
-    nb.subst_count = static_cast<uint32_t>(out_.substs.size() - nb.subst);
-    out_.buffers.push_back(nb);
+    ::cudatool::ab::add_call_image(s, ev, ci, pointers);
   };
-
   switch (ev.sys) {
     case trace::Sys::kOpen: {
       CallImage ci;
@@ -260,8 +245,12 @@ void Normalizer::add(const trace::Event& ev) {
     case trace::Sys::kExit:
       break;
   }
+}
 
-  ne.buffer_count = static_cast<uint32_t>(out_.buffers.size() - ne.buffer);
+// The event's keys (ab/normalize.hpp): what call it is, its shape, what was asked (the call's own
+// members and every buffer as it was before the call, with the names in them: the object an RM
+// call is about is a handle member of its argument) and all of it with the names.
+void hash_event(const NormalizedTrace& out, const trace::Event& ev, NormEvent& ne) {
   uint64_t key = mix(static_cast<uint64_t>(ne.sys) + 1, static_cast<uint64_t>(ne.device));
   key = mix(key, ne.request);
   key = mix(key, ne.nr);
@@ -276,18 +265,16 @@ void Normalizer::add(const trace::Event& ev) {
   shape = mix(shape, static_cast<uint64_t>(static_cast<uint32_t>(ne.err)));
   shape = mix(shape, ne.fd != 0);
   uint64_t names = mix(ne.ret_sym, ne.fd);
-  // What was asked: the call's own members and every buffer as it was before the call, with the
-  // names in them (the object an RM call is about is a handle member of its argument).
   uint64_t input = mix(key, ne.fd);
-  for (uint64_t i = ne.buffer; i < out_.buffers.size(); ++i) {
-    const NormBuffer& nb = out_.buffers[i];
+  for (uint64_t i = ne.buffer; i < out.buffers.size(); ++i) {
+    const NormBuffer& nb = out.buffers[i];
     bool is_input = nb.role == Role::kCall || !nb.after;
     uint64_t tag = (static_cast<uint64_t>(nb.role) << 8) | (nb.after ? 2 : 0) | nb.unreadable;
-    uint64_t content = mix(nb.compared, hash_bytes(out_.bytes.data() + nb.bytes, nb.compared));
+    uint64_t content = mix(nb.compared, hash_bytes(out.bytes.data() + nb.bytes, nb.compared));
     shape = mix(mix(shape, tag), content);
     if (is_input) input = mix(mix(input, tag), content);
     for (uint64_t k = nb.subst; k < nb.subst + nb.subst_count; ++k) {
-      const Subst& x = out_.substs[k];
+      const Subst& x = out.substs[k];
       uint64_t where =
           (uint64_t{x.offset} << 16) | (uint64_t{x.width} << 8) | static_cast<uint64_t>(x.kind);
       shape = mix(mix(shape, where), x.delta);
@@ -298,6 +285,38 @@ void Normalizer::add(const trace::Event& ev) {
   ne.shape = shape;
   ne.input = input;
   ne.full = mix(shape, names);
+}
+
+}  // namespace
+
+void Normalizer::add(const trace::Event& ev) {
+  // A compute launch a replay's fake GPU completed ("launch", docs/replay.md) reports GPU work,
+  // not a call the program made: nothing to compare with a recording.
+  if (ev.sys == trace::Sys::kUnknown && ev.sys_raw == "launch") return;
+  State& s = *st_;
+  const rm::Tables& t = s.t;
+  NormEvent ne;
+  ne.seq = ev.seq;
+  ne.tid = ev.tid;
+  ne.index = static_cast<uint32_t>(out_.events.size());
+  ne.thread = s.thread_of(ev.pid, ev.tid);
+  ne.sys = ev.sys;
+  ne.device = rm::classify_device(ev.path);
+  ne.tables = &t;
+  ne.ret = ev.ret;
+  ne.err = ev.err;
+  ne.call = trace::sys_name(ev.sys);
+  ne.buffer = out_.buffers.size();
+  s.client = 0;
+  s.live.clear();
+  bool has_fd = ev.sys == trace::Sys::kClose || ev.sys == trace::Sys::kDup ||
+                ev.sys == trace::Sys::kIoctl || ev.sys == trace::Sys::kMmap;
+  if (has_fd) ne.fd = s.lookup_fd(ev.fd, ev.path.empty() ? std::string("fd") : ev.path);
+  bool ok = ev.err == 0 && ev.ret != -1;
+
+  add_members(s, ev, ne, ok);
+  ne.buffer_count = static_cast<uint32_t>(out_.buffers.size() - ne.buffer);
+  hash_event(out_, ev, ne);
   if (s.api_namer) {
     if (std::optional<std::string> api = s.api_namer(ev); api && !api->empty()) {
       auto [it, added] = s.api_ids.try_emplace(*api, static_cast<uint32_t>(out_.api_names.size()));
