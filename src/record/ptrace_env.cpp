@@ -51,6 +51,126 @@ const char* open_op(int nr) {
   }
 }
 
+// The environment calls ptrace mode stops on: the call's name, its event kind, which argument
+// is the path and which the directory fd (-1: AT_FDCWD).
+struct EnvCall {
+  int nr;
+  const char* op;
+  Sys sys;
+  int path_at, dirfd_at;
+};
+constexpr EnvCall kEnvCalls[] = {
+    {SYS_stat, "stat", Sys::kStat, 0, -1},
+    {SYS_lstat, "lstat", Sys::kStat, 0, -1},
+    {SYS_newfstatat, "newfstatat", Sys::kStat, 1, 0},
+    {SYS_statx, "statx", Sys::kStat, 1, 0},
+    {SYS_access, "access", Sys::kStat, 0, -1},
+    {SYS_faccessat, "faccessat", Sys::kStat, 1, 0},
+    {kSysFaccessat2, "faccessat2", Sys::kStat, 1, 0},
+    {SYS_readlink, "readlink", Sys::kReadlink, 0, -1},
+    {SYS_readlinkat, "readlinkat", Sys::kReadlink, 1, 0},
+    {SYS_mknod, "mknod", Sys::kMknod, 0, -1},
+    {SYS_mknodat, "mknodat", Sys::kMknod, 1, 0},
+    {SYS_mkdir, "mkdir", Sys::kMknod, 0, -1},
+    {SYS_mkdirat, "mkdirat", Sys::kMknod, 1, 0},
+    {SYS_symlink, "symlink", Sys::kSymlink, 1, -1},
+    {SYS_symlinkat, "symlinkat", Sys::kSymlink, 2, 1},
+    {SYS_chmod, "chmod", Sys::kChmod, 0, -1},
+    {SYS_fchmodat, "fchmodat", Sys::kChmod, 1, 0},
+    {kSysFchmodat2, "fchmodat2", Sys::kChmod, 1, 0},
+    {SYS_chown, "chown", Sys::kChmod, 0, -1},
+    {SYS_lchown, "lchown", Sys::kChmod, 0, -1},
+    {SYS_fchownat, "fchownat", Sys::kChmod, 1, 0},
+    {SYS_unlink, "unlink", Sys::kUnlink, 0, -1},
+    {SYS_unlinkat, "unlinkat", Sys::kUnlink, 1, 0},
+    {SYS_rmdir, "rmdir", Sys::kUnlink, 0, -1},
+};
+
+const EnvCall* env_call(int nr) {
+  for (const EnvCall& c : kEnvCalls) {
+    if (c.nr == nr) return &c;
+  }
+  return nullptr;
+}
+
+// The call's other arguments into the event: mode, device, flags, symlink target, owner, and
+// the buffer (`env_buf`) whose content is read at the call's exit (stat, readlink).
+void read_env_args(int tid, int nr, const uint64_t* args, Event& ev, uint64_t& env_buf) {
+  switch (nr) {
+    case SYS_stat:
+    case SYS_lstat:
+      env_buf = args[1];
+      break;
+    case SYS_newfstatat:
+      env_buf = args[2];
+      ev.open_flags = static_cast<uint32_t>(args[3]);
+      break;
+    case SYS_statx:
+      env_buf = args[4];
+      ev.open_flags = static_cast<uint32_t>(args[2]);
+      break;
+    case SYS_access:
+      ev.mode = static_cast<uint32_t>(args[1]);
+      break;
+    case SYS_faccessat:
+      ev.mode = static_cast<uint32_t>(args[2]);
+      break;
+    case kSysFaccessat2:
+      ev.mode = static_cast<uint32_t>(args[2]);
+      ev.open_flags = static_cast<uint32_t>(args[3]);
+      break;
+    case SYS_readlink:
+      env_buf = args[1];
+      break;
+    case SYS_readlinkat:
+      env_buf = args[2];
+      break;
+    case SYS_mknod:
+      ev.mode = static_cast<uint32_t>(args[1]);
+      ev.rdev = static_cast<uint32_t>(args[2]);  // the kernel takes an unsigned int dev
+      break;
+    case SYS_mknodat:
+      ev.mode = static_cast<uint32_t>(args[2]);
+      ev.rdev = static_cast<uint32_t>(args[3]);
+      break;
+    case SYS_mkdir:
+      ev.mode = S_IFDIR | (args[1] & 07777);
+      break;
+    case SYS_mkdirat:
+      ev.mode = S_IFDIR | (args[2] & 07777);
+      break;
+    case SYS_symlink:
+    case SYS_symlinkat:
+      if (auto target = read_tracee_string(tid, args[0])) ev.target = *target;
+      break;
+    case SYS_chmod:
+      ev.mode = static_cast<uint32_t>(args[1]);
+      break;
+    case SYS_fchmodat:
+      ev.mode = static_cast<uint32_t>(args[2]);
+      break;
+    case kSysFchmodat2:
+      ev.mode = static_cast<uint32_t>(args[2]);
+      ev.open_flags = static_cast<uint32_t>(args[3]);
+      break;
+    case SYS_chown:
+    case SYS_lchown:
+    case SYS_fchownat: {
+      int at = nr == SYS_fchownat ? 2 : 1;
+      // uid/gid members (docs/trace-format.md: chown is a chmod event without `mode`).
+      ev.extra.push_back({"uid", std::to_string(static_cast<int32_t>(args[at]))});
+      ev.extra.push_back({"gid", std::to_string(static_cast<int32_t>(args[at + 1]))});
+      if (nr == SYS_fchownat) ev.open_flags = static_cast<uint32_t>(args[4]);
+      break;
+    }
+    case SYS_unlinkat:
+      ev.open_flags = static_cast<uint32_t>(args[2]);
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 void clear_env_members(Event& ev) {
@@ -120,167 +240,16 @@ bool PtraceRecorder::env_open_entry(Thread& t, int nr, const uint64_t* args,
 
 bool PtraceRecorder::on_env_entry(Thread& t, int nr, const uint64_t* args) {
   if (env_.spec().empty()) return false;
-  auto fd_arg = [&](int i) { return static_cast<int>(static_cast<int32_t>(args[i])); };
-  // Which argument is the path, which the directory fd (-1: AT_FDCWD), the kind and its name.
-  int path_at = 0, dirfd_at = -1;
-  Sys sys = Sys::kStat;
-  const char* op = nullptr;
-  switch (nr) {
-    case SYS_stat:
-      op = "stat";
-      break;
-    case SYS_lstat:
-      op = "lstat";
-      break;
-    case SYS_newfstatat:
-      op = "newfstatat", path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_statx:
-      op = "statx", path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_access:
-      op = "access";
-      break;
-    case SYS_faccessat:
-      op = "faccessat", path_at = 1, dirfd_at = 0;
-      break;
-    case kSysFaccessat2:
-      op = "faccessat2", path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_readlink:
-      op = "readlink", sys = Sys::kReadlink;
-      break;
-    case SYS_readlinkat:
-      op = "readlinkat", sys = Sys::kReadlink, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_mknod:
-      op = "mknod", sys = Sys::kMknod;
-      break;
-    case SYS_mknodat:
-      op = "mknodat", sys = Sys::kMknod, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_mkdir:
-      op = "mkdir", sys = Sys::kMknod;
-      break;
-    case SYS_mkdirat:
-      op = "mkdirat", sys = Sys::kMknod, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_symlink:
-      op = "symlink", sys = Sys::kSymlink, path_at = 1;
-      break;
-    case SYS_symlinkat:
-      op = "symlinkat", sys = Sys::kSymlink, path_at = 2, dirfd_at = 1;
-      break;
-    case SYS_chmod:
-      op = "chmod", sys = Sys::kChmod;
-      break;
-    case SYS_fchmodat:
-      op = "fchmodat", sys = Sys::kChmod, path_at = 1, dirfd_at = 0;
-      break;
-    case kSysFchmodat2:
-      op = "fchmodat2", sys = Sys::kChmod, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_chown:
-      op = "chown", sys = Sys::kChmod;
-      break;
-    case SYS_lchown:
-      op = "lchown", sys = Sys::kChmod;
-      break;
-    case SYS_fchownat:
-      op = "fchownat", sys = Sys::kChmod, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_unlink:
-      op = "unlink", sys = Sys::kUnlink;
-      break;
-    case SYS_unlinkat:
-      op = "unlinkat", sys = Sys::kUnlink, path_at = 1, dirfd_at = 0;
-      break;
-    case SYS_rmdir:
-      op = "rmdir", sys = Sys::kUnlink;
-      break;
-    default:
-      return false;
-  }
-  auto raw = read_tracee_string(t.tid, args[path_at]);
+  const EnvCall* call = env_call(nr);
+  if (call == nullptr) return false;
+  auto raw = read_tracee_string(t.tid, args[call->path_at]);
   if (!raw || raw->empty()) return false;  // unreadable (the call fails with EFAULT), or ""
-  std::string path = resolve_path(t, dirfd_at >= 0 ? fd_arg(dirfd_at) : AT_FDCWD, *raw);
+  int dirfd =
+      call->dirfd_at >= 0 ? static_cast<int>(static_cast<int32_t>(args[call->dirfd_at])) : AT_FDCWD;
+  std::string path = resolve_path(t, dirfd, *raw);
   if (!env_.matches(path)) return false;
-  start_env(t, nr, sys, op, path);
-  PendingCall& c = t.pending;
-  Event& ev = c.ev;
-  switch (nr) {
-    case SYS_stat:
-    case SYS_lstat:
-      c.env_buf = args[1];
-      break;
-    case SYS_newfstatat:
-      c.env_buf = args[2];
-      ev.open_flags = static_cast<uint32_t>(args[3]);
-      break;
-    case SYS_statx:
-      c.env_buf = args[4];
-      ev.open_flags = static_cast<uint32_t>(args[2]);
-      break;
-    case SYS_access:
-      ev.mode = static_cast<uint32_t>(args[1]);
-      break;
-    case SYS_faccessat:
-      ev.mode = static_cast<uint32_t>(args[2]);
-      break;
-    case kSysFaccessat2:
-      ev.mode = static_cast<uint32_t>(args[2]);
-      ev.open_flags = static_cast<uint32_t>(args[3]);
-      break;
-    case SYS_readlink:
-      c.env_buf = args[1];
-      break;
-    case SYS_readlinkat:
-      c.env_buf = args[2];
-      break;
-    case SYS_mknod:
-      ev.mode = static_cast<uint32_t>(args[1]);
-      ev.rdev = static_cast<uint32_t>(args[2]);  // the kernel takes an unsigned int dev
-      break;
-    case SYS_mknodat:
-      ev.mode = static_cast<uint32_t>(args[2]);
-      ev.rdev = static_cast<uint32_t>(args[3]);
-      break;
-    case SYS_mkdir:
-      ev.mode = S_IFDIR | (args[1] & 07777);
-      break;
-    case SYS_mkdirat:
-      ev.mode = S_IFDIR | (args[2] & 07777);
-      break;
-    case SYS_symlink:
-    case SYS_symlinkat:
-      if (auto target = read_tracee_string(t.tid, args[0])) ev.target = *target;
-      break;
-    case SYS_chmod:
-      ev.mode = static_cast<uint32_t>(args[1]);
-      break;
-    case SYS_fchmodat:
-      ev.mode = static_cast<uint32_t>(args[2]);
-      break;
-    case kSysFchmodat2:
-      ev.mode = static_cast<uint32_t>(args[2]);
-      ev.open_flags = static_cast<uint32_t>(args[3]);
-      break;
-    case SYS_chown:
-    case SYS_lchown:
-    case SYS_fchownat: {
-      int at = nr == SYS_fchownat ? 2 : 1;
-      // uid/gid members (docs/trace-format.md: chown is a chmod event without `mode`).
-      ev.extra.push_back({"uid", std::to_string(static_cast<int32_t>(args[at]))});
-      ev.extra.push_back({"gid", std::to_string(static_cast<int32_t>(args[at + 1]))});
-      if (nr == SYS_fchownat) ev.open_flags = static_cast<uint32_t>(args[4]);
-      break;
-    }
-    case SYS_unlinkat:
-      ev.open_flags = static_cast<uint32_t>(args[2]);
-      break;
-    default:
-      break;
-  }
+  start_env(t, nr, call->sys, call->op, path);
+  read_env_args(t.tid, nr, args, t.pending.ev, t.pending.env_buf);
   return true;
 }
 
