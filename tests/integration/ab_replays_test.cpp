@@ -11,6 +11,7 @@
 
 #include "ab/compare.hpp"
 #include "ab/rules.hpp"
+#include "ab_support.hpp"
 #include "harness.hpp"
 #include "replay_support.hpp"
 #include "rm/tables.hpp"
@@ -49,22 +50,7 @@ TEST(AbReplays, EachReplayRuleIsNeeded) {
   auto nb = ab::normalize_file(out[1], off);
   ASSERT_TRUE(na && nb);
   ab::Comparison c = ab::compare(**na, **nb);
-  std::set<std::string> seen;
-  for (const ab::Divergence& d : c.divergences) {
-    EXPECT_EQ(d.kind, ab::Kind::kParameters);
-    for (const ab::FieldDiff& f : d.fields) {
-      bool by_rule = false;
-      for (const ab::MaskRule& r : ab::mask_rules()) {
-        std::string suffix = "." + std::string(r.member);
-        if (f.field.size() >= suffix.size() &&
-            f.field.compare(f.field.size() - suffix.size(), suffix.size(), suffix) == 0) {
-          by_rule = true;
-          seen.insert(std::string(r.structure) + "." + std::string(r.member));
-        }
-      }
-      EXPECT_TRUE(by_rule) << f.field << " differs between two replays and no rule names it";
-    }
-  }
+  std::set<std::string> seen = members_named_by_rules(c);
   // size: the low half of a stack address, different in every layout. caps: its upper 16 bits,
   // which take a few values only (0x7ffc, 0x7ffd …) and may agree between two runs: shown to be
   // the stack's bits instead, equal to pAllocParms >> 32 in each run.

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "ab/rules.hpp"
 #include "base/bytes.hpp"
 #include "harness.hpp"
 #include "rm/tables.hpp"
@@ -185,6 +186,26 @@ uint32_t nvos54_status_offset() {
   const rm::FieldEntry* f = s ? t.find_field(*s, "status") : nullptr;
   EXPECT_NE(f, nullptr);
   return f ? f->offset : 0;
+}
+
+std::set<std::string> members_named_by_rules(const ab::Comparison& c) {
+  std::set<std::string> seen;
+  for (const ab::Divergence& d : c.divergences) {
+    EXPECT_EQ(d.kind, ab::Kind::kParameters);
+    for (const ab::FieldDiff& f : d.fields) {
+      bool by_rule = false;
+      for (const ab::MaskRule& r : ab::mask_rules()) {
+        std::string suffix = "." + std::string(r.member);
+        if (f.field.size() >= suffix.size() &&
+            f.field.compare(f.field.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          by_rule = true;
+          seen.insert(std::string(r.structure) + "." + std::string(r.member));
+        }
+      }
+      EXPECT_TRUE(by_rule) << f.field << " differs and no rule names it";
+    }
+  }
+  return seen;
 }
 
 }  // namespace cudatool::test

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "ab/compare.hpp"
 #include "trace/event.hpp"
 
 namespace cudatool::test {
@@ -21,6 +23,11 @@ struct AbTrace {
 // `cudatool import --driver-version 580.159.04` (the capture's README gives the version); fails
 // the calling test (ADD_FAILURE) when the capture is missing.
 const AbTrace& ab_capture(const std::string& name);
+
+// Of a comparison made without ab's rules (NormalizeOptions::rules false): fails the calling
+// test for each divergence that is not of parameters and each differing member no rule of
+// ab/rules.cpp names; returns "STRUCTURE.member" of each rule that named one.
+std::set<std::string> members_named_by_rules(const ab::Comparison& c);
 
 // Writes header + events with trace::TraceWriter to a fresh file under the test's temporary
 // directory, and a trailer (`trailer`, else reason "exit", status 0); returns its path.
