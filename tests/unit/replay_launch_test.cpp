@@ -1,8 +1,8 @@
-// The replay's compute launches (src/replay/shim/launch.c) and video memory (vidmem.c), on
-// fixtures: GPU memory here is a CPU-visible "sysmem" buffer and a video-memory range backed by
-// vidmem, the way the fake GPU sees a real program's. The QMDs and constant buffers are written
-// into GPU memory with the compute class's inline-to-memory methods, as libcuda 580 writes them
-// on Hopper, then launched and completed.
+// The replay's compute launches (src/replay/shim/launch.c), copy engine (copy_engine.c) and video
+// memory (vidmem.c), on fixtures: GPU memory here is a CPU-visible "sysmem" buffer and a
+// video-memory range backed by vidmem, the way the fake GPU sees a real program's. The QMDs and
+// constant buffers are written into GPU memory with the compute class's inline-to-memory methods,
+// as libcuda 580 writes them on Hopper, then launched and completed.
 //
 // QMD fields are set here through the generated layout (gpu_compute.h), so these tests check
 // what is done with a launch, not where NVIDIA's headers put its fields: that is checked by
@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "replay/generated/gpu_compute.h"
+#include "replay/generated/gpu_methods.h"
+#include "replay/shim/copy_engine.h"
 #include "replay/shim/launch.h"
 #include "replay/shim/vidmem.h"
 
@@ -423,6 +425,115 @@ TEST(ReplayLaunch, ReductionsCombineThePayloadWithTheSemaphore) {
   EXPECT_EQ(run(FG_RED_XOR, 6, 3), 5u);
   fg_sem nowhere{0x1000, 1, 4, 0, 0, 0};
   EXPECT_EQ(fg_sem_release(&g.mem, &nowhere), 0);
+}
+
+// The copy engine's methods (Hopper's copy class, as libcuda 580 drives it for cuMemcpyHtoD,
+// cuMemcpyDtoH and cuMemsetD32), carried out through the fake GPU's memory view.
+struct CopyEngine {
+  fg_copy c{};
+  fg_copy_stats st{};
+  void m(Gpu& g, uint32_t method, uint32_t value) {
+    fg_copy_method(&c, &g.mem, &st, method, value);
+  }
+  static uint32_t dma(uint32_t transfer, uint32_t sem_type, bool multi_line, bool remap,
+                      uint32_t reduction = 0, bool reduce = false) {
+    return transfer << RPG_NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_LO |
+           sem_type << RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_LO |
+           uint32_t{multi_line} << RPG_NVC8B5_LAUNCH_DMA_MULTI_LINE_ENABLE_LO |
+           uint32_t{remap} << RPG_NVC8B5_LAUNCH_DMA_REMAP_ENABLE_LO |
+           reduction << RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_LO |
+           uint32_t{reduce} << RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_ENABLE_LO;
+  }
+  // One line of `bytes` from src to dst, then a one-word release of `payload` at sem.
+  void copy(Gpu& g, uint64_t dst, uint64_t src, uint32_t bytes, uint64_t sem, uint32_t payload) {
+    m(g, RPG_NVC8B5_OFFSET_IN_UPPER, static_cast<uint32_t>(src >> 32));
+    m(g, RPG_NVC8B5_OFFSET_IN_LOWER, static_cast<uint32_t>(src));
+    m(g, RPG_NVC8B5_OFFSET_OUT_UPPER, static_cast<uint32_t>(dst >> 32));
+    m(g, RPG_NVC8B5_OFFSET_OUT_LOWER, static_cast<uint32_t>(dst));
+    m(g, RPG_NVC8B5_LINE_LENGTH_IN, bytes);
+    m(g, RPG_NVC8B5_SET_SEMAPHORE_A, static_cast<uint32_t>(sem >> 32));
+    m(g, RPG_NVC8B5_SET_SEMAPHORE_B, static_cast<uint32_t>(sem));
+    m(g, RPG_NVC8B5_SET_SEMAPHORE_PAYLOAD, payload);
+    m(g, RPG_NVC8B5_LAUNCH_DMA,
+      dma(2, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_ONE_WORD_SEMAPHORE, false, false));
+  }
+};
+
+// A host-to-device copy followed by a device-to-host copy returns what was sent: from system
+// memory into video memory (at an odd offset, across the backing's chunks) and back elsewhere;
+// each copy's semaphore is released after it.
+TEST(ReplayCopyEngine, AHostToDeviceCopyAndBackReturnsWhatWasSent) {
+  Gpu g;
+  CopyEngine ce;
+  const uint32_t n = 300 * 1024 + 5;
+  const uint64_t host = kSysVa + 0x1000, back = kSysVa + 0x80000, dev = kVidVa + VM_CHUNK - 3,
+                 sem = kSysVa + 0x100;
+  for (uint32_t i = 0; i < n; ++i) g.sys[0x1000 + i] = static_cast<uint8_t>(i * 13 + (i >> 9));
+  ce.copy(g, dev, host, n, sem, 1);
+  EXPECT_EQ(g.sys32(sem), 1u);
+  EXPECT_EQ(g.vm.chunks, 6u);  // 300 KiB + 5 bytes from 3 bytes before a chunk's end
+  ce.copy(g, back, dev, n, sem, 2);
+  EXPECT_EQ(g.sys32(sem), 2u);
+  EXPECT_EQ(memcmp(g.sys.data() + 0x80000, g.sys.data() + 0x1000, n), 0);
+  EXPECT_EQ(ce.st.copies, 2u);
+  EXPECT_EQ(ce.st.bytes, 2ull * n);
+  EXPECT_EQ(ce.st.short_bytes, 0u);
+  EXPECT_EQ(ce.st.releases, 2u);
+  // From memory the replay cannot see: nothing copied, counted; the release still comes.
+  ce.copy(g, dev, 0x1000, 64, sem, 3);
+  EXPECT_EQ(ce.st.short_bytes, 64u);
+  EXPECT_EQ(g.sys32(sem), 3u);
+}
+
+// A fill (remap of CONST_A, 4-byte components) into video memory reads back as the pattern; a
+// pitched copy of several lines moves each line; INC reductions wrap past the payload.
+TEST(ReplayCopyEngine, FillsPitchedLinesAndReductions) {
+  Gpu g;
+  CopyEngine ce;
+  const uint64_t dev = kVidVa + 0x100000, sem = kSysVa + 0x200;
+  ce.m(g, RPG_NVC8B5_OFFSET_OUT_UPPER, static_cast<uint32_t>(dev >> 32));
+  ce.m(g, RPG_NVC8B5_OFFSET_OUT_LOWER, static_cast<uint32_t>(dev));
+  ce.m(g, RPG_NVC8B5_SET_REMAP_CONST_A, 0xdeadbeef);
+  ce.m(g, RPG_NVC8B5_SET_REMAP_COMPONENTS,
+       RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X_CONST_A |
+           3u << RPG_NVC8B5_SET_REMAP_COMPONENTS_COMPONENT_SIZE_LO);  // 4 bytes, 1 component
+  ce.m(g, RPG_NVC8B5_LINE_LENGTH_IN, 1000);                           // components
+  ce.m(g, RPG_NVC8B5_LAUNCH_DMA, CopyEngine::dma(2, 0, false, true));
+  EXPECT_EQ(ce.st.fills, 1u);
+  std::vector<uint32_t> words(1001);
+  ASSERT_EQ(vm_read(&g.vm, dev, words.data(), 4004), 4004u);
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(words[i], 0xdeadbeefu) << i;
+  EXPECT_EQ(words[1000], 0u);  // no further
+  // Four lines of 100 bytes, 256 apart in the source and 128 apart in the destination.
+  for (uint32_t i = 0; i < 1024; ++i) g.sys[0x4000 + i] = static_cast<uint8_t>(i);
+  ce.m(g, RPG_NVC8B5_OFFSET_IN_UPPER, static_cast<uint32_t>((kSysVa + 0x4000) >> 32));
+  ce.m(g, RPG_NVC8B5_OFFSET_IN_LOWER, static_cast<uint32_t>(kSysVa + 0x4000));
+  ce.m(g, RPG_NVC8B5_OFFSET_OUT_LOWER, static_cast<uint32_t>(kSysVa + 0x8000));
+  ce.m(g, RPG_NVC8B5_OFFSET_OUT_UPPER, static_cast<uint32_t>((kSysVa + 0x8000) >> 32));
+  ce.m(g, RPG_NVC6B5_PITCH_IN, 256);
+  ce.m(g, RPG_NVC6B5_PITCH_OUT, 128);
+  ce.m(g, RPG_NVC8B5_LINE_LENGTH_IN, 100);
+  ce.m(g, RPG_NVC6B5_LINE_COUNT, 4);
+  ce.m(g, RPG_NVC8B5_LAUNCH_DMA, CopyEngine::dma(2, 0, true, false));
+  for (uint32_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(memcmp(g.sys.data() + 0x8000 + 128 * l, g.sys.data() + 0x4000 + 256 * l, 100), 0);
+    EXPECT_EQ(g.sys[0x8000 + 128 * l + 100], 0);  // the rest of each pitch is left alone
+  }
+  EXPECT_EQ(ce.st.bytes, 4000u + 400u);
+  // A semaphore alone (no transfer), incremented: 0, 1, 2, then back to 0 past the payload 2.
+  ce.m(g, RPG_NVC8B5_SET_SEMAPHORE_A, static_cast<uint32_t>(sem >> 32));
+  ce.m(g, RPG_NVC8B5_SET_SEMAPHORE_B, static_cast<uint32_t>(sem));
+  ce.m(g, RPG_NVC8B5_SET_SEMAPHORE_PAYLOAD, 2);
+  const uint32_t inc =
+      CopyEngine::dma(0, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_ONE_WORD_SEMAPHORE, false,
+                      false, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_INC, true);
+  std::vector<uint32_t> seen;
+  for (int i = 0; i < 3; ++i) {
+    ce.m(g, RPG_NVC8B5_LAUNCH_DMA, inc);
+    seen.push_back(g.sys32(sem));
+  }
+  EXPECT_EQ(seen, (std::vector<uint32_t>{1, 2, 0}));
+  EXPECT_EQ(ce.st.copies, 1u);  // the semaphore-only launches moved nothing
 }
 
 // A host-to-device copy followed by a device-to-host copy returns what was sent: across chunk

@@ -3,9 +3,9 @@
  * For each GPFIFO channel (its allocation parameters give the ring and USERD), a thread of the
  * shim follows GPPut in USERD, reads the ring's entries and the pushbuffer segments they point to
  * as the program wrote them, and carries out what needs no execution: host semaphore releases,
- * acquires and reductions, the copy engine's copies, fills and semaphores, and the compute
- * class's methods (launch.c): inline-to-memory writes (code, constant buffers, QMDs), report
- * semaphores, and launches, completed without being executed (--execute none: their releases
+ * acquires and reductions, the copy engine's copies, fills and semaphores (copy_engine.c), and the
+ * compute class's methods (launch.c): inline-to-memory writes (code, constant buffers, QMDs),
+ * report semaphores, and launches, completed without being executed (--execute none: their releases
  * written, each logged with its kernel's code and constant buffer) or stopped at
  * (--execute stop: the channel holds there, GPGet stays, and the semaphore release that would
  * follow is recorded as what the program waits for). Memory: gpu_mem.c (CPU mappings and video
@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "../generated/gpu_methods.h"
+#include "copy_engine.h"
 #include "gpu_mem.h"
 #include "launch.h"
 #include "replay_shim.h"
@@ -40,9 +41,8 @@ struct channel {
   uint32_t subch[8]; /* class bound to each subchannel */
   /* host semaphore */
   uint64_t sem_addr, sem_payload;
-  /* copy engine */
-  uint64_t ce_sem, ce_in, ce_out;
-  uint32_t ce_payload, ce_line, ce_count, ce_pitch_in, ce_pitch_out, ce_const_a, ce_remap;
+  /* the copy engine (copy_engine.h) */
+  struct fg_copy ce;
   /* the compute engine (launch.h) */
   struct fg_compute comp;
   /* the acquire that is not met (RP_CH_ACQUIRE, RP_CH_COMPUTE) */
@@ -55,6 +55,7 @@ static struct channel chans[MAX_CHANNELS];
 static int nchans;
 static int thread_started;
 static struct fg_stats compute_stats;
+static struct fg_copy_stats copy_stats;
 static uint64_t launches_stopped;
 static int execute_stop = -1; /* --execute stop (RP_ENV_EXECUTE); -1: not read yet */
 
@@ -188,92 +189,6 @@ static int host_method(struct channel* c, uint32_t m, uint32_t v, int sub) {
   }
 }
 
-static void ce_launch(struct channel* c, uint32_t v) {
-  if (FIELD(v, RPG_NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE) != 0 &&
-      FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SRC_TYPE) == 0 &&
-      FIELD(v, RPG_NVC8B5_LAUNCH_DMA_DST_TYPE) == 0) {
-    uint32_t lines = FIELD(v, RPG_NVC8B5_LAUNCH_DMA_MULTI_LINE_ENABLE) ? c->ce_count : 1;
-    int fill = FIELD(v, RPG_NVC8B5_LAUNCH_DMA_REMAP_ENABLE) != 0;
-    uint32_t comp =
-        (uint32_t)FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_COMPONENT_SIZE) + 1;
-    uint32_t ncomp =
-        (uint32_t)FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_NUM_DST_COMPONENTS) + 1;
-    uint64_t bytes = fill ? (uint64_t)c->ce_line * comp * ncomp : c->ce_line;
-    int const_a = FIELD(c->ce_remap, RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X) ==
-                  RPG_NVC8B5_SET_REMAP_COMPONENTS_DST_X_CONST_A;
-    for (uint32_t l = 0; l < lines && lines < (1u << 20); ++l) {
-      uint64_t dst = c->ce_out + (uint64_t)l * c->ce_pitch_out;
-      if (fill && const_a && (comp == 4 || comp == 1)) {
-        gm_fill(dst, c->ce_const_a, comp, bytes);
-      } else if (!fill) {
-        gm_copy(dst, c->ce_in + (uint64_t)l * c->ce_pitch_in, bytes);
-      }
-    }
-  }
-  uint32_t type = (uint32_t)FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE);
-  if (type == 0) return;
-  uint64_t payload = c->ce_payload;
-  if (FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_ENABLE)) {
-    void* p = gm_span(c->ce_sem, 4);
-    uint32_t cur = p ? __atomic_load_n((volatile uint32_t*)p, __ATOMIC_ACQUIRE) : 0;
-    uint32_t red = (uint32_t)FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION);
-    if (red == RPG_NVC6B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_IADD) payload = cur + c->ce_payload;
-    if (red == RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_INC)
-      payload = cur >= c->ce_payload ? 0 : cur + 1;
-  }
-  write_sem(c->ce_sem, payload, 0,
-            type == RPG_NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE);
-}
-
-static void ce_method(struct channel* c, uint32_t m, uint32_t v) {
-  switch (m) {
-    case RPG_NVC8B5_SET_SEMAPHORE_A:
-      c->ce_sem = (c->ce_sem & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
-      break;
-    case RPG_NVC8B5_SET_SEMAPHORE_B:
-      c->ce_sem = (c->ce_sem & ~0xffffffffull) | v;
-      break;
-    case RPG_NVC8B5_SET_SEMAPHORE_PAYLOAD:
-      c->ce_payload = v;
-      break;
-    case RPG_NVC8B5_OFFSET_IN_UPPER:
-      c->ce_in = (c->ce_in & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
-      break;
-    case RPG_NVC8B5_OFFSET_IN_LOWER:
-      c->ce_in = (c->ce_in & ~0xffffffffull) | v;
-      break;
-    case RPG_NVC8B5_OFFSET_OUT_UPPER:
-      c->ce_out = (c->ce_out & 0xffffffffull) | ((uint64_t)(v & 0x1ffffff) << 32);
-      break;
-    case RPG_NVC8B5_OFFSET_OUT_LOWER:
-      c->ce_out = (c->ce_out & ~0xffffffffull) | v;
-      break;
-    case RPG_NVC6B5_PITCH_IN:
-      c->ce_pitch_in = v;
-      break;
-    case RPG_NVC6B5_PITCH_OUT:
-      c->ce_pitch_out = v;
-      break;
-    case RPG_NVC8B5_LINE_LENGTH_IN:
-      c->ce_line = v;
-      break;
-    case RPG_NVC6B5_LINE_COUNT:
-      c->ce_count = v;
-      break;
-    case RPG_NVC8B5_SET_REMAP_CONST_A:
-      c->ce_const_a = v;
-      break;
-    case RPG_NVC8B5_SET_REMAP_COMPONENTS:
-      c->ce_remap = v;
-      break;
-    case RPG_NVC8B5_LAUNCH_DMA:
-      ce_launch(c, v);
-      break;
-    default:
-      break;
-  }
-}
-
 /* ---- compute (launch.c) ---- */
 
 /* Up to n bytes at va, read in pieces up to where the memory ends: the bytes read. */
@@ -374,7 +289,10 @@ static int method(struct channel* c, int sub, uint32_t m, uint32_t v) {
   if (m < 0x100) return host_method(c, m, v, sub);
   uint32_t cls = c->subch[sub & 7];
   if ((cls & 0xff) == 0xb5) {
-    ce_method(c, m, v);
+    uint64_t released = copy_stats.releases;
+    fg_copy_method(&c->ce, gm_fg_mem(), &copy_stats, m, v);
+    if (copy_stats.releases != released)
+      __atomic_fetch_add(&rs.st->gpu_releases, copy_stats.releases - released, __ATOMIC_RELAXED);
     return 0;
   }
   if ((cls & 0xff) == 0xc0) return compute_method(c, cls, m, v);

@@ -250,38 +250,6 @@ void* gm_span(uint64_t va, uint64_t n) {
   return vram_ready == 1 ? vm_span(&vram, va, n, 1) : NULL;
 }
 
-uint64_t gm_copy(uint64_t dst, uint64_t src, uint64_t n) {
-  uint64_t d = gm_cpu(dst, n), s = gm_cpu(src, n);
-  if (d != 0 && s != 0) {
-    memmove((void*)(uintptr_t)d, (const void*)(uintptr_t)s, n);
-    return n;
-  }
-  uint8_t buf[4096];
-  uint64_t done = 0;
-  while (done < n) { /* forwards: copies between video memory and sysmem do not overlap */
-    uint64_t k = n - done < sizeof buf ? n - done : sizeof buf;
-    if (gm_read(src + done, buf, k) != k || gm_write(dst + done, buf, k) != k) break;
-    done += k;
-  }
-  return done;
-}
-
-uint64_t gm_fill(uint64_t dst, uint32_t pattern, uint32_t unit, uint64_t n) {
-  static uint8_t buf[VM_CHUNK]; /* the GPU thread's, under the lock */
-  if (unit == 4) {
-    for (size_t i = 0; i < sizeof buf; i += 4) memcpy(buf + i, &pattern, 4);
-  } else {
-    memset(buf, (int)(pattern & 0xff), sizeof buf);
-  }
-  uint64_t done = 0;
-  while (done < n) {
-    uint64_t k = n - done < sizeof buf ? n - done : sizeof buf;
-    if (gm_write(dst + done, buf, k) != k) break;
-    done += k;
-  }
-  return done;
-}
-
 /* ---- launch.c's view ---- */
 
 static uint64_t fg_read(void* ctx, uint64_t va, void* dst, uint64_t n) {

@@ -38,11 +38,7 @@ RS_HIDDEN uint64_t gm_read(uint64_t va, void* dst, uint64_t n);
 RS_HIDDEN uint64_t gm_write(uint64_t va, const void* src, uint64_t n);
 /* Where the n bytes at va can be read and written in place (semaphores); NULL when nowhere. */
 RS_HIDDEN void* gm_span(uint64_t va, uint64_t n);
-/* Copies n bytes between GPU addresses (memmove semantics within one side): the bytes copied. */
-RS_HIDDEN uint64_t gm_copy(uint64_t dst, uint64_t src, uint64_t n);
-/* Fills n bytes at dst with the `unit`-byte pattern (1 or 4): the bytes filled. */
-RS_HIDDEN uint64_t gm_fill(uint64_t dst, uint32_t pattern, uint32_t unit, uint64_t n);
-/* The fake GPU's memory as launch.c reads it (struct fg_mem). */
+/* The fake GPU's memory as launch.c and copy_engine.c read it (struct fg_mem). */
 RS_HIDDEN const struct fg_mem* gm_fg_mem(void);
 /* A memory object freed: its GPU ranges and their video memory go. */
 RS_HIDDEN void gm_free(uint32_t h);

@@ -13,8 +13,9 @@
  *   replay_init.c   start-up (the answer table, the shared state and the log, mapped and checked)
  *                   and fork
  *   replay_match.c  which recorded call answers a live one
- *   fake_gpu.c      the minimal GPU: channels, host and copy engine methods
+ *   fake_gpu.c      the minimal GPU: channels, host methods
  *   gpu_mem.c       its memory: CPU mappings, GPU ranges, video memory
+ *   copy_engine.c   copy-class methods: copies, fills, their semaphores (no shim calls)
  *   launch.c        compute-class methods, launches completed without execution (no shim calls)
  *   vidmem.c        video memory's backing (no shim calls)
  *   replay_log.c    the log of replayed calls
