@@ -249,15 +249,15 @@ TEST(TraceeMemory, ReadsStopAtTheFirstUnreadablePage) {
   fill_buffer(reader, bounded, 1 << 20, false, b);
   EXPECT_EQ(b.before.size(), 8u);
   EXPECT_TRUE(b.before_error.empty());
-  nvtr_buf_plan exact{"params", bounded.addr, 64, 0};
+  nvtr_buf_plan exact = nvtr_plan("params", bounded.addr, 64, 0);
   fill_buffer(reader, exact, 1 << 20, true, b);
   EXPECT_EQ(b.after.size(), 8u);
   EXPECT_EQ(b.after_error, "EFAULT after 8 of 64 bytes");
-  nvtr_buf_plan huge{"params", bounded.addr, 0x40000000, 0};
+  nvtr_buf_plan huge = nvtr_plan("params", bounded.addr, 0x40000000, 0);
   fill_buffer(reader, huge, 16 << 20, false, b);
   EXPECT_EQ(b.before_error, "size 0x40000000 over cap 0x1000000");
   EXPECT_TRUE(b.before.empty());
-  nvtr_buf_plan zero{"params", 0x10, 0, 0};
+  nvtr_buf_plan zero = nvtr_plan("params", 0x10, 0, 0);
   fill_buffer(reader, zero, 16 << 20, false, b);
   EXPECT_TRUE(b.before.empty() && b.before_error.empty());
   munmap(page, 3 * 4096);
