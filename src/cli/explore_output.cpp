@@ -65,7 +65,9 @@ std::string baseline_line(const ExploreReport& r) {
   std::string s = fmt::format("baseline: {} ({:.2f} s)",
                               r.baseline_ok ? "exit 0" : r.baseline_message, r.baseline_wall_s);
   if (!r.baseline_api.empty()) s += fmt::format(", {} API calls printed", r.baseline_api.size());
-  return s + "\n";
+  s += "\n";
+  if (r.baseline_ok && !r.api_source.empty()) s += "made by (API calls): " + r.api_source + "\n";
+  return s;
 }
 
 }  // namespace
@@ -115,6 +117,7 @@ std::string render_explore_json(const ExploreReport& r) {
   w.key("baseline").begin_object().kv("ok", r.baseline_ok).kv("end", r.baseline_end);
   w.kv("exit_status", r.baseline_exit_status).kv("wall_s", r.baseline_wall_s);
   w.kv_or_null("message", r.baseline_message).end_object();
+  w.kv_or_null("api_source", r.api_source);
   w.kv("jobs", r.jobs).kv("mutate_candidates", r.mutate_candidates);
   w.kv("interrupted", r.interrupted).kv("wall_s", r.wall_s);
   w.key("experiments").begin_array();

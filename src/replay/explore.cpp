@@ -20,6 +20,9 @@
 #include "ab/compare.hpp"
 #include "record/launch.hpp"
 #include "replay/session.hpp"
+#include "trace/function_calls.hpp"
+#include "trace/function_namer.hpp"
+#include "trace/trace_file.hpp"
 
 namespace cudatool::replay {
 namespace {
@@ -65,7 +68,7 @@ struct Run {
 };
 Result<Run> run_in(const Recording& rec, const ExploreOptions& o,
                    const std::vector<std::string>& argv, const std::vector<Injection>& inj,
-                   const std::string& dir) {
+                   const std::string& dir, const std::string& functions = "") {
   if (::mkdir(dir.c_str(), 0700) != 0) {
     return err(fmt::format("{}: {}", dir, std::strerror(errno)));
   }
@@ -80,6 +83,7 @@ Result<Run> run_in(const Recording& rec, const ExploreOptions& o,
   ro.keep_dir = dir + "/replay";
   ro.work_dir = dir;
   ro.stop = o.stop;
+  ro.functions = functions;
   auto r = run_replay(rec, ro);
   if (!r) return r.error();
   return Run{std::move(*r), ro.output};
@@ -92,7 +96,35 @@ struct Baseline {
   std::vector<bool> stable;  // the line is the same in both baseline runs
   std::vector<ApiResult> api;
   std::optional<Recording> replayed;  // its replayed trace, read back
+  // A recording without stacks: the API call of each request kind, by its key, from the second
+  // run's function events (kApiFunctions), and what the report says of where they came from.
+  std::map<std::string, std::string> kind_api;
+  std::string api_source;
 };
+
+// The functions the second baseline replay records where the recording has no stacks: libcuda's
+// exports, whose outermost call around a device call is the API call that made it.
+constexpr const char* kApiFunctions = "cu*,!*.*";
+
+// The API call of each request kind, from a replayed trace with function events.
+std::map<std::string, std::string> kind_apis_of(const std::string& replayed) {
+  auto reader = trace::TraceReader::open(replayed);
+  if (!reader) return {};
+  trace::Event ev;
+  while ((*reader)->next(ev)) {
+  }
+  auto threads =
+      trace::build_function_calls((*reader)->function_tables(), (*reader)->function_blocks());
+  auto outer = trace::outermost_calls(threads);
+  auto rec = load_recording(replayed);
+  if (!rec) return {};
+  trace::FunctionNamer namer;
+  return request_kind_apis(*rec, [&](const trace::Event& e) -> std::string {
+    auto it = outer.find(e.seq);
+    if (it == outer.end()) return "";
+    return namer.name(it->second.thread->table_ptr, it->second.call->function);
+  });
+}
 
 // The first output line that changed, "" when none did (lines unstable between the two
 // baseline runs are left out).
@@ -208,15 +240,34 @@ void remove_dir(const std::string& d) {
   std::filesystem::remove_all(d, ec);
 }
 
-// The baseline, run twice (output lines that differ between the two are not compared).
+// The API calls of the request kinds from the second baseline run's function events.
+void api_from_functions(const record::FunctionOutcome& f, const std::string& replayed,
+                        Baseline& b) {
+  if (!f.active) {
+    b.api_source = fmt::format("not known: the recording has no call stacks, and {}",
+                               f.why_not.empty() ? "no function calls were recorded" : f.why_not);
+    return;
+  }
+  b.kind_api = kind_apis_of(replayed);
+  b.api_source = fmt::format(
+      "the outermost of libcuda's exports around each request in the second baseline replay "
+      "(--functions={}): {} request kinds named",
+      kApiFunctions, b.kind_api.size());
+}
+
+// The baseline, run twice (output lines that differ between the two are not compared). Where
+// the recording has no call stacks the second run records libcuda's exports (kApiFunctions), to
+// name the API call of each request kind.
 Result<Baseline> run_baseline(const Recording& rec, const ExploreOptions& o,
                               const std::vector<std::string>& argv, const std::string& root,
                               ExploreReport& rep) {
   Baseline b;
   std::vector<std::string> second;
+  const bool want_api = !rec.header.stacks;
+  b.api_source = want_api ? "" : "the recording's call stacks";
   for (int k = 0; k < 2; ++k) {
     std::string dir = fmt::format("{}/baseline{}", root, k);
-    auto r = run_in(rec, o, argv, {}, dir);
+    auto r = run_in(rec, o, argv, {}, dir, k == 1 && want_api ? kApiFunctions : "");
     if (!r) return r.error();
     if (k == 0) {
       b.report = std::move(r->report);
@@ -228,6 +279,7 @@ Result<Baseline> run_baseline(const Recording& rec, const ExploreOptions& o,
       if (r->report.end != b.report.end || r->report.exit_status != b.report.exit_status) {
         b.report.end = "unstable";
       }
+      if (want_api) api_from_functions(r->report.functions, r->replayed, b);
     }
     remove_dir(dir);
   }
@@ -239,6 +291,7 @@ Result<Baseline> run_baseline(const Recording& rec, const ExploreOptions& o,
   rep.baseline_exit_status = b.report.exit_status;
   rep.baseline_wall_s = b.report.wall_s;
   rep.baseline_api = b.api;
+  rep.api_source = b.api_source;
   if (b.report.end == "exit" && b.report.exit_status == 0) {
     rep.baseline_ok = true;
   } else if (b.report.end == "unstable") {
@@ -383,7 +436,11 @@ Result<ExploreReport> run_explore(const ExploreOptions& o) {
       for (Experiment& e : m) rep.experiments.push_back(std::move(e));
     }
     for (size_t i = 0; i < rep.experiments.size(); ++i) {
-      rep.experiments[i].index = static_cast<uint32_t>(i);
+      Experiment& e = rep.experiments[i];
+      e.index = static_cast<uint32_t>(i);
+      if (auto it = base->kind_api.find(e.kind); e.api.empty() && it != base->kind_api.end()) {
+        e.api = it->second;
+      }
     }
     run_all(*rec, o, argv, *base, root.path(), rep);
     rep.interrupted = o.stop && o.stop();

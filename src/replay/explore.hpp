@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,12 +20,14 @@ namespace cudatool::replay {
 
 // One experiment: which answers change, and how.
 struct Experiment {
-  std::string strategy;   // "refuse" | "mutate"
-  std::string kind;       // the request kind's key: "control 0x20801303", "mmap /dev/nvidia0"
-  std::string request;    // decoded: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_FB_GET_INFO_V2"
-  std::string member;     // mutate: "params.fbInfoListSize"; "" for refuse
-  std::string value;      // mutate: "0", "0xffffffff", "recorded+1"; refuse: the effect
-  std::string api;        // the CUDA API call that made the request (the trace's stacks), ""
+  std::string strategy;  // "refuse" | "mutate"
+  std::string kind;      // the request kind's key: "control 0x20801303", "mmap /dev/nvidia0"
+  std::string request;   // decoded: "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_FB_GET_INFO_V2"
+  std::string member;    // mutate: "params.fbInfoListSize"; "" for refuse
+  std::string value;     // mutate: "0", "0xffffffff", "recorded+1"; refuse: the effect
+  // The CUDA API call that made the request: from the recording's stacks, or for a recording
+  // without them from the second baseline replay's function events (libcuda's exports); "".
+  std::string api;
   uint64_t count = 0;     // instances of the request in the recording
   uint32_t priority = 0;  // mutate: lower runs first within the budget
   uint32_t index = 0;     // in the plan: refusals, then mutations by priority (the run order)
@@ -86,8 +89,9 @@ struct ExploreReport {
   bool baseline_ok = false;
   std::string baseline_message;  // why the baseline is not usable
   std::vector<ApiResult> baseline_api;
-  uint64_t request_kinds = 0;           // distinct request kinds of the recording
-  uint64_t mutate_candidates = 0;       // (kind, member, value) experiments before the budget
+  std::string api_source;          // where the experiments' `api` came from, or why it is not known
+  uint64_t request_kinds = 0;      // distinct request kinds of the recording
+  uint64_t mutate_candidates = 0;  // (kind, member, value) experiments before the budget
   std::vector<Experiment> experiments;  // in report order (see sort_report)
   std::vector<ExperimentResult> results;
   bool interrupted = false;  // Ctrl-C: experiments not run are kNotRun
@@ -101,6 +105,10 @@ std::vector<Experiment> refusal_experiments(const Recording& rec);
 std::vector<Experiment> mutation_experiments(const Recording& rec);
 // The number of distinct request kinds (what --refuse runs one experiment for).
 uint64_t request_kind_count(const Recording& rec);
+// The API call of each request kind of `rec` (a replayed run's trace), by the kind's key
+// (Experiment::kind): the first of its calls that `api_of` names.
+std::map<std::string, std::string> request_kind_apis(
+    const Recording& rec, const std::function<std::string(const trace::Event&)>& api_of);
 
 // The {"call":…,"ret":…} lines of a program's output.
 std::vector<ApiResult> api_results(const std::string& output);

@@ -217,6 +217,20 @@ uint64_t request_kind_count(const Recording& rec) {
   return request_kinds(rec).size();
 }
 
+std::map<std::string, std::string> request_kind_apis(
+    const Recording& rec, const std::function<std::string(const trace::Event&)>& api_of) {
+  std::map<std::string, std::string> out;
+  for (const Kind& k : request_kinds(rec)) {
+    for (uint32_t i : k.events) {
+      if (std::string api = api_of(rec.events[i]); !api.empty()) {
+        out.emplace(k.key, std::move(api));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Experiment> refusal_experiments(const Recording& rec) {
   Layouts lay(*rec.tables);
   std::vector<Experiment> out;

@@ -258,4 +258,19 @@ FunctionSummary summarize_functions(const std::vector<FunctionTable>& tables,
   return s;
 }
 
+std::unordered_map<uint64_t, OutermostCall> outermost_calls(
+    const std::vector<ThreadCalls>& threads) {
+  std::unordered_map<uint64_t, OutermostCall> out;
+  for (const ThreadCalls& t : threads) {
+    for (const DeviceMark& d : t.devices) {
+      if (d.call < 0 || static_cast<size_t>(d.call) >= t.calls.size()) continue;
+      int64_t i = d.call;
+      // A parent is entered before its callees: the walk only goes back.
+      while (t.calls[i].parent >= 0 && t.calls[i].parent < i) i = t.calls[i].parent;
+      out.emplace(d.seq, OutermostCall{&t, &t.calls[i]});
+    }
+  }
+  return out;
+}
+
 }  // namespace cudatool::trace

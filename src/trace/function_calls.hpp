@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/event.hpp"
@@ -68,6 +69,17 @@ struct CallLimits {
 std::vector<ThreadCalls> build_function_calls(const std::vector<FunctionTable>& tables,
                                               const std::vector<FunctionBlock>& blocks,
                                               const CallLimits& limits = {});
+
+// The outermost recorded call each device call was made inside, by the device call's seq (device
+// calls outside every recorded call are left out). With only libcuda's exports recorded
+// (`--functions=cu*,!*.*`), that is the CUDA API call in progress: what names it where a trace
+// has no call stacks (explore, replay.md "Function calls").
+struct OutermostCall {
+  const ThreadCalls* thread = nullptr;
+  const FunctionCall* call = nullptr;
+};
+std::unordered_map<uint64_t, OutermostCall> outermost_calls(
+    const std::vector<ThreadCalls>& threads);
 
 // What `decode`, `stats` and `export` say of a trace's function events: counts.
 struct FunctionSummary {

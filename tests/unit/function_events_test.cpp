@@ -152,6 +152,36 @@ TEST(FunctionCalls, NestingReturnsAndDeviceCalls) {
   EXPECT_EQ(t.max_depth, 2u);
 }
 
+// The outermost call around each device call (what names the API call without stacks): through
+// nesting and a tail call, in two threads; a device call outside every call has none.
+TEST(FunctionCalls, OutermostCallOfEachDeviceCall) {
+  FunctionRecordWriter a(1000), b(1000);
+  a.device(1001, 1);  // before any call
+  a.enter(0, 1002, 0x10);
+  a.enter(1, 1003, 0x20);
+  a.tail(2, 1004);
+  a.device(1005, 2);
+  a.ret(1006, 0);  // a tail call is a call of its own: it returns, then the two it came from
+  a.ret(1006, 0);
+  a.ret(1007, 0);
+  a.enter(1, 1008, 0x30);
+  a.device(1009, 3);
+  a.ret(1010, 0);
+  b.enter(2, 1001, 0x40);
+  b.device(1002, 4);
+  b.ret(1003, 0);
+  std::vector<FunctionTable> tables{table(1, 3)};
+  auto threads = build_function_calls(tables, {block(a), block(b, 0, 12)});
+  auto outer = outermost_calls(threads);
+  ASSERT_EQ(outer.size(), 3u);
+  EXPECT_EQ(outer.count(1), 0u);
+  EXPECT_EQ(outer.at(2).call->function, 0u);  // inside 0 → 1 → (tail) 2
+  EXPECT_EQ(outer.at(2).thread->tid, 11);
+  EXPECT_EQ(outer.at(3).call->function, 1u);  // 1 entered at depth 0 this time
+  EXPECT_EQ(outer.at(4).call->function, 2u);
+  EXPECT_EQ(outer.at(4).thread->tid, 12);
+}
+
 TEST(FunctionCalls, HostileRecordsGiveNotesNotCrashes) {
   FunctionRecordWriter w(0);
   w.ret(1, 0);                                     // a return with nothing open
