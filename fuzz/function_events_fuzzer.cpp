@@ -60,6 +60,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<FunctionEvent> ev2;
     FUZZ_CHECK(decode_function_block(re, ev2).ok());
     FUZZ_CHECK(ev2.size() == ev.size());
+    // Device calls placed by time (ptrace mode) at the times the records give and around them:
+    // every readable record kept, one DEVICE record more per call, and it reads back.
+    std::vector<TimedDeviceCall> calls;
+    for (size_t i = 0; i < ev.size() && calls.size() < 8; i += 3) {
+      calls.push_back({b.pid, b.tid, ev[i].t_ns + (i & 1), i});
+    }
+    calls.push_back({b.pid, b.tid, 0, 1000});
+    std::vector<FunctionBlock> placed{re};
+    Status st = place_device_calls(placed, calls);
+    std::vector<FunctionEvent> ev3;
+    FUZZ_CHECK(decode_function_block(placed[0], ev3).ok());
+    if (st.ok()) FUZZ_CHECK(ev3.size() == ev2.size() + calls.size());
+    check_calls({t}, placed);
+    std::vector<ThreadCalls> threads = build_function_calls({t}, placed);
+    for (const auto& [seq, o] : outermost_calls(threads)) {
+      (void)seq;
+      FUZZ_CHECK(o.call != nullptr && o.call->parent < 0);
+    }
     return 0;
   }
   auto r = TraceReader::from_memory(std::string(reinterpret_cast<const char*>(data), size), "fuzz",

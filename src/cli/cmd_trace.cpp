@@ -174,17 +174,11 @@ int run_trace(TraceOptions& o) {
     print_error(fmt::format("trace: --mode {}: expected ptrace or preload", o.mode));
     return kExitBadInput;
   }
-  if (!o.functions.empty() && o.mode == "ptrace") {
-    if (o.mode_given || o.pid != 0) {
-      print_error(
-          "trace: --functions is not supported in ptrace mode yet (function calls are recorded "
-          "by the preload shim, in process): use --mode preload");
-      return kExitBadInput;
-    }
-    o.mode = "preload";
-    fmt::print(stderr,
-               "cudatool: note: --functions records in preload mode (ptrace mode does not record "
-               "function calls yet)\n");
+  if (!o.functions.empty() && o.pid != 0) {
+    print_error(
+        "trace: --functions cannot be used with --pid (the function recorder is loaded into the "
+        "program when it starts)");
+    return kExitBadInput;
   }
   if (o.pid == 0 && under_replay() && o.mode == "ptrace") {
     if (o.mode_given) {
@@ -303,12 +297,14 @@ void register_trace(CLI::App& app, int* exit_code) {
                 "record no call stacks (each device call carries its stack and the trace its "
                 "module map by default: ptrace mode unwinds with libdw, preload mode in process "
                 "from .eh_frame; each distinct stack is written once, later events name it)");
-  cmd->add_option("--functions", o->functions,
-                  "also record every call of libcuda's functions (entry, caller, return value, "
-                  "the device calls inside) as function events; GLOBS (comma-separated, "
-                  "case-insensitive, '!' excludes) select by cudatool's names (exports, *.impl, "
-                  "export-table slots, fn_<addr>); all by default. Preload mode only. When the "
-                  "library's function map cannot be read the trace goes on without them")
+  cmd->add_option(
+         "--functions", o->functions,
+         "also record every call of libcuda's functions (entry, caller, return value, "
+         "the device calls inside) as function events; GLOBS (comma-separated, "
+         "case-insensitive, '!' excludes) select by cudatool's names (exports, *.impl, "
+         "export-table slots, fn_<addr>); all by default. Both modes (ptrace mode preloads "
+         "libcudatool_funcrec.so); not with --pid. When the library's function map "
+         "cannot be read the trace goes on without them")
       ->expected(0, 1)
       ->default_str("*");
   cmd->add_option("--functions-lib", o->functions_lib,

@@ -188,12 +188,17 @@ FunctionOutcome FunctionRecorder::outcome() const {
 }
 
 FunctionOutcome FunctionRecorder::write_into(trace::TraceWriter& w, uint64_t t0_ns,
-                                             const SeqMap& seq_of) {
+                                             const SeqMap& seq_of,
+                                             const std::vector<trace::TimedDeviceCall>* placed) {
   FunctionOutcome out = outcome();
   if (!active_) return out;
   Result r = finish(t0_ns);
   out.lost = r.lost;
   out.problems = std::move(r.problems);
+  if (placed != nullptr) {
+    if (Status s = trace::place_device_calls(r.blocks, *placed); !s.ok())
+      out.problems.push_back(s.error().message());
+  }
   for (const auto& t : r.tables) {
     if (Status s = w.write_function_table(t); !s.ok()) {
       out.problems.push_back(s.error().message());

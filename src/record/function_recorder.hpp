@@ -23,6 +23,7 @@
 
 #include "analysis/patch_plan.hpp"
 #include "record/function_spool.hpp"
+#include "trace/function_events.hpp"
 
 namespace cudatool {
 class DriverImage;
@@ -84,8 +85,10 @@ class FunctionRecorder {
   // nullopt drops the mark. Empty: unchanged.
   using SeqMap = std::function<std::optional<uint64_t>(uint64_t)>;
   // finish(), then the tables and blocks written to `w` (before its trailer). Not active: writes
-  // nothing and says why.
-  FunctionOutcome write_into(trace::TraceWriter& w, uint64_t t0_ns, const SeqMap& seq_of = {});
+  // nothing and says why. `placed`: device calls a tracer saw from outside (ptrace mode), placed
+  // into their threads' records by time (trace::place_device_calls).
+  FunctionOutcome write_into(trace::TraceWriter& w, uint64_t t0_ns, const SeqMap& seq_of = {},
+                             const std::vector<trace::TimedDeviceCall>* placed = nullptr);
   // What was asked and planned (before the run): the outcome without the written counts.
   [[nodiscard]] FunctionOutcome outcome() const;
 

@@ -38,39 +38,6 @@ void subreaper_release() {
   if (--g_subreaper_holders == 0) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
-// The command's environment: this process's, with spec's changes applied as setenv and unsetenv
-// would (a variable set that exists keeps its place, a new one goes last), LD_PRELOAD first.
-std::vector<std::string> child_environment(const LaunchSpec& spec) {
-  std::vector<std::pair<std::string, std::string>> set;
-  if (!spec.preload.empty()) {
-    std::string preload = spec.preload;
-    if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
-      preload += ":" + std::string(old);
-    }
-    set.emplace_back("LD_PRELOAD", std::move(preload));
-  }
-  set.insert(set.end(), spec.set_env.begin(), spec.set_env.end());
-  std::vector<std::string> env;
-  std::vector<bool> used(set.size(), false);
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    std::string_view key = kv.substr(0, kv.find('='));
-    bool drop = false;
-    for (const auto& u : spec.unset_env) drop = drop || key == u;
-    for (size_t i = 0; i < set.size() && !drop; ++i) {
-      if (key != set[i].first) continue;
-      if (!used[i]) env.push_back(set[i].first + "=" + set[i].second);
-      used[i] = true;
-      drop = true;
-    }
-    if (!drop) env.emplace_back(kv);
-  }
-  for (size_t i = 0; i < set.size(); ++i) {
-    if (!used[i]) env.push_back(set[i].first + "=" + set[i].second);
-  }
-  return env;
-}
-
 std::vector<char*> pointers(std::vector<std::string>& v) {
   std::vector<char*> p;
   for (auto& s : v) p.push_back(s.data());
@@ -138,6 +105,37 @@ bool is_stop_signal(int sig) {
 }
 
 }  // namespace
+
+std::vector<std::string> child_environment(const LaunchSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> set;
+  if (!spec.preload.empty()) {
+    std::string preload = spec.preload;
+    if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
+      preload += ":" + std::string(old);
+    }
+    set.emplace_back("LD_PRELOAD", std::move(preload));
+  }
+  set.insert(set.end(), spec.set_env.begin(), spec.set_env.end());
+  std::vector<std::string> env;
+  std::vector<bool> used(set.size(), false);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    std::string_view key = kv.substr(0, kv.find('='));
+    bool drop = false;
+    for (const auto& u : spec.unset_env) drop = drop || key == u;
+    for (size_t i = 0; i < set.size() && !drop; ++i) {
+      if (key != set[i].first) continue;
+      if (!used[i]) env.push_back(set[i].first + "=" + set[i].second);
+      used[i] = true;
+      drop = true;
+    }
+    if (!drop) env.emplace_back(kv);
+  }
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (!used[i]) env.push_back(set[i].first + "=" + set[i].second);
+  }
+  return env;
+}
 
 std::string self_dir() {
   char buf[PATH_MAX];

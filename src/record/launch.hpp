@@ -80,6 +80,10 @@ struct LaunchSpec {
   bool fixed_layout = false;
 };
 
+// The command's environment: this process's, with spec's changes applied as setenv and unsetenv
+// would (a variable set that exists keeps its place, a new one goes last), LD_PRELOAD first.
+std::vector<std::string> child_environment(const LaunchSpec& spec);
+
 // How Child::wait watches a launch.
 struct Watch {
   // 0: sleep in waitpid until a process ends or a signal arrives (end_now is looked at then);

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "record/launch.hpp"
 #include "record/ptrace_recorder_impl.hpp"
 #include "record/seccomp_filter.hpp"
 #include "record/signals.hpp"
@@ -119,6 +120,9 @@ void PtraceRecorder::capture_stack(Thread& t, Event& ev) {
 void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
   count_event(sum_, ev);
+  if (functions_ && ev.sys <= Sys::kMunmap) {
+    device_calls_.push_back({ev.pid, ev.tid, ev.t_ns, ev.seq});
+  }
   if (!write_error_.empty()) return;
   Status st = out_.write_event(ev);
   if (!st.ok()) write_error_ = st.error().message();
@@ -141,6 +145,16 @@ Status PtraceRecorder::launch(int cpu) {
   std::vector<char*> argv;
   for (const auto& a : opt_.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // --functions: the recorder preloaded, told the plan and the spool by its environment.
+  LaunchSpec spec;
+  if (functions_ && functions_->active()) {
+    spec.preload = funcrec_lib_;
+    spec.set_env = functions_->env();
+  }
+  std::vector<std::string> env = child_environment(spec);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   if (cpu >= 0) {
     // Recorder and command on one CPU: a ptrace stop then wakes the recorder without a
     // cross-CPU wake-up (docs/tracing.md, "Placement"). The child inherits the mask.
@@ -161,7 +175,7 @@ Status PtraceRecorder::launch(int cpu) {
     }
     int e = install_filter(filter);
     if (e == 0) {
-      execvp(argv[0], argv.data());
+      execvpe(argv[0], argv.data(), envp.data());
       e = errno;
     } else {
       e = -e;  // negative: the filter failed, not exec
@@ -515,6 +529,18 @@ Result<RecordSummary> PtraceRecorder::run() {
   uvm_ = nvtr_uvm_branch_for_major(h.driver_version ? nvtr_driver_major(h.driver_version->c_str())
                                                     : 0);
   rm_ = nvtr_rm_branch_for_major(uvm_->major);
+  if (!opt_.functions.empty() && opt_.attach_pid == 0) {
+    // Beside cudatool; without it, preload mode's shim carries the recorder too.
+    auto lib =
+        find_shim("", "libcudatool_funcrec.so", "trace", "function recorder", "--mode preload");
+    if (!lib) return lib.error();
+    funcrec_lib_ = *lib;
+    FunctionRecorderOptions fo;
+    fo.globs = opt_.functions;
+    fo.libraries = function_libraries(opt_.functions_lib, opt_.argv);
+    functions_ = FunctionRecorder::prepare(fo);
+    if (functions_->active()) h.functions = opt_.functions;
+  }
   if (opt_.attach_pid != 0) {
     std::ifstream f(fmt::format("/proc/{}/cmdline", opt_.attach_pid), std::ios::binary);
     std::string arg;
@@ -535,6 +561,10 @@ Result<RecordSummary> PtraceRecorder::run() {
     // Reap what was killed; nothing more is recorded.
     while (waitpid(-1, nullptr, __WALL) > 0 || errno == EINTR) {
     }
+  }
+  if (functions_) {
+    sum_.functions = write_error_.empty() ? functions_->write_into(out_, t0_, {}, &device_calls_)
+                                          : functions_->outcome();
   }
   Trailer& tr = sum_.trailer;
   tr.events = seq_;

@@ -8,11 +8,13 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "record/devices.hpp"
+#include "record/function_recorder.hpp"
 #include "record/ptrace_stacks.hpp"
 #include "record/recorder.hpp"
 #include "rm/nv_ioctl_abi.h"
@@ -154,6 +156,11 @@ class PtraceRecorder {
   std::string write_error_;
   std::string end_reason_;
   std::optional<CrashReport> crash_;  // the first fatal signal (a fault over a signal sent)
+  // --functions: the in-process recorder (libcudatool_funcrec.so, preloaded) and the device
+  // calls seen here, placed into its records by time when the run ends.
+  std::optional<FunctionRecorder> functions_;
+  std::string funcrec_lib_;
+  std::vector<trace::TimedDeviceCall> device_calls_;
 };
 
 }  // namespace cudatool::record

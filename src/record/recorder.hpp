@@ -42,8 +42,9 @@ struct RecordOptions {
   // v2: record each device call's user-space stack and the module records that resolve it
   // (--no-stacks turns it off: header `stacks` false, no module lines).
   bool stacks = true;
-  // --functions GLOBS (preload mode): every call of the selected libcuda functions, as function
-  // events in the trace (record/function_recorder.hpp); "" records none.
+  // --functions GLOBS: every call of the selected libcuda functions, as function
+  // events in the trace (record/function_recorder.hpp; ptrace mode preloads the recorder and
+  // places the device calls it sees among them by time); "" records none.
   std::string functions;
   std::string functions_lib;  // the library to plan ("" the libcuda CMD names, or the system's)
   // Preload mode: trace the command with ptrace for a crash report (crash.hpp); ptrace mode

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <tuple>
 #include <utility>
 
 namespace cudatool::trace {
@@ -218,11 +220,11 @@ Status decode_function_starts(const std::vector<uint8_t>& data, std::vector<uint
   return Status::success();
 }
 
-Status remap_device_seqs(FunctionBlock& b,
-                         const std::function<std::optional<uint64_t>(uint64_t)>& seq_of) {
-  std::vector<FunctionEvent> evs;
-  Status st = decode_function_block(b, evs);
-  FunctionRecordWriter w(b.t_ns);
+namespace {
+
+// The data of a block of t0 `t0` holding `evs` (consecutive kInherit events: one INHERIT).
+std::vector<uint8_t> encode_events(uint64_t t0, const std::vector<FunctionEvent>& evs) {
+  FunctionRecordWriter w(t0);
   std::vector<uint32_t> inherited;
   for (const FunctionEvent& e : evs) {
     if (e.kind == FunctionEvent::Kind::kInherit) {
@@ -244,7 +246,7 @@ Status remap_device_seqs(FunctionBlock& b,
         w.unwind(e.t_ns, e.value);
         break;
       case FunctionEvent::Kind::kDevice:
-        if (auto seq = seq_of(e.value)) w.device(e.t_ns, *seq);
+        w.device(e.t_ns, e.value);
         break;
       case FunctionEvent::Kind::kLost:
         w.lost(e.t_ns, e.value);
@@ -254,8 +256,74 @@ Status remap_device_seqs(FunctionBlock& b,
     }
   }
   if (!inherited.empty()) w.inherit(inherited);
-  b.data = w.data();
+  return w.data();
+}
+
+}  // namespace
+
+Status remap_device_seqs(FunctionBlock& b,
+                         const std::function<std::optional<uint64_t>(uint64_t)>& seq_of) {
+  std::vector<FunctionEvent> evs, out;
+  Status st = decode_function_block(b, evs);
+  for (FunctionEvent& e : evs) {
+    if (e.kind == FunctionEvent::Kind::kDevice) {
+      std::optional<uint64_t> seq = seq_of(e.value);
+      if (!seq) continue;
+      e.value = *seq;
+    }
+    out.push_back(e);
+  }
+  b.data = encode_events(b.t_ns, out);
   return st;
+}
+
+Status place_device_calls(std::vector<FunctionBlock>& blocks, std::vector<TimedDeviceCall> calls) {
+  std::sort(calls.begin(), calls.end(), [](const TimedDeviceCall& x, const TimedDeviceCall& y) {
+    return std::tie(x.pid, x.tid, x.t_ns, x.seq) < std::tie(y.pid, y.tid, y.t_ns, y.seq);
+  });
+  // Each thread's blocks in part order.
+  std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> threads;
+  for (size_t i = 0; i < blocks.size(); ++i) threads[{blocks[i].pid, blocks[i].tid}].push_back(i);
+  Status first_error = Status::success();
+  for (auto& [who, idx] : threads) {
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t x, size_t y) { return blocks[x].part < blocks[y].part; });
+    auto from =
+        std::lower_bound(calls.begin(), calls.end(), who,
+                         [](const TimedDeviceCall& c, const std::pair<int32_t, int32_t>& w) {
+                           return std::pair(c.pid, c.tid) < w;
+                         });
+    std::vector<std::vector<FunctionEvent>> evs(idx.size());
+    std::vector<bool> readable(idx.size(), true);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (Status st = decode_function_block(blocks[idx[k]], evs[k]); !st.ok()) {
+        readable[k] = false;
+        if (first_error.ok()) first_error = st;
+      }
+    }
+    auto next = from;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      // This part takes the thread's calls made before the next part's first record.
+      uint64_t until = ~uint64_t{0};
+      for (size_t j = k + 1; j < idx.size() && until == ~uint64_t{0}; ++j) {
+        if (!evs[j].empty()) until = evs[j].front().t_ns;
+      }
+      std::vector<FunctionEvent> merged;
+      size_t e = 0;
+      for (; next != calls.end() && std::pair(next->pid, next->tid) == who && next->t_ns < until;
+           ++next) {
+        for (; e < evs[k].size() && evs[k][e].t_ns <= next->t_ns; ++e) merged.push_back(evs[k][e]);
+        uint64_t t =
+            std::max(next->t_ns, merged.empty() ? blocks[idx[k]].t_ns : merged.back().t_ns);
+        merged.push_back(FunctionEvent{FunctionEvent::Kind::kDevice, t, 0, next->seq});
+      }
+      if (!readable[k]) continue;  // left as it was
+      for (; e < evs[k].size(); ++e) merged.push_back(evs[k][e]);
+      if (merged.size() != evs[k].size())
+        blocks[idx[k]].data = encode_events(blocks[idx[k]].t_ns, merged);
+    }
+  }
+  return first_error;
 }
 
 }  // namespace cudatool::trace

@@ -50,6 +50,18 @@ Status decode_function_block(const FunctionBlock& b, std::vector<FunctionEvent>&
 Status remap_device_seqs(FunctionBlock& b,
                          const std::function<std::optional<uint64_t>(uint64_t)>& seq_of);
 
+// A device call a tracer outside the process saw (ptrace mode), by its thread and time.
+struct TimedDeviceCall {
+  int32_t pid = 0, tid = 0;
+  uint64_t t_ns = 0;  // since the trace's t0, on the clock the records are timed by
+  uint64_t seq = 0;
+};
+// Adds a DEVICE record for each call to the blocks of its thread (pid, tid), where it falls among
+// their records in time: a thread's part takes the calls made before the next part's first
+// record. Calls of threads without blocks are left out; so are those of a block that cannot be
+// decoded (left as it was; the first such error is returned, the other blocks done).
+Status place_device_calls(std::vector<FunctionBlock>& blocks, std::vector<TimedDeviceCall> calls);
+
 // Builds a block's data record by record (tests, fuzz seeds, the recorders' C++ twin).
 class FunctionRecordWriter {
  public:

@@ -3,7 +3,6 @@
 // the patch plan can patch: the program does what it does unrecorded (the recorder changed
 // nothing it sees), and each driver-API call cuda_probe printed is a recorded outermost call of
 // that export, returning what the program printed — the program itself is the oracle.
-// Loaded here by tests/fixtures/funcrec/fr_preload (the recorder alone) beside the replay shim.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -53,7 +52,7 @@ TEST(FuncrecReal, ApiCallsOfAReplayedPrimaryContextReturnWhatTheProgramSaw) {
                   " exec " + cuda_probe_bin() + " " + build.lib_path + " ctx"},
              600);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
-  EXPECT_EQ(r.run.err.find("fr_preload"), std::string::npos) << r.run.err;
+  EXPECT_EQ(r.run.err.find("function recorder"), std::string::npos) << r.run.err;
   std::vector<std::pair<std::string, int>> printed;
   for (const auto& j : json_lines(r.run.out))
     if (j.contains("call")) printed.emplace_back(j["call"], j.value("ret", -1));

@@ -298,7 +298,9 @@ TEST(Funcrec, WhyTheRecorderDidNotStartIsInTheSpool) {
   write_temp("funcrec-bad-plan/plan.bin", bytes);
   ASSERT_TRUE(record::create_function_spool(spool, 4).ok());
   RunResult r =
-      run({"env", "LD_PRELOAD=" + fixtures_dir() + "/funcrec/libfr_preload.so",
+      run({"env",
+           "LD_PRELOAD=" + std::filesystem::path(cudatool_bin()).parent_path().string() +
+               "/libcudatool_funcrec.so",
            "CUDATOOL_FUNCREC_PLAN=" + plan_file, "CUDATOOL_FUNCREC_SPOOL=" + spool, "true"});
   ASSERT_EQ(r.status, 0) << r.err;
   auto s = record::read_function_spool(spool);

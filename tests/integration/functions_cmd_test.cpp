@@ -143,14 +143,15 @@ struct Scratch {
   }
 };
 
-RunResult trace_fixture(const Scratch& s, const std::string& out, const std::string& lib) {
+RunResult trace_fixture(const Scratch& s, const std::string& out, const std::string& lib,
+                        const std::string& mode = "preload") {
   std::filesystem::remove(out);
   return run({"env",
               "FR_PROBE_LEAVE_TO_SHIM=1",
               cudatool_bin(),
               "trace",
               "--mode",
-              "preload",
+              mode,
               "--functions",
               "--functions-lib",
               lib,
@@ -281,11 +282,28 @@ TEST(FunctionsCmd, AMapThatCannotBeReadLeavesTheTraceWithoutFunctionsAndSaysWhy)
   EXPECT_FALSE(tr.events.empty());  // the device calls are there all the same
 }
 
-TEST(FunctionsCmd, PtraceModeSaysItIsNotSupported) {
-  RunResult r = run({cudatool_bin(), "trace", "--mode", "ptrace", "--functions", "-o",
-                     temp_dir() + "/ptrace-fn.jsonl", "--", "true"});
+// ptrace mode preloads the recorder alone (libcudatool_funcrec.so) and places the device calls
+// it sees among the function records by time: the same tree as preload mode's.
+TEST(FunctionsCmd, TracePtraceRecordsTheSameTree) {
+  Scratch s;
+  std::string out = s.dir + "/trace-ptrace.jsonl";
+  RunResult r = trace_fixture(s, out, fixture_lib(), "ptrace");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto summary = nlohmann::json::parse(r.err.substr(r.err.find('{')), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << r.err;
+  EXPECT_EQ(summary["mode"], "ptrace") << r.err;
+  EXPECT_EQ(summary["functions"]["active"], true) << r.err;
+  ReadTrace tr = read_trace(out);
+  EXPECT_EQ(tr.header.functions, "*");
+  EXPECT_EQ(device_tree(tr), expected_tree(tr, r.out));
+  for (const auto& t : tr.threads) EXPECT_TRUE(t.notes.empty()) << t.notes.front();
+}
+
+TEST(FunctionsCmd, WithPidItIsRefused) {
+  RunResult r = run({cudatool_bin(), "trace", "--pid", "1", "--functions", "-o",
+                     temp_dir() + "/ptrace-fn.jsonl"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("not supported in ptrace mode"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot be used with --pid"), std::string::npos) << r.err;
 }
 
 // ab of two replays of one recording: equivalent at the function level; with the ioctl answered

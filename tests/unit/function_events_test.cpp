@@ -2,6 +2,8 @@
 // through the trace writer and reader, and the call walk on well-formed and hostile records.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "trace/function_calls.hpp"
 #include "trace/function_events.hpp"
 #include "trace/trace_file.hpp"
@@ -180,6 +182,44 @@ TEST(FunctionCalls, OutermostCallOfEachDeviceCall) {
   EXPECT_EQ(outer.at(3).call->function, 1u);  // 1 entered at depth 0 this time
   EXPECT_EQ(outer.at(4).call->function, 2u);
   EXPECT_EQ(outer.at(4).thread->tid, 12);
+}
+
+// Device calls seen from outside (ptrace mode) placed among the records by time: into the right
+// thread, the right part, between the right records; a thread without blocks gets none.
+TEST(FunctionCalls, DeviceCallsArePlacedByTime) {
+  FunctionRecordWriter a0(1000), a1(2000), b0(1000);
+  a0.enter(0, 1010, 0x10);
+  a0.enter(1, 1020, 0x20);  // the device call at 1025 is inside 1
+  a0.ret(1030, 5);
+  a1.enter(2, 2010, 0x30);  // part 1's first record: the call at 1500 goes to part 0's end,
+  a1.ret(2020, 6);          // inside 0, which returns only here in part 1
+  a1.ret(2030, 7);
+  b0.enter(1, 1005, 0x40);
+  b0.ret(1050, 8);
+  std::vector<FunctionBlock> blocks{block(a0, 0, 11), block(a1, 1, 11), block(b0, 0, 12)};
+  blocks[1].t_ns = 2000;
+  std::vector<TimedDeviceCall> calls{{10, 11, 2015, 3},
+                                     {10, 11, 1025, 1},
+                                     {10, 11, 1500, 2},
+                                     {10, 12, 1040, 4},
+                                     {10, 13, 1040, 5}};
+  ASSERT_TRUE(place_device_calls(blocks, calls).ok());
+  std::vector<FunctionTable> tables{table(1, 3)};
+  auto threads = build_function_calls(tables, blocks);
+  ASSERT_EQ(threads.size(), 2u);
+  std::map<uint64_t, std::pair<int32_t, uint32_t>> at;  // seq -> (tid, function of its call)
+  for (const auto& t : threads) {
+    EXPECT_TRUE(t.notes.empty()) << t.notes.front();
+    for (const auto& d : t.devices) {
+      ASSERT_GE(d.call, 0) << d.seq;
+      at[d.seq] = {t.tid, t.calls[d.call].function};
+    }
+  }
+  ASSERT_EQ(at.size(), 4u);  // seq 5: thread 13 recorded no calls
+  EXPECT_EQ(at[1], std::make_pair(11, 1u));
+  EXPECT_EQ(at[2], std::make_pair(11, 0u));  // after 1 returned, 0 still open
+  EXPECT_EQ(at[3], std::make_pair(11, 2u));
+  EXPECT_EQ(at[4], std::make_pair(12, 1u));
 }
 
 TEST(FunctionCalls, HostileRecordsGiveNotesNotCrashes) {
