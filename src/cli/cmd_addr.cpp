@@ -48,6 +48,135 @@ std::optional<uint64_t> parse_address(std::string_view s) {
   return parse_u64(s, /*allow_decimal=*/false);
 }
 
+// One address of the command line: where it falls in the map (or why it cannot be looked up).
+Lookup look_up(const FunctionMap& map, const std::string& input, std::optional<uint64_t> base,
+               uint64_t page, std::optional<std::vector<Gap>>& gaps) {
+  Lookup l;
+  l.input = input;
+  auto v = parse_address(input);
+  if (!v) {
+    l.error = "not a hexadecimal address";
+  } else if (base) {
+    l.runtime = *v;
+    if (*v < *base) {
+      l.error = fmt::format("below --base {:#x}", *base);
+    } else {
+      l.address = *v - *base + page;
+    }
+  } else {
+    l.address = *v;
+  }
+  if (!l.error.empty()) return l;
+  l.function = map.find(l.address);
+  l.section = map.exec_section(l.address);
+  if (l.function == nullptr) {
+    if (!gaps) gaps = map.gaps();
+    auto it = std::upper_bound(gaps->begin(), gaps->end(), l.address,
+                               [](uint64_t x, const Gap& g) { return x < g.start; });
+    if (it != gaps->begin() && l.address < std::prev(it)->end) l.gap = *std::prev(it);
+  }
+  return l;
+}
+
+void write_lookup_json(JsonWriter& w, const FunctionMap& map, const Lookup& l) {
+  w.begin_object().kv("input", l.input);
+  if (!l.error.empty()) {
+    w.key("address").null().kv("error", l.error).end_object();
+    return;
+  }
+  w.kv_hex("address", l.address);
+  if (l.runtime)
+    w.kv_hex("runtime_address", *l.runtime);
+  else
+    w.key("runtime_address").null();
+  w.kv_or_null("section", l.section);
+  if (l.function != nullptr) {
+    w.key("function");
+    write_function_json(w, map, *l.function);
+    w.kv("offset", l.address - l.function->start);
+    w.kv("location",
+         fmt::format("{}+{:#x}", map.display_name(*l.function), l.address - l.function->start));
+  } else {
+    w.key("function").null().key("offset").null().key("location").null();
+  }
+  if (l.gap) {
+    w.key("gap").begin_object().kv_hex("start", l.gap->start).kv_hex("end", l.gap->end);
+    w.kv("size", l.gap->size()).kv("kind", gap_kind_name(l.gap->kind)).end_object();
+  } else {
+    w.key("gap").null();
+  }
+  w.end_object();
+}
+
+std::string render_addr_json(DriverImage& img, const FunctionMap& map, std::optional<uint64_t> base,
+                             const std::vector<Lookup>& res) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().kv("schema", "cudatool.addr/1").kv("path", img.path());
+  if (base)
+    w.kv_hex("base", *base);
+  else
+    w.key("base").null();
+  w.key("results").begin_array();
+  for (const auto& l : res) write_lookup_json(w, map, l);
+  w.end_array();
+  write_diagnostics(w, img.diagnostics());
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+// The table's row of one lookup: location, function, size, section.
+std::vector<std::string> lookup_row(const FunctionMap& map, const Lookup& l, bool with_base) {
+  std::vector<std::string> row{l.input};
+  if (with_base) row.push_back(l.error.empty() ? hex(l.address) : "-");
+  if (!l.error.empty()) {
+    row.push_back(fmt::format("error: {}", l.error));
+  } else if (l.function != nullptr) {
+    const Function& f = *l.function;
+    row.push_back(fmt::format("{}+{:#x}", map.display_name(f), l.address - f.start));
+    row.push_back(fmt::format("{:#x}..{:#x}", f.start, f.end()));
+    row.push_back(fmt::format("{}", f.size));
+    row.push_back(l.section.empty() ? "-" : std::string(l.section));
+  } else {
+    row.push_back("no function");
+    if (l.gap) {
+      row.push_back(fmt::format("gap {:#x}..{:#x} ({})", l.gap->start, l.gap->end,
+                                gap_kind_name(l.gap->kind)));
+      row.push_back(fmt::format("{}", l.gap->size()));
+    } else {
+      row.push_back("outside the executable sections");
+      row.push_back("-");
+    }
+    row.push_back(l.section.empty() ? "-" : std::string(l.section));
+  }
+  return row;
+}
+
+std::string render_addr_text(const FunctionMap& map, bool with_base,
+                             const std::vector<Lookup>& res) {
+  std::vector<std::string> head{"address"};
+  std::vector<bool> right{false};
+  if (with_base) {
+    head.push_back("library address");
+    right.push_back(false);
+  }
+  for (const char* h : {"location", "function", "size", "section"}) head.push_back(h);
+  right.insert(right.end(), {false, false, true, false});
+  TextTable t(head, right);
+  for (const auto& l : res) t.add(lookup_row(map, l, with_base));
+  std::string out = t.render();
+  for (const auto& l : res) {
+    if (l.function == nullptr) continue;
+    auto n = map.names(*l.function);
+    if (n.size() < 2) continue;
+    std::string s;
+    for (const auto& x : n) s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", x.name, x.source);
+    out += fmt::format("{}: also known as {}\n", l.input, s);
+  }
+  return out;
+}
+
 int run_addr(const AddrOptions& o) {
   std::optional<uint64_t> base;
   if (!o.base.empty()) {
@@ -63,132 +192,14 @@ int run_addr(const AddrOptions& o) {
   const uint64_t page = first_load_page(img->elf());
   std::vector<Lookup> res;
   std::optional<std::vector<Gap>> gaps;
+  for (const auto& a : o.addrs) res.push_back(look_up(map, a, base, page, gaps));
+  emit(o.json ? render_addr_json(*img, map, base, res)
+              : render_addr_text(map, base.has_value(), res));
   bool bad = false, missing = false;
-  for (const auto& a : o.addrs) {
-    Lookup l;
-    l.input = a;
-    auto v = parse_address(a);
-    if (!v) {
-      l.error = "not a hexadecimal address";
-    } else if (base) {
-      l.runtime = *v;
-      if (*v < *base) {
-        l.error = fmt::format("below --base {:#x}", *base);
-      } else {
-        l.address = *v - *base + page;
-      }
-    } else {
-      l.address = *v;
-    }
-    if (!l.error.empty()) {
-      bad = true;
-      res.push_back(std::move(l));
-      continue;
-    }
-    l.function = map.find(l.address);
-    l.section = map.exec_section(l.address);
-    if (l.function == nullptr) {
-      missing = true;
-      if (!gaps) gaps = map.gaps();
-      auto it = std::upper_bound(gaps->begin(), gaps->end(), l.address,
-                                 [](uint64_t x, const Gap& g) { return x < g.start; });
-      if (it != gaps->begin() && l.address < std::prev(it)->end) l.gap = *std::prev(it);
-    }
-    res.push_back(std::move(l));
-  }
-
-  std::string out;
-  if (o.json) {
-    JsonWriter w(out);
-    w.begin_object().kv("schema", "cudatool.addr/1").kv("path", img->path());
-    if (base)
-      w.kv_hex("base", *base);
-    else
-      w.key("base").null();
-    w.key("results").begin_array();
-    for (const auto& l : res) {
-      w.begin_object().kv("input", l.input);
-      if (!l.error.empty()) {
-        w.key("address").null().kv("error", l.error).end_object();
-        continue;
-      }
-      w.kv_hex("address", l.address);
-      if (l.runtime)
-        w.kv_hex("runtime_address", *l.runtime);
-      else
-        w.key("runtime_address").null();
-      w.kv_or_null("section", l.section);
-      if (l.function != nullptr) {
-        w.key("function");
-        write_function_json(w, map, *l.function);
-        w.kv("offset", l.address - l.function->start);
-        w.kv("location",
-             fmt::format("{}+{:#x}", map.display_name(*l.function), l.address - l.function->start));
-      } else {
-        w.key("function").null().key("offset").null().key("location").null();
-      }
-      if (l.gap) {
-        w.key("gap").begin_object().kv_hex("start", l.gap->start).kv_hex("end", l.gap->end);
-        w.kv("size", l.gap->size()).kv("kind", gap_kind_name(l.gap->kind)).end_object();
-      } else {
-        w.key("gap").null();
-      }
-      w.end_object();
-    }
-    w.end_array();
-    write_diagnostics(w, img->diagnostics());
-    w.end_object();
-    w.finish();
-  } else {
-    std::vector<std::string> head{"address"};
-    std::vector<bool> right{false};
-    if (base) {
-      head.push_back("library address");
-      right.push_back(false);
-    }
-    for (const char* h : {"location", "function", "size", "section"}) head.push_back(h);
-    right.insert(right.end(), {false, false, true, false});
-    TextTable t(head, right);
-    for (const auto& l : res) {
-      std::vector<std::string> row{l.input};
-      if (base) row.push_back(l.error.empty() ? hex(l.address) : "-");
-      if (!l.error.empty()) {
-        row.push_back(fmt::format("error: {}", l.error));
-      } else if (l.function != nullptr) {
-        const Function& f = *l.function;
-        row.push_back(fmt::format("{}+{:#x}", map.display_name(f), l.address - f.start));
-        row.push_back(fmt::format("{:#x}..{:#x}", f.start, f.end()));
-        row.push_back(fmt::format("{}", f.size));
-        row.push_back(l.section.empty() ? "-" : std::string(l.section));
-      } else {
-        row.push_back("no function");
-        if (l.gap) {
-          row.push_back(fmt::format("gap {:#x}..{:#x} ({})", l.gap->start, l.gap->end,
-                                    gap_kind_name(l.gap->kind)));
-          row.push_back(fmt::format("{}", l.gap->size()));
-        } else {
-          row.push_back("outside the executable sections");
-          row.push_back("-");
-        }
-        row.push_back(l.section.empty() ? "-" : std::string(l.section));
-      }
-      t.add(std::move(row));
-    }
-    out = t.render();
-    auto names_line = [&](const Lookup& l) {
-      auto n = map.names(*l.function);
-      if (n.size() < 2) return;
-      std::string s;
-      for (const auto& x : n)
-        s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", x.name, x.source);
-      out += fmt::format("{}: also known as {}\n", l.input, s);
-    };
-    for (const auto& l : res)
-      if (l.function != nullptr) names_line(l);
-  }
-  emit(out);
   for (const auto& l : res) {
     if (!l.error.empty()) print_error(fmt::format("address {}: {}", l.input, l.error));
+    bad = bad || !l.error.empty();
+    missing = missing || (l.error.empty() && l.function == nullptr);
   }
   int status = report_diagnostics(img->diagnostics());
   if (bad) return kExitBadInput;

@@ -152,6 +152,47 @@ bool extract(CubinsView& v, const std::string& dir) {
   return true;
 }
 
+// The images --arch selects (all without it); a container is shown when one of its entries is.
+std::vector<const EmbeddedImage*> shown_images(const EmbeddedImages& scan,
+                                               const std::string& arch) {
+  std::vector<const EmbeddedImage*> shown;
+  for (const auto& im : scan.images()) {
+    if (arch_matches(im, arch)) {
+      shown.push_back(&im);
+    } else if (im.kind == ImageKind::kFatbin && !arch.empty()) {
+      for (const auto& e : scan.images()) {
+        if (e.container && *e.container == im.index && arch_matches(e, arch)) {
+          shown.push_back(&im);
+          break;
+        }
+      }
+    }
+  }
+  return shown;
+}
+
+// What could not be read, image by image, on stderr; a hint when the decompression cap cut it.
+void warn_images(const EmbeddedImages& scan, const std::string& max_decompressed) {
+  bool over_total = false;
+  for (const auto& im : scan.images()) {
+    if (im.error) {
+      fmt::print(stderr, "cudatool: warning: image {} at {:#x}: {}\n", im.index, im.offset,
+                 im.error->message());
+      over_total |= im.error->reason.find("limit on all decompressed") != std::string::npos;
+    }
+    for (const auto& p : im.problems) {
+      fmt::print(stderr, "cudatool: warning: image {} at {:#x}: {}\n", im.index, im.offset,
+                 p.message());
+    }
+  }
+  if (over_total) {
+    fmt::print(stderr,
+               "cudatool: hint: more decompressed entries than --max-decompressed {} "
+               "allows; raise it (e.g. --max-decompressed 4G)\n",
+               max_decompressed);
+  }
+}
+
 int run_cubins(const CubinsOptions& o) {
   auto total = parse_size(o.max_decompressed);
   if (!total) {
@@ -207,19 +248,7 @@ int run_cubins(const CubinsOptions& o) {
   v.scan = &scan;
   v.arch_filter = o.arch;
   v.diag = raw ? &none : &img->diagnostics();
-  for (const auto& im : scan.images()) {
-    if (arch_matches(im, o.arch)) {
-      v.shown.push_back(&im);
-    } else if (im.kind == ImageKind::kFatbin && !o.arch.empty()) {
-      // A container is shown when one of its entries is.
-      for (const auto& e : scan.images()) {
-        if (e.container && *e.container == im.index && arch_matches(e, o.arch)) {
-          v.shown.push_back(&im);
-          break;
-        }
-      }
-    }
-  }
+  v.shown = shown_images(scan, o.arch);
   if (!o.arch.empty() && v.shown.empty()) {
     if (int rc = say_arch_unmatched(o.arch, scan); rc != kExitOk) return rc;
   }
@@ -233,27 +262,7 @@ int run_cubins(const CubinsOptions& o) {
   } else {
     emit(o.json ? render_cubins_json(v) : render_cubins_text(v, o.kernels, o.sections, o.rejected));
   }
-  for (const auto& im : scan.images()) {
-    if (im.error) {
-      fmt::print(stderr, "cudatool: warning: image {} at {:#x}: {}\n", im.index, im.offset,
-                 im.error->message());
-    }
-    for (const auto& p : im.problems) {
-      fmt::print(stderr, "cudatool: warning: image {} at {:#x}: {}\n", im.index, im.offset,
-                 p.message());
-    }
-  }
-  bool over_total = false;
-  for (const auto& im : scan.images()) {
-    over_total |=
-        im.error && im.error->reason.find("limit on all decompressed") != std::string::npos;
-  }
-  if (over_total) {
-    fmt::print(stderr,
-               "cudatool: hint: more decompressed entries than --max-decompressed {} "
-               "allows; raise it (e.g. --max-decompressed 4G)\n",
-               o.max_decompressed);
-  }
+  warn_images(scan, o.max_decompressed);
   int rc = report_diagnostics(*v.diag);
   return scan.damaged() > 0 ? kExitBadInput : rc;
 }

@@ -151,6 +151,63 @@ void append_json(JsonWriter& w, const trace::Event& ev, const trace::Decoded& d,
 
 const std::vector<trace::ResolvedFrame> kNoFrames;
 
+// The first line: the trace, the branch it is decoded with, the filter.
+void decode_head(OutBuffer& out, const DecodeOptions& o, const TraceInput& in) {
+  if (o.json) {
+    JsonWriter w(out.str(), false);
+    w.begin_object();
+    w.kv("schema", "cudatool.decode/1").kv("trace", o.trace);
+    write_branch_json(w, in);
+    w.key("filter");
+    if (o.filter.empty()) {
+      w.null();
+    } else {
+      w.value(o.filter);
+    }
+    w.end_object();
+    w.finish();
+  } else {
+    fmt::format_to(std::back_inserter(out.str()), "# {}: decoding with branch {}\n", o.trace,
+                   in.branch_text);
+  }
+}
+
+// The last line: what was read and shown, and what went wrong.
+void decode_summary(OutBuffer& out, const DecodeOptions& o, const trace::TraceReader& r,
+                    const trace::EventFilter& filter, const trace::StackResolver& res,
+                    bool with_api, uint64_t events, uint64_t shown, uint64_t stacked) {
+  uint64_t bad = r.diagnostics().count();
+  // An api= filter on a trace without stacks cannot match: say why nothing was shown.
+  std::string no_api;
+  if (filter.uses_api() && stacked == 0) {
+    no_api =
+        "the trace has no call stacks, so no event is attributed to an API call (cudatool trace "
+        "records them unless --no-stacks; imported captures and replayed runs have none)";
+  }
+  if (o.json) {
+    JsonWriter w(out.str(), false);
+    w.begin_object().key("summary").begin_object();
+    w.kv("events", events).kv("shown", shown).kv("bad_lines", bad);
+    w.kv("trailer", r.trailer().has_value()).kv("truncated", r.truncated());
+    w.kv_or_null("note", no_api);
+    w.key("diagnostics").begin_array();
+    for (const Error& e : r.diagnostics().items()) w.value(e.message());
+    w.end_array();
+    if (with_api) write_libraries_json(w, res);
+    write_function_summary_json(w, r);
+    w.end_object().end_object();
+    w.finish();
+  } else {
+    fmt::format_to(std::back_inserter(out.str()), "# {} events{}{}{}\n", events,
+                   o.filter.empty() ? ""
+                                    : fmt::format(", {} shown (--filter {}{})", shown, o.filter,
+                                                  no_api.empty() ? "" : ": " + no_api),
+                   bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
+                   r.trailer() ? "" : ", no trailer (the recording did not finish)");
+    out.str() += function_summary_text(r, "# ");
+  }
+}
+
 int run_decode(const DecodeOptions& o) {
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
@@ -172,23 +229,7 @@ int run_decode(const DecodeOptions& o) {
     return print_function_trees(*in, *filter, fo);
   }
   OutBuffer out;
-  if (o.json) {
-    JsonWriter w(out.str(), false);
-    w.begin_object();
-    w.kv("schema", "cudatool.decode/1").kv("trace", o.trace);
-    write_branch_json(w, *in);
-    w.key("filter");
-    if (o.filter.empty()) {
-      w.null();
-    } else {
-      w.value(o.filter);
-    }
-    w.end_object();
-    w.finish();
-  } else {
-    fmt::format_to(std::back_inserter(out.str()), "# {}: decoding with branch {}\n", o.trace,
-                   in->branch_text);
-  }
+  decode_head(out, o, *in);
   DiagnosticStream diag;
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
@@ -228,35 +269,7 @@ int run_decode(const DecodeOptions& o) {
   }
   diag.flush(r.diagnostics());
   uint64_t bad = r.diagnostics().count();
-  // An api= filter on a trace without stacks cannot match: say why nothing was shown.
-  std::string no_api;
-  if (filter->uses_api() && stacked == 0) {
-    no_api =
-        "the trace has no call stacks, so no event is attributed to an API call (cudatool trace "
-        "records them unless --no-stacks; imported captures and replayed runs have none)";
-  }
-  if (o.json) {
-    JsonWriter w(out.str(), false);
-    w.begin_object().key("summary").begin_object();
-    w.kv("events", events).kv("shown", shown).kv("bad_lines", bad);
-    w.kv("trailer", r.trailer().has_value()).kv("truncated", r.truncated());
-    w.kv_or_null("note", no_api);
-    w.key("diagnostics").begin_array();
-    for (const Error& e : r.diagnostics().items()) w.value(e.message());
-    w.end_array();
-    if (with_api) write_libraries_json(w, *res);
-    write_function_summary_json(w, r);
-    w.end_object().end_object();
-    w.finish();
-  } else {
-    fmt::format_to(std::back_inserter(out.str()), "# {} events{}{}{}\n", events,
-                   o.filter.empty() ? ""
-                                    : fmt::format(", {} shown (--filter {}{})", shown, o.filter,
-                                                  no_api.empty() ? "" : ": " + no_api),
-                   bad == 0 ? "" : fmt::format(", {} bad lines (on stderr)", bad),
-                   r.trailer() ? "" : ", no trailer (the recording did not finish)");
-    out.str() += function_summary_text(r, "# ");
-  }
+  decode_summary(out, o, r, *filter, *res, with_api, events, shown, stacked);
   out.flush();
   return bad == 0 ? kExitOk : kExitBadInput;
 }

@@ -72,6 +72,111 @@ void say_no_match(const std::string& filter, const std::vector<Export>& all) {
              n == 0 ? std::string() : fmt::format(" ({} match ignoring case, e.g. {})", n, like));
 }
 
+std::string summary_json(const DriverImage& img, const ExportsOptions& o, const Summary& s) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().kv("schema", "cudatool.exports-summary/1").kv("path", img.path());
+  if (!o.filter.empty()) w.kv("filter", o.filter);
+  w.kv("exports", s.total).kv("api_base_names", s.bases.size());
+  w.key("by_domain").begin_array();
+  for (const auto& [k, d] : s.by_domain) {
+    w.begin_object()
+        .kv("domain", k)
+        .kv("exports", d.exports)
+        .kv("base_names", d.bases.size())
+        .end_object();
+  }
+  w.end_array();
+  w.key("by_version").begin_array();
+  for (const auto& [k, n] : s.by_version) {
+    w.begin_object().kv("version", version_label(k)).kv("count", n).end_object();
+  }
+  w.end_array();
+  w.key("by_variant").begin_array();
+  for (const auto& [k, n] : s.by_variant)
+    w.begin_object().kv("variant", k).kv("count", n).end_object();
+  w.end_array();
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+std::string summary_text(const ExportsOptions& o, const Summary& s) {
+  std::string out;
+  out += fmt::format("{} exports, {} distinct API base names{}\n\n", s.total, s.bases.size(),
+                     o.filter.empty() ? "" : fmt::format(" (filter {})", o.filter));
+  std::vector<std::pair<std::string_view, const Summary::Domain*>> doms;
+  for (const auto& [k, d] : s.by_domain) doms.emplace_back(k, &d);
+  std::stable_sort(doms.begin(), doms.end(), [](const auto& a, const auto& b) {
+    return a.second->exports > b.second->exports;
+  });
+  TextTable t({"domain", "exports", "base names"}, {false, true, true});
+  for (const auto& [k, d] : doms) {
+    t.add({std::string(k), fmt::format("{}", d->exports), fmt::format("{}", d->bases.size())});
+  }
+  out += t.render();
+  TextTable v({"version suffix", "exports"}, {false, true});
+  for (const auto& [k, n] : s.by_version) v.add({version_label(k), fmt::format("{}", n)});
+  out += "\n" + v.render();
+  TextTable p({"stream variant", "exports"}, {false, true});
+  for (const auto& [k, n] : s.by_variant) p.add({k, fmt::format("{}", n)});
+  out += "\n" + p.render();
+  return out;
+}
+
+std::string list_json(const DriverImage& img, const ExportsOptions& o,
+                      const std::vector<const Export*>& list) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().kv("schema", "cudatool.exports/1").kv("path", img.path());
+  if (!o.filter.empty()) w.kv("filter", o.filter);
+  w.kv("count", list.size());
+  w.key("exports").begin_array();
+  for (const Export* e : list) {
+    w.begin_object();
+    w.kv("name", e->sym.name).kv_hex("address", e->sym.st_value).kv("size", e->sym.st_size);
+    w.kv("type", elf::symbol_type_name(e->sym.type()))
+        .kv("binding", elf::symbol_binding_name(e->sym.binding()));
+    w.kv("visibility", elf::symbol_visibility_name(e->sym.visibility()));
+    w.kv("section", section_name(img, e->sym));
+    w.kv_or_null("symbol_version", e->version);
+    w.kv("base", e->api.base);
+    if (e->api.version == 0)
+      w.key("api_version").null();
+    else
+      w.kv("api_version", e->api.version);
+    if (e->api.variant == cuda::StreamVariant::kNone)
+      w.key("variant").null();
+    else
+      w.kv("variant", cuda::variant_name(e->api.variant));
+    w.kv("domain", e->api.domain).kv("driver_api", e->api.is_driver_api);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.finish();
+  return out;
+}
+
+std::string list_text(const std::vector<const Export*>& list) {
+  std::string out;
+  TextTable t({"address", "size", "type", "bind", "name", "base", "ver", "variant", "domain"},
+              {true, true, false, false, false, false, false, false, false});
+  for (const Export* e : list) {
+    t.add({hex(e->sym.st_value), fmt::format("{}", e->sym.st_size),
+           elf::symbol_type_name(e->sym.type()), elf::symbol_binding_name(e->sym.binding()),
+           std::string(e->sym.name), std::string(e->api.base),
+           e->api.version ? fmt::format("v{}", e->api.version) : "-",
+           e->api.variant == cuda::StreamVariant::kNone
+               ? "-"
+               : std::string(cuda::variant_name(e->api.variant)),
+           std::string(e->api.domain)});
+  }
+  out = t.render();
+  out += fmt::format("{} exports\n", list.size());
+  return out;
+}
+
 int run_exports(const ExportsOptions& o) {
   if (!o.filter.empty()) {
     if (auto why = glob_problem(o.filter)) {
@@ -90,95 +195,9 @@ int run_exports(const ExportsOptions& o) {
   std::string out;
   if (o.summary) {
     Summary s = summarize(list);
-    if (o.json) {
-      JsonWriter w(out);
-      w.begin_object().kv("schema", "cudatool.exports-summary/1").kv("path", img->path());
-      if (!o.filter.empty()) w.kv("filter", o.filter);
-      w.kv("exports", s.total).kv("api_base_names", s.bases.size());
-      w.key("by_domain").begin_array();
-      for (const auto& [k, d] : s.by_domain) {
-        w.begin_object()
-            .kv("domain", k)
-            .kv("exports", d.exports)
-            .kv("base_names", d.bases.size())
-            .end_object();
-      }
-      w.end_array();
-      w.key("by_version").begin_array();
-      for (const auto& [k, n] : s.by_version) {
-        w.begin_object().kv("version", version_label(k)).kv("count", n).end_object();
-      }
-      w.end_array();
-      w.key("by_variant").begin_array();
-      for (const auto& [k, n] : s.by_variant)
-        w.begin_object().kv("variant", k).kv("count", n).end_object();
-      w.end_array();
-      w.end_object();
-      w.finish();
-    } else {
-      out += fmt::format("{} exports, {} distinct API base names{}\n\n", s.total, s.bases.size(),
-                         o.filter.empty() ? "" : fmt::format(" (filter {})", o.filter));
-      std::vector<std::pair<std::string_view, const Summary::Domain*>> doms;
-      for (const auto& [k, d] : s.by_domain) doms.emplace_back(k, &d);
-      std::stable_sort(doms.begin(), doms.end(), [](const auto& a, const auto& b) {
-        return a.second->exports > b.second->exports;
-      });
-      TextTable t({"domain", "exports", "base names"}, {false, true, true});
-      for (const auto& [k, d] : doms) {
-        t.add({std::string(k), fmt::format("{}", d->exports), fmt::format("{}", d->bases.size())});
-      }
-      out += t.render();
-      TextTable v({"version suffix", "exports"}, {false, true});
-      for (const auto& [k, n] : s.by_version) v.add({version_label(k), fmt::format("{}", n)});
-      out += "\n" + v.render();
-      TextTable p({"stream variant", "exports"}, {false, true});
-      for (const auto& [k, n] : s.by_variant) p.add({k, fmt::format("{}", n)});
-      out += "\n" + p.render();
-    }
-  } else if (o.json) {
-    JsonWriter w(out);
-    w.begin_object().kv("schema", "cudatool.exports/1").kv("path", img->path());
-    if (!o.filter.empty()) w.kv("filter", o.filter);
-    w.kv("count", list.size());
-    w.key("exports").begin_array();
-    for (const Export* e : list) {
-      w.begin_object();
-      w.kv("name", e->sym.name).kv_hex("address", e->sym.st_value).kv("size", e->sym.st_size);
-      w.kv("type", elf::symbol_type_name(e->sym.type()))
-          .kv("binding", elf::symbol_binding_name(e->sym.binding()));
-      w.kv("visibility", elf::symbol_visibility_name(e->sym.visibility()));
-      w.kv("section", section_name(*img, e->sym));
-      w.kv_or_null("symbol_version", e->version);
-      w.kv("base", e->api.base);
-      if (e->api.version == 0)
-        w.key("api_version").null();
-      else
-        w.kv("api_version", e->api.version);
-      if (e->api.variant == cuda::StreamVariant::kNone)
-        w.key("variant").null();
-      else
-        w.kv("variant", cuda::variant_name(e->api.variant));
-      w.kv("domain", e->api.domain).kv("driver_api", e->api.is_driver_api);
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-    w.finish();
+    out = o.json ? summary_json(*img, o, s) : summary_text(o, s);
   } else {
-    TextTable t({"address", "size", "type", "bind", "name", "base", "ver", "variant", "domain"},
-                {true, true, false, false, false, false, false, false, false});
-    for (const Export* e : list) {
-      t.add({hex(e->sym.st_value), fmt::format("{}", e->sym.st_size),
-             elf::symbol_type_name(e->sym.type()), elf::symbol_binding_name(e->sym.binding()),
-             std::string(e->sym.name), std::string(e->api.base),
-             e->api.version ? fmt::format("v{}", e->api.version) : "-",
-             e->api.variant == cuda::StreamVariant::kNone
-                 ? "-"
-                 : std::string(cuda::variant_name(e->api.variant)),
-             std::string(e->api.domain)});
-    }
-    out = t.render();
-    out += fmt::format("{} exports\n", list.size());
+    out = o.json ? list_json(*img, o, list) : list_text(list);
   }
   emit(out);
   return report_diagnostics(img->diagnostics());

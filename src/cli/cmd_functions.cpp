@@ -199,7 +199,9 @@ class OutBuffer {
   size_t pos_ = 0;
 };
 
-void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOptions& o) {
+// The head: the file, the map's counts, the names' sources and the gaps' totals.
+std::string text_head(DriverImage& img, const FunctionMap& map, const FunctionsOptions& o,
+                      const std::vector<Gap>& gaps) {
   std::string out;
   auto fns = map.functions();
   auto it = std::back_inserter(out);
@@ -220,9 +222,7 @@ void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOption
   }
   uint64_t exec_bytes = 0;
   for (const auto& r : map.exec_ranges()) exec_bytes += r.end - r.start;
-  std::vector<Gap> gaps;
   if (o.gaps) {
-    gaps = map.gaps(true);
     Coverage c = coverage(map, gaps);
     fmt::format_to(it,
                    "{:<14}{} of {} executable bytes lie in no FDE: {} gaps ({} padding, {} "
@@ -237,6 +237,15 @@ void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOption
                    "gaps", bytes, exec_bytes, n);
   }
 
+  return out;
+}
+
+void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOptions& o) {
+  auto fns = map.functions();
+  std::vector<Gap> gaps;
+  if (o.gaps) gaps = map.gaps(true);
+  std::string out = text_head(img, map, o, gaps);
+  auto it = std::back_inserter(out);
   // Column width from the largest address, so every row lines up without a second pass.
   uint64_t top = 0;
   for (const auto& r : map.exec_ranges()) top = std::max(top, r.end);

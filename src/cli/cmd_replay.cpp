@@ -64,9 +64,11 @@ bool put_report(const ReplayCliOptions& o, std::ofstream& f, const std::string& 
   return true;
 }
 
-int run_replay_cmd(ReplayCliOptions& o) {
+// The positionals at "--": the traces before it, the command after; false (said) when they do
+// not make a run.
+bool split_args(const ReplayCliOptions& o, std::vector<std::string>& traces,
+                std::vector<std::string>& command) {
   // Split the positionals at "--": traces before it, the command after.
-  std::vector<std::string> traces, command;
   auto dash = std::find(o.args.begin(), o.args.end(), "--");
   size_t want = o.bisect ? 2 : 1;
   if (dash != o.args.end()) {
@@ -78,7 +80,7 @@ int run_replay_cmd(ReplayCliOptions& o) {
   if (traces.size() != want) {
     print_error(o.bisect ? "replay --bisect: give GOOD.trace BAD.trace, then -- CMD [ARGS...]"
                          : "replay: give one TRACE, then -- CMD [ARGS...]");
-    return kExitBadInput;
+    return false;
   }
   if (command.empty()) {
     print_error(o.bisect ? fmt::format("replay --bisect: no command to run ('{}' was taken as "
@@ -87,49 +89,58 @@ int run_replay_cmd(ReplayCliOptions& o) {
                                        traces[1])
                          : std::string("replay: no command to run: cudatool replay TRACE -- CMD "
                                        "[ARGS...]"));
-    return kExitBadInput;
+    return false;
   }
   if (o.deadline < 0) {
     print_error("replay: --deadline: seconds, 0 for none");
-    return kExitBadInput;
+    return false;
   }
-  // Outputs that would overwrite a trace this command reads are refused before anything runs.
+  return true;
+}
+
+// Outputs that would overwrite a trace this command reads are refused before anything runs.
+bool outputs_usable(const ReplayCliOptions& o, const std::vector<std::string>& traces) {
   const std::string_view second = traces.size() > 1 ? std::string_view(traces[1]) : "";
   if (!o.report.empty() &&
       !usable_output("--report", o.report, {traces[0], second}, OutputKind::kText, o.force)) {
-    return kExitBadInput;
+    return false;
   }
   if (!o.output.empty() &&
       !usable_output("-o", o.output, {traces[0], second}, OutputKind::kTrace, o.force)) {
+    return false;
+  }
+  return true;
+}
+
+int run_bisect_cmd(const ReplayCliOptions& o, const std::vector<std::string>& traces,
+                   const std::vector<std::string>& command, std::ofstream& report_file) {
+  if (!o.injects.empty() || !o.output.empty() || !o.keep.empty() || o.program_status ||
+      !o.functions.empty()) {
+    print_error(
+        "replay --bisect: --inject, -o, --keep, --program-status and --functions belong to a "
+        "single replay");
     return kExitBadInput;
   }
-  std::ofstream report_file;
-  if (!open_report(o, report_file)) return kExitBadInput;
-  if (o.bisect) {
-    if (!o.injects.empty() || !o.output.empty() || !o.keep.empty() || o.program_status ||
-        !o.functions.empty()) {
-      print_error(
-          "replay --bisect: --inject, -o, --keep, --program-status and --functions belong to a "
-          "single replay");
-      return kExitBadInput;
-    }
-    replay::BisectOptions bo;
-    bo.good = traces[0];
-    bo.bad = traces[1];
-    bo.argv = command;
-    bo.fails_if = o.fails_if;
-    bo.deadline_s = o.deadline;
-    bo.shim = o.shim;
-    auto r = replay::run_bisect(bo);
-    if (!r) {
-      print_error(r.error());
-      return kExitBadInput;
-    }
-    if (!put_report(o, report_file, o.json ? render_bisect_json(*r) : render_bisect_text(*r))) {
-      return kExitBadInput;
-    }
-    return r->found ? kExitFindings : kExitOk;
+  replay::BisectOptions bo;
+  bo.good = traces[0];
+  bo.bad = traces[1];
+  bo.argv = command;
+  bo.fails_if = o.fails_if;
+  bo.deadline_s = o.deadline;
+  bo.shim = o.shim;
+  auto r = replay::run_bisect(bo);
+  if (!r) {
+    print_error(r.error());
+    return kExitBadInput;
   }
+  if (!put_report(o, report_file, o.json ? render_bisect_json(*r) : render_bisect_text(*r))) {
+    return kExitBadInput;
+  }
+  return r->found ? kExitFindings : kExitOk;
+}
+
+int run_single_cmd(const ReplayCliOptions& o, const std::vector<std::string>& traces,
+                   const std::vector<std::string>& command, std::ofstream& report_file) {
   if (!o.fails_if.empty()) {
     print_error("replay: --fails-if belongs to --bisect");
     return kExitBadInput;
@@ -183,6 +194,44 @@ int run_replay_cmd(ReplayCliOptions& o) {
   }
   return damaged ? kExitBadInput : r->verdict;
 }
+
+int run_replay_cmd(ReplayCliOptions& o) {
+  std::vector<std::string> traces, command;
+  if (!split_args(o, traces, command) || !outputs_usable(o, traces)) return kExitBadInput;
+  std::ofstream report_file;
+  if (!open_report(o, report_file)) return kExitBadInput;
+  return o.bisect ? run_bisect_cmd(o, traces, command, report_file)
+                  : run_single_cmd(o, traces, command, report_file);
+}
+
+constexpr const char* kReplayFooter =
+    "Examples:\n"
+    "  cudatool replay run.trace -- ./work kern.cubin\n"
+    "  cudatool replay a.trace --inject cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,"
+    "status=NV_ERR_NOT_SUPPORTED -- ./work\n"
+    "  cudatool replay a.trace --inject seq=44,status=0x56 --inject seq=88,errno=ENOMEM -- "
+    "./work\n"
+    "  cudatool replay a.trace -o replayed.trace -- ./work && cudatool ab a.trace "
+    "replayed.trace\n"
+    "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
+    "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB && cudatool "
+    "decode f.trace --functions\n"
+    "  cudatool replay a.trace --execute stop -- ./work kern.cubin\n"
+    "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"
+    "/dev/nvidia* calls are answered from TRACE (never the host's device nodes; nothing is\n"
+    "created), its view of /proc/driver/nvidia and /sys comes from the trace, and a minimal\n"
+    "fake GPU carries out channel work: semaphores, copies and fills (video memory is backed\n"
+    "by the replay), and compute launches, completed without running the kernel (--execute\n"
+    "none: the results are not the GPU's) and reported with the kernel's name, grid, block and\n"
+    "parameters. A program that waits for what the fake GPU cannot do is stopped after\n"
+    "--deadline and the report says where it waits. The report goes to stderr (stdout is the\n"
+    "program's).\n"
+
+    "Exit status (the verdict, not the program's: see --program-status): 0 every device call\n"
+    "was answered in order from the recording and the program ended; 1 deviations (unrecorded,\n"
+    "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"
+    "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
+    "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.";
 
 }  // namespace
 
@@ -253,34 +302,7 @@ void register_replay(CLI::App& app, int* exit_code) {
   // so that `--bisect GOOD BAD -- CMD` leaves one trace positional.
   cmd->add_option("TRACE", o->trace, "the recording (BAD.trace with --bisect GOOD.trace)");
   cmd->add_option("CMD", o->command, "the command to run, after --")->take_all();
-  cmd->footer(
-      "Examples:\n"
-      "  cudatool replay run.trace -- ./work kern.cubin\n"
-      "  cudatool replay a.trace --inject cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,nth=1,"
-      "status=NV_ERR_NOT_SUPPORTED -- ./work\n"
-      "  cudatool replay a.trace --inject seq=44,status=0x56 --inject seq=88,errno=ENOMEM -- "
-      "./work\n"
-      "  cudatool replay a.trace -o replayed.trace -- ./work && cudatool ab a.trace "
-      "replayed.trace\n"
-      "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
-      "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB && cudatool "
-      "decode f.trace --functions\n"
-      "  cudatool replay a.trace --execute stop -- ./work kern.cubin\n"
-      "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"
-      "/dev/nvidia* calls are answered from TRACE (never the host's device nodes; nothing is\n"
-      "created), its view of /proc/driver/nvidia and /sys comes from the trace, and a minimal\n"
-      "fake GPU carries out channel work: semaphores, copies and fills (video memory is backed\n"
-      "by the replay), and compute launches, completed without running the kernel (--execute\n"
-      "none: the results are not the GPU's) and reported with the kernel's name, grid, block and\n"
-      "parameters. A program that waits for what the fake GPU cannot do is stopped after\n"
-      "--deadline and the report says where it waits. The report goes to stderr (stdout is the\n"
-      "program's).\n"
-
-      "Exit status (the verdict, not the program's: see --program-status): 0 every device call\n"
-      "was answered in order from the recording and the program ended; 1 deviations (unrecorded,\n"
-      "out-of-order, skipped calls), or the program was stopped or killed; 2 bad input: an\n"
-      "unreadable trace, a bad --inject, a library of another driver version than the trace's.\n"
-      "--bisect: 1 when a culprit set was found, 0 when not. See docs/replay.md.");
+  cmd->footer(kReplayFooter);
   cmd->callback([o, exit_code] {
     // `--functions TRACE`: CLI11 gave the trace to --functions as its GLOBS.
     if (o->trace.empty() && !o->functions.empty() && o->functions.find('*') == std::string::npos &&

@@ -207,6 +207,65 @@ void json_rows(JsonWriter& w, std::string_view key, const std::vector<trace::Cou
   w.end_array();
 }
 
+// One object of the tree, at `depth`.
+void write_object_json(JsonWriter& w, const trace::ObjectInfo& x, size_t depth) {
+  w.begin_object().kv("depth", depth).kv_hex("client", x.client).kv_hex("handle", x.handle);
+  w.key("parent");
+  if (x.parent == 0) {
+    w.null();
+  } else {
+    w.hex(x.parent);
+  }
+  w.key("class");
+  if (x.cls) {
+    w.hex(*x.cls);
+  } else {
+    w.null();
+  }
+  w.key("class_name");
+  if (x.class_name.empty()) {
+    w.null();
+  } else {
+    w.value(x.class_name);
+  }
+  w.key("rm_class");
+  if (x.rm_class.empty()) {
+    w.null();
+  } else {
+    w.value(x.rm_class);
+  }
+  w.kv("created_by", x.created_by).kv("tid", x.tid).kv("orphan", x.orphan);
+  w.key("alloc").begin_object().kv("seq", x.alloc_seq).kv("t_ns", x.alloc_t_ns).end_object();
+  w.key("free");
+  if (x.freed) {
+    w.begin_object().kv("seq", x.free_seq).kv("t_ns", x.free_t_ns);
+    w.key("with");
+    if (x.freed_with) {
+      w.hex(*x.freed_with);
+    } else {
+      w.null();
+    }
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.kv("children", x.children.size());
+  w.end_object();
+}
+
+// The objects: counts and the tree (allocation order, children under their parent).
+void write_objects_json(JsonWriter& w, const trace::TraceStats& s) {
+  w.key("objects").begin_object();
+  w.kv("allocated", s.objects.size()).kv("freed", s.objects_freed);
+  w.kv("never_freed", s.objects_never_freed).kv("frees_of_unknown", s.frees_of_unknown);
+  w.kv("not_tracked", s.objects_not_tracked);
+  w.key("tree").begin_array();
+  for (auto [i, depth] : preorder(s)) {
+    write_object_json(w, s.objects[i], depth);
+  }
+  w.end_array().end_object();
+}
+
 std::string render_json(const StatsOptions& o, const TraceInput& in, const trace::TraceStats& s,
                         const Diagnostics& diag, const ApiSection& api) {
   std::string out;
@@ -251,57 +310,7 @@ std::string render_json(const StatsOptions& o, const TraceInput& in, const trace
     w.end_object();
   }
   w.end_array();
-  w.key("objects").begin_object();
-  w.kv("allocated", s.objects.size()).kv("freed", s.objects_freed);
-  w.kv("never_freed", s.objects_never_freed).kv("frees_of_unknown", s.frees_of_unknown);
-  w.kv("not_tracked", s.objects_not_tracked);
-  w.key("tree").begin_array();
-  for (auto [i, depth] : preorder(s)) {
-    const trace::ObjectInfo& x = s.objects[i];
-    w.begin_object().kv("depth", depth).kv_hex("client", x.client).kv_hex("handle", x.handle);
-    w.key("parent");
-    if (x.parent == 0) {
-      w.null();
-    } else {
-      w.hex(x.parent);
-    }
-    w.key("class");
-    if (x.cls) {
-      w.hex(*x.cls);
-    } else {
-      w.null();
-    }
-    w.key("class_name");
-    if (x.class_name.empty()) {
-      w.null();
-    } else {
-      w.value(x.class_name);
-    }
-    w.key("rm_class");
-    if (x.rm_class.empty()) {
-      w.null();
-    } else {
-      w.value(x.rm_class);
-    }
-    w.kv("created_by", x.created_by).kv("tid", x.tid).kv("orphan", x.orphan);
-    w.key("alloc").begin_object().kv("seq", x.alloc_seq).kv("t_ns", x.alloc_t_ns).end_object();
-    w.key("free");
-    if (x.freed) {
-      w.begin_object().kv("seq", x.free_seq).kv("t_ns", x.free_t_ns);
-      w.key("with");
-      if (x.freed_with) {
-        w.hex(*x.freed_with);
-      } else {
-        w.null();
-      }
-      w.end_object();
-    } else {
-      w.null();
-    }
-    w.kv("children", x.children.size());
-    w.end_object();
-  }
-  w.end_array().end_object();
+  write_objects_json(w, s);
   w.key("slowest").begin_array();
   for (const trace::SlowCall& c : s.slowest) {
     w.begin_object().kv("seq", c.seq).kv("t_ns", c.t_ns).kv("dur_ns", c.dur_ns);
