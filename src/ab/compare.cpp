@@ -165,11 +165,9 @@ std::string joined(const std::vector<std::string>& v, std::string_view sep) {
   return s;
 }
 
-// What the two recordings are, before what they say: drivers and GPUs first.
-// `reach_a`, `reach_b`: what of A (of B) the other's recording could not hold.
-std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b,
-                                     const OutOfReach& reach_a, const OutOfReach& reach_b) {
-  std::vector<HeaderNote> out;
+// The drivers of the two recordings, and the tables they are read with.
+void driver_notes(const NormalizedTrace& a, const NormalizedTrace& b,
+                  std::vector<HeaderNote>& out) {
   const trace::Header& ha = a.header;
   const trace::Header& hb = b.header;
   std::string da = ha.driver_version.value_or(""), db = hb.driver_version.value_or("");
@@ -189,6 +187,12 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
                   ? std::string()
                   : ", for the libcuda its module records name: " + t->libcuda_version));
   }
+}
+
+// The GPUs: their names, PCI ids and identities.
+void gpu_notes(const NormalizedTrace& a, const NormalizedTrace& b, std::vector<HeaderNote>& out) {
+  const trace::Header& ha = a.header;
+  const trace::Header& hb = b.header;
   std::string ga = ha.gpu, gb = hb.gpu;
   std::string pa = pci_text(a.gpu.pci_id), pb = pci_text(b.gpu.pci_id);
   if (!ga.empty() && !gb.empty() && ga != gb) {
@@ -207,6 +211,13 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
              ": the lines above); their UUIDs, PCI locations, gpuIds, board ids and serials are "
              "compared as these names, so a GPU used consistently is no divergence");
   }
+}
+
+// How each was recorded: tables, command, mode (and the exits the other mode cannot see).
+void recording_notes(const NormalizedTrace& a, const NormalizedTrace& b, const OutOfReach& reach_a,
+                     const OutOfReach& reach_b, std::vector<HeaderNote>& out) {
+  const trace::Header& ha = a.header;
+  const trace::Header& hb = b.header;
   if (a.tables != b.tables) {
     note(out, "driver_branch", std::string(a.tables->info().id), std::string(b.tables->info().id),
          false,
@@ -232,6 +243,13 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
     }
     note(out, "mode", ha.mode, hb.mode, false, text);
   }
+}
+
+// What of each the other's recording could not hold: call kinds, captured bytes, environment.
+void reach_notes(const NormalizedTrace& a, const NormalizedTrace& b, const OutOfReach& reach_a,
+                 const OutOfReach& reach_b, std::vector<HeaderNote>& out) {
+  const trace::Header& ha = a.header;
+  const trace::Header& hb = b.header;
   for (const auto* t : {&a, &b}) {
     const OutOfReach& reach = t == &a ? reach_a : reach_b;
     size_t n = static_cast<size_t>(std::count_if(
@@ -287,6 +305,19 @@ std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedT
                                ")"
                          : "on paths outside " + them + "'s env globs (" + other.header.env + ")"));
   }
+}
+
+// What the two recordings are, before what they say: drivers and GPUs first.
+// `reach_a`, `reach_b`: what of A (of B) the other's recording could not hold.
+std::vector<HeaderNote> header_notes(const NormalizedTrace& a, const NormalizedTrace& b,
+                                     const OutOfReach& reach_a, const OutOfReach& reach_b) {
+  std::vector<HeaderNote> out;
+  const trace::Header& ha = a.header;
+  const trace::Header& hb = b.header;
+  driver_notes(a, b, out);
+  gpu_notes(a, b, out);
+  recording_notes(a, b, reach_a, reach_b, out);
+  reach_notes(a, b, reach_a, reach_b, out);
   if (!ha.host.empty() && !hb.host.empty() && ha.host != hb.host) {
     note(out, "host", ha.host, hb.host, false, "different hosts: A " + ha.host + ", B " + hb.host);
   }

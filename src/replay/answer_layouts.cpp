@@ -250,6 +250,76 @@ int buffer_of_role(std::string_view role, bool xfer) {
   return -1;
 }
 
+namespace {
+
+// The layout of a root buffer (arg, xfer: the escape's or UVM call's; params: the control's or
+// the allocated class's), or null.
+const rm::StructEntry* root_layout(const rm::Tables& t, const IoctlView& v, int buf) {
+  const rm::StructEntry* s = nullptr;
+  if (buf == RP_BUF_ARG || buf == RP_BUF_XFER) {
+    if (v.uvm != nullptr) {
+      if (const rm::UvmEntry* u = t.find_uvm(v.nr)) s = t.find_struct(u->params);
+    } else if (const rm::EscapeEntry* e = t.find_escape(v.nr)) {
+      s = t.find_struct(e->type);
+      if (v.esc != nullptr && !e->alt_type.empty() && e->alt_size >= 0 &&
+          static_cast<uint32_t>(e->alt_size) == v.esc->size) {
+        s = t.find_struct(e->alt_type);
+      }
+    }
+  } else if (buf == RP_BUF_PARAMS || buf == RP_BUF_XPARAMS) {
+    if (v.cmd != 0) {
+      if (const rm::CtrlEntry* c = t.find_control(v.cmd)) s = t.find_struct(c->params);
+    } else if (v.cls != 0) {
+      if (const rm::ClassEntry* c = t.find_class(v.cls)) s = t.find_struct(c->alloc_params);
+    }
+  }
+  return s;
+}
+
+// Into the buffer behind pointer member `role` ("params.grInfoList", "params.list[3].ptr"): the
+// trace must hold it (v2, role "<buf>.<member>"). `rest` may go on to an element, by the pointer
+// rule RM copies it by ("[3].data"), or a member of the first (".data"). "" or why not.
+std::string enter_pointee(const rm::Tables& t, const trace::Event& ev, const IoctlView& v,
+                          const std::string& role, std::string_view& rest, MemberPlace& m,
+                          uint64_t& off, const rm::StructEntry*& s, uint32_t& width) {
+  auto held = std::find_if(ev.nested.begin(), ev.nested.end(),
+                           [&](const trace::Buffer& b) { return b.role == role; });
+  if (held == ev.nested.end()) return fmt::format("the recording holds no buffer {}", role);
+  m.buf = RP_BUF_MEMBER;
+  m.role = role;
+  off = 0;
+  s = nullptr;
+  width = 0;
+  const rm::PointerRule* r =
+      v.cmd != 0   ? t.find_pointer_rule(rm::PointerKind::kControl, v.cmd, role)
+      : v.cls != 0 ? t.find_pointer_rule(rm::PointerKind::kAlloc, v.cls, role)
+                   : nullptr;
+  const rm::StructEntry* elem =
+      r != nullptr && !r->elem_type.empty() ? t.find_struct(r->elem_type) : nullptr;
+  if (elem != nullptr && elem->size <= 0) elem = nullptr;
+  if (!rest.empty() && rest[0] == '[') {
+    if (elem == nullptr) {
+      return fmt::format("{} is a buffer of bytes: name the byte, {}+OFFSET", role, role);
+    }
+    size_t close = rest.find(']');
+    auto idx =
+        close == std::string_view::npos ? std::nullopt : parse_number(rest.substr(1, close - 1));
+    if (!idx) return fmt::format("bad index in '{}'", rest);
+    uint64_t count = held->size / static_cast<uint64_t>(elem->size);
+    if (*idx >= count) {
+      return fmt::format("{}[{}]: the recorded buffer holds {} {}", role, *idx, count, elem->name);
+    }
+    off = *idx * static_cast<uint64_t>(elem->size);
+    rest = rest.substr(close + 1);
+    s = elem;
+  } else if (!rest.empty() && rest[0] == '.') {
+    s = elem;  // a member of the first element
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<MemberPlace> resolve_member(const rm::Tables& t, const trace::Event& ev, const IoctlView& v,
                                    std::string_view path) {
   auto fail = [&](std::string why) {
@@ -263,25 +333,7 @@ Result<MemberPlace> resolve_member(const rm::Tables& t, const trace::Event& ev, 
   if (m.buf < 0 || m.buf == RP_BUF_MEMBER) {
     return fail(fmt::format("'{}': the path starts with arg, params, xfer or rights", root));
   }
-  // The layout of the root buffer.
-  const rm::StructEntry* s = nullptr;
-  if (m.buf == RP_BUF_ARG || m.buf == RP_BUF_XFER) {
-    if (v.uvm != nullptr) {
-      if (const rm::UvmEntry* u = t.find_uvm(v.nr)) s = t.find_struct(u->params);
-    } else if (const rm::EscapeEntry* e = t.find_escape(v.nr)) {
-      s = t.find_struct(e->type);
-      if (v.esc != nullptr && !e->alt_type.empty() && e->alt_size >= 0 &&
-          static_cast<uint32_t>(e->alt_size) == v.esc->size) {
-        s = t.find_struct(e->alt_type);
-      }
-    }
-  } else if (m.buf == RP_BUF_PARAMS || m.buf == RP_BUF_XPARAMS) {
-    if (v.cmd != 0) {
-      if (const rm::CtrlEntry* c = t.find_control(v.cmd)) s = t.find_struct(c->params);
-    } else if (v.cls != 0) {
-      if (const rm::ClassEntry* c = t.find_class(v.cls)) s = t.find_struct(c->alloc_params);
-    }
-  }
+  const rm::StructEntry* s = root_layout(t, v, m.buf);
   std::string_view rest = cut == std::string_view::npos ? std::string_view() : path.substr(cut);
   uint64_t off = 0;
   uint32_t width = 0;
@@ -307,45 +359,9 @@ Result<MemberPlace> resolve_member(const rm::Tables& t, const trace::Event& ev, 
     const rm::FieldEntry* f = t.find_field(*s, name);
     if (f == nullptr) return fail(fmt::format("{} has no member '{}'", s->name, name));
     if (f->type == "NvP64" && !rest.empty()) {
-      // The buffer behind a pointer member: the trace must hold it (v2, role "<buf>.<member>",
-      // the path so far: "params.grInfoList", "params.list[3].ptr").
       std::string role(path.substr(0, path.size() - rest.size()));
-      auto held = std::find_if(ev.nested.begin(), ev.nested.end(),
-                               [&](const trace::Buffer& b) { return b.role == role; });
-      if (held == ev.nested.end())
-        return fail(fmt::format("the recording holds no buffer {}", role));
-      m.buf = RP_BUF_MEMBER;
-      m.role = role;
-      off = 0;
-      s = nullptr;
-      width = 0;
-      // Its elements, by the pointer rule RM copies it by: "params.grInfoList[3].data".
-      const rm::PointerRule* r =
-          v.cmd != 0   ? t.find_pointer_rule(rm::PointerKind::kControl, v.cmd, role)
-          : v.cls != 0 ? t.find_pointer_rule(rm::PointerKind::kAlloc, v.cls, role)
-                       : nullptr;
-      const rm::StructEntry* elem =
-          r != nullptr && !r->elem_type.empty() ? t.find_struct(r->elem_type) : nullptr;
-      if (elem != nullptr && elem->size <= 0) elem = nullptr;
-      if (!rest.empty() && rest[0] == '[') {
-        if (elem == nullptr) {
-          return fail(fmt::format("{} is a buffer of bytes: name the byte, {}+OFFSET", role, role));
-        }
-        size_t close = rest.find(']');
-        auto idx = close == std::string_view::npos ? std::nullopt
-                                                   : parse_number(rest.substr(1, close - 1));
-        if (!idx) return fail(fmt::format("bad index in '{}'", rest));
-        uint64_t count = held->size / static_cast<uint64_t>(elem->size);
-        if (*idx >= count) {
-          return fail(fmt::format("{}[{}]: the recorded buffer holds {} {}", role, *idx, count,
-                                  elem->name));
-        }
-        off = *idx * static_cast<uint64_t>(elem->size);
-        rest = rest.substr(close + 1);
-        s = elem;
-      } else if (!rest.empty() && rest[0] == '.') {
-        s = elem;  // a member of the first element
-      }
+      if (std::string why = enter_pointee(t, ev, v, role, rest, m, off, s, width); !why.empty())
+        return fail(why);
       continue;
     }
     off += f->offset;

@@ -264,6 +264,127 @@ std::string status_name(const rm::Tables& t, uint32_t v) {
   return s ? std::string(s->name) : fmt::format("0x{:x}", v);
 }
 
+// The recorded call an injection names (its index in the table's events), or why none.
+Result<uint32_t> injected_event(Ctx& c, const Injection& inj,
+                                const std::vector<uint32_t>& by_trace) {
+  auto fail = [&](std::string why) {
+    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+  };
+  std::optional<uint32_t> cmd, cls;
+  if (!inj.cmd.empty()) {
+    if (auto n = parse_number(inj.cmd)) {
+      cmd = static_cast<uint32_t>(*n);
+    } else {
+      for (const rm::CtrlEntry& e : c.t.controls()) {
+        if (e.name == inj.cmd) cmd = e.id;
+      }
+    }
+    if (!cmd)
+      return fail(fmt::format("no control command {} in the tables of {}", inj.cmd, c.t.info().id));
+  }
+  if (!inj.cls.empty()) {
+    if (auto n = parse_number(inj.cls)) {
+      cls = static_cast<uint32_t>(*n);
+    } else {
+      for (const rm::ClassEntry& e : c.t.classes()) {
+        if (e.name == inj.cls) cls = e.id;
+      }
+    }
+    if (!cls) return fail(fmt::format("no class {} in the tables of {}", inj.cls, c.t.info().id));
+  }
+  uint32_t seen = 0;
+  for (uint32_t k : by_trace) {
+    const rp_event& e = c.b.events[k];
+    const trace::Event& ev = c.rec.events[e.index];
+    bool m = false;
+    if (inj.seq) {
+      m = ev.seq == *inj.seq;
+    } else if (cmd) {
+      m = (e.flags & RP_EVF_CONTROL) && e.id.cmd == *cmd;
+    } else if (cls) {
+      m = c.views[k].esc && (c.views[k].esc->flags & RP_ESCF_ALLOC) && e.id.cls == *cls;
+    } else {
+      m = c.rec.norm->events[e.index].call == inj.call ||
+          (ev.sys != trace::Sys::kIoctl && trace::sys_name(ev.sys) == inj.call);
+    }
+    if (m && ++seen == (inj.seq ? 1u : inj.nth)) return k;
+  }
+  if (inj.seq) return fail(fmt::format("the recording has no device call with seq {}", *inj.seq));
+  return fail(
+      fmt::format("the recording has {} such call{}, not {}", seen, seen == 1 ? "" : "s", inj.nth));
+}
+
+// status=: the call's NV_STATUS member set. Returns what changed.
+Result<std::string> inject_status(Ctx& c, const Injection& inj, uint32_t k,
+                                  const std::string& what) {
+  auto fail = [&](std::string why) {
+    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+  };
+  const trace::Event& ev = c.rec.events[c.b.events[k].index];
+  const IoctlView& v = c.views[k];
+  if (v.status_buf < 0) return fail(fmt::format("{}: the call has no NV_STATUS member", what));
+  std::optional<uint32_t> st;
+  if (auto n = parse_number(inj.status); n && *n <= 0xffffffffu) st = static_cast<uint32_t>(*n);
+  for (const rm::StatusEntry& s : c.t.statuses()) {
+    if (s.name == inj.status) st = s.value;
+  }
+  if (!st) return fail(fmt::format("no status {} in the tables of {}", inj.status, c.t.info().id));
+  const trace::Buffer* b =
+      v.status_buf == RP_BUF_XFER ? nested_role(ev, "xfer") : (ev.arg ? &*ev.arg : nullptr);
+  uint32_t old = 0;
+  if (b != nullptr) {
+    old = ByteView(b->after.data(), b->after.size())
+              .read<uint32_t>(static_cast<uint64_t>(v.status_off))
+              .value_or(0);
+  }
+  uint8_t bytes[4];
+  store_le<uint32_t>(bytes, *st);
+  c.b.patch(v.status_buf, 0, 0, static_cast<uint32_t>(v.status_off), bytes, 4);
+  return fmt::format("status {} -> {}", status_name(c.t, old), status_name(c.t, *st));
+}
+
+// member=PATH,value=V: one member of the answer set. Returns what changed.
+Result<std::string> inject_member(Ctx& c, const Injection& inj, uint32_t k,
+                                  const std::string& what) {
+  auto fail = [&](std::string why) {
+    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+  };
+  const trace::Event& ev = c.rec.events[c.b.events[k].index];
+  const IoctlView& v = c.views[k];
+  auto place = detail::resolve_member(c.t, ev, v, inj.member);
+  if (!place) return fail(place.error().message());
+  // The bytes must lie in what the recording holds of that buffer (the shim writes nothing past
+  // it) and the value must fit the member: else the change would not be the one said.
+  const trace::Buffer* held =
+      place->role == "arg" ? (ev.arg ? &*ev.arg : nullptr) : nested_role(ev, place->role);
+  uint64_t held_size = held == nullptr ? 0 : std::max(held->before.size(), held->after.size());
+  if (uint64_t{place->offset} + place->width > held_size) {
+    return fail(fmt::format(
+        "{}: member '{}' is bytes {:#x}..{:#x} of {}, and the recording "
+        "holds {} bytes of it",
+        what, inj.member, place->offset, place->offset + place->width, place->role, held_size));
+  }
+  if (place->width < 8 && (*inj.value >> (8 * place->width)) != 0) {
+    return fail(fmt::format("{}: value {:#x} does not fit member '{}' ({} bytes)", what, *inj.value,
+                            inj.member, place->width));
+  }
+  uint8_t bytes[8];
+  store_le<uint64_t>(bytes, *inj.value);
+  if (place->buf == RP_BUF_MEMBER) {
+    const trace::Buffer* nb = nested_role(ev, place->role);
+    std::string_view prefix = std::string_view(place->role).substr(0, place->role.find('.'));
+    const trace::Buffer* pb = nested_role(ev, prefix);
+    int64_t at = nb && pb ? find_pointer(*pb, nb->addr) : -1;
+    if (at < 0) return fail(fmt::format("{}: its pointer is not in {}", place->role, prefix));
+    c.b.patch(RP_BUF_MEMBER, detail::buffer_of_role(prefix, v.xfer), static_cast<uint32_t>(at),
+              place->offset, bytes, place->width,
+              static_cast<uint32_t>(std::min<uint64_t>(nb->size, NVTR_MAX_BUFFER)));
+  } else {
+    c.b.patch(place->buf, 0, 0, place->offset, bytes, place->width);
+  }
+  return fmt::format("{} = 0x{:x}", inj.member, *inj.value);
+}
+
 // Applies the injections (inject.hpp's grammar) to the events of the table.
 Status apply_injections(Ctx& c, const std::vector<Injection>& injections) {
   std::vector<uint32_t> by_trace(c.b.events.size());
@@ -271,87 +392,16 @@ Status apply_injections(Ctx& c, const std::vector<Injection>& injections) {
   std::sort(by_trace.begin(), by_trace.end(),
             [&](uint32_t a, uint32_t b) { return c.b.events[a].index < c.b.events[b].index; });
   for (const Injection& inj : injections) {
-    auto fail = [&](std::string why) {
-      return err(fmt::format("inject '{}'", inj.text), std::move(why));
-    };
-    std::optional<uint32_t> cmd, cls;
-    if (!inj.cmd.empty()) {
-      if (auto n = parse_number(inj.cmd)) {
-        cmd = static_cast<uint32_t>(*n);
-      } else {
-        for (const rm::CtrlEntry& e : c.t.controls()) {
-          if (e.name == inj.cmd) cmd = e.id;
-        }
-      }
-      if (!cmd)
-        return fail(
-            fmt::format("no control command {} in the tables of {}", inj.cmd, c.t.info().id));
-    }
-    if (!inj.cls.empty()) {
-      if (auto n = parse_number(inj.cls)) {
-        cls = static_cast<uint32_t>(*n);
-      } else {
-        for (const rm::ClassEntry& e : c.t.classes()) {
-          if (e.name == inj.cls) cls = e.id;
-        }
-      }
-      if (!cls) return fail(fmt::format("no class {} in the tables of {}", inj.cls, c.t.info().id));
-    }
-    int found = -1;
-    uint32_t seen = 0;
-    for (uint32_t k : by_trace) {
-      const rp_event& e = c.b.events[k];
-      const trace::Event& ev = c.rec.events[e.index];
-      bool m = false;
-      if (inj.seq) {
-        m = ev.seq == *inj.seq;
-      } else if (cmd) {
-        m = (e.flags & RP_EVF_CONTROL) && e.id.cmd == *cmd;
-      } else if (cls) {
-        m = c.views[k].esc && (c.views[k].esc->flags & RP_ESCF_ALLOC) && e.id.cls == *cls;
-      } else {
-        m = c.rec.norm->events[e.index].call == inj.call ||
-            (ev.sys != trace::Sys::kIoctl && trace::sys_name(ev.sys) == inj.call);
-      }
-      if (m && ++seen == (inj.seq ? 1u : inj.nth)) {
-        found = static_cast<int>(k);
-        break;
-      }
-    }
-    if (found < 0) {
-      if (inj.seq)
-        return fail(fmt::format("the recording has no device call with seq {}", *inj.seq));
-      return fail(fmt::format("the recording has {} such call{}, not {}", seen,
-                              seen == 1 ? "" : "s", inj.nth));
-    }
-    uint32_t k = static_cast<uint32_t>(found);
+    auto found = injected_event(c, inj, by_trace);
+    if (!found) return found.error();
+    uint32_t k = *found;
     rp_event& e = c.b.events[k];
     const trace::Event& ev = c.rec.events[e.index];
-    const IoctlView& v = c.views[k];
     c.b.cur = k;
     std::string what = fmt::format("seq {} {}", ev.seq, describe_event(c.rec, e.index));
-    std::string change;
+    Result<std::string> change = std::string();
     if (!inj.status.empty()) {
-      if (v.status_buf < 0) return fail(fmt::format("{}: the call has no NV_STATUS member", what));
-      std::optional<uint32_t> st;
-      if (auto n = parse_number(inj.status); n && *n <= 0xffffffffu) st = static_cast<uint32_t>(*n);
-      for (const rm::StatusEntry& s : c.t.statuses()) {
-        if (s.name == inj.status) st = s.value;
-      }
-      if (!st)
-        return fail(fmt::format("no status {} in the tables of {}", inj.status, c.t.info().id));
-      const trace::Buffer* b =
-          v.status_buf == RP_BUF_XFER ? nested_role(ev, "xfer") : (ev.arg ? &*ev.arg : nullptr);
-      uint32_t old = 0;
-      if (b != nullptr) {
-        old = ByteView(b->after.data(), b->after.size())
-                  .read<uint32_t>(static_cast<uint64_t>(v.status_off))
-                  .value_or(0);
-      }
-      uint8_t bytes[4];
-      store_le<uint32_t>(bytes, *st);
-      c.b.patch(v.status_buf, 0, 0, static_cast<uint32_t>(v.status_off), bytes, 4);
-      change = fmt::format("status {} -> {}", status_name(c.t, old), status_name(c.t, *st));
+      change = inject_status(c, inj, k, what);
     } else if (!inj.err.empty()) {
       int en = *parse_errno(inj.err);
       e.ret = -1;
@@ -363,41 +413,11 @@ Status apply_injections(Ctx& c, const std::vector<Injection>& injections) {
       e.err = 0;
       change = fmt::format("returns {}", *inj.ret);
     } else {
-      auto place = detail::resolve_member(c.t, ev, v, inj.member);
-      if (!place) return fail(place.error().message());
-      // The bytes must lie in what the recording holds of that buffer (the shim writes nothing
-      // past it) and the value must fit the member: else the change would not be the one said.
-      const trace::Buffer* held =
-          place->role == "arg" ? (ev.arg ? &*ev.arg : nullptr) : nested_role(ev, place->role);
-      uint64_t held_size = held == nullptr ? 0 : std::max(held->before.size(), held->after.size());
-      if (uint64_t{place->offset} + place->width > held_size) {
-        return fail(fmt::format(
-            "{}: member '{}' is bytes {:#x}..{:#x} of {}, and the recording "
-            "holds {} bytes of it",
-            what, inj.member, place->offset, place->offset + place->width, place->role, held_size));
-      }
-      if (place->width < 8 && (*inj.value >> (8 * place->width)) != 0) {
-        return fail(fmt::format("{}: value {:#x} does not fit member '{}' ({} bytes)", what,
-                                *inj.value, inj.member, place->width));
-      }
-      uint8_t bytes[8];
-      store_le<uint64_t>(bytes, *inj.value);
-      if (place->buf == RP_BUF_MEMBER) {
-        const trace::Buffer* nb = nested_role(ev, place->role);
-        std::string_view prefix = std::string_view(place->role).substr(0, place->role.find('.'));
-        const trace::Buffer* pb = nested_role(ev, prefix);
-        int64_t at = nb && pb ? find_pointer(*pb, nb->addr) : -1;
-        if (at < 0) return fail(fmt::format("{}: its pointer is not in {}", place->role, prefix));
-        c.b.patch(RP_BUF_MEMBER, detail::buffer_of_role(prefix, v.xfer), static_cast<uint32_t>(at),
-                  place->offset, bytes, place->width,
-                  static_cast<uint32_t>(std::min<uint64_t>(nb->size, NVTR_MAX_BUFFER)));
-      } else {
-        c.b.patch(place->buf, 0, 0, place->offset, bytes, place->width);
-      }
-      change = fmt::format("{} = 0x{:x}", inj.member, *inj.value);
+      change = inject_member(c, inj, k, what);
     }
+    if (!change) return change.error();
     e.flags |= RP_EVF_INJECTED;
-    c.out.injected.push_back(fmt::format("{}: {}", what, change));
+    c.out.injected.push_back(fmt::format("{}: {}", what, *change));
   }
   return Status::success();
 }

@@ -277,6 +277,119 @@ void set_crash_last_call(const Recording& rec, const AnswerTable& table, const R
   }
 }
 
+namespace {
+
+// A call the program made that was not answered as recorded, in order.
+Deviation live_deviation(const Recording& rec, const AnswerTable& table, const LogRecord& r,
+                         Outcome oc) {
+  Deviation d;
+  d.kind = oc == Outcome::kOutOfOrder ? "out_of_order" : "unrecorded";
+  d.outcome = oc;
+  d.replay_seq = r.seq;
+  bool has_event = r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size();
+  if (has_event) d.recorded_seq = table.calls[static_cast<size_t>(r.answered)].seq;
+  trace::Event ev = event_of(r, table);
+  CallText t = describe(rec, ev);
+  d.what = std::move(t.line);
+  d.call = std::move(t.name);
+  switch (oc) {
+    case Outcome::kOutOfOrder:
+      d.answer = fmt::format("as recorded (seq {})", d.recorded_seq.value_or(0));
+      break;
+    case Outcome::kTwin:
+      d.answer = fmt::format("like its nearest recorded twin (seq {})", d.recorded_seq.value_or(0));
+      break;
+    case Outcome::kFreelike:
+      d.answer = "succeeded (unrecorded free, unmap or close)";
+      break;
+    case Outcome::kNotSupported:
+      d.answer = r.ret == -1 ? "failed with EOPNOTSUPP (no status member)" : "NV_ERR_NOT_SUPPORTED";
+      break;
+    case Outcome::kNoDevice:
+      d.answer = "ENOENT (the recording never opened it)";
+      break;
+    case Outcome::kPassed:
+      d.answer = "carried out by the replay";
+      break;
+    default:
+      break;
+  }
+  return d;
+}
+
+// The replayed calls of the log: counts by outcome, the refusal, and each deviation.
+void add_log(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
+             ReplayReport& rep) {
+  rep.log_lost = log.lost;
+  for (const LogRecord& r : log.records) {
+    if (r.sys == RP_LOG_ENV) {
+      ++rep.env_calls;
+      continue;
+    }
+    if (r.sys == RP_LOG_REFUSED) {
+      rep.refusal = r.text;
+      rep.end = "refused";
+      continue;
+    }
+    if (r.sys < RP_OPEN || r.sys > RP_MUNMAP) continue;
+    ++rep.replayed_calls;
+    if (r.outcome < RP_OUT_ANSWERED || r.outcome > RP_OUT_PASSED) continue;
+    auto oc = static_cast<Outcome>(r.outcome - RP_OUT_ANSWERED);
+    ++rep.by_outcome[static_cast<int>(oc)];
+    if (oc == Outcome::kAnswered) continue;
+    rep.deviations.push_back(live_deviation(rec, table, r, oc));
+  }
+}
+
+// Recorded calls never asked, as runs in each role: in the middle of what the program did
+// ("skipped") or after the last call it made in that role ("not_reached").
+void add_unasked(const Recording& rec, const AnswerTable& table, const uint8_t* answered,
+                 ReplayReport& rep) {
+  for (size_t k = 0; k < table.calls.size();) {
+    if (answered[k] != 0) {
+      ++k;
+      continue;
+    }
+    size_t j = k;
+    while (j < table.calls.size() && answered[j] == 0 && table.calls[j].role == table.calls[k].role)
+      ++j;
+    bool trailing = j == table.calls.size() || table.calls[j].role != table.calls[k].role;
+    Deviation d;
+    d.kind = trailing ? "not_reached" : "skipped";
+    d.recorded_seq = table.calls[k].seq;
+    d.count = j - k;
+    if (table.calls[k].trace_index < rec.events.size()) {
+      CallText t = describe(rec, rec.events[table.calls[k].trace_index]);
+      d.what = std::move(t.line);
+      d.call = std::move(t.name);
+    }
+    rep.deviations.push_back(std::move(d));
+    k = j;
+  }
+}
+
+// 0: as recorded; 1: findings; 2: refused.
+void set_verdict(ReplayReport& rep) {
+  if (!rep.refusal.empty()) {
+    rep.verdict = 2;
+    return;
+  }
+  // GPU work left undone (a launch stopped at above all) is a finding even when the program
+  // ended. Launches completed without execution (--execute none) are not: that is the replay's
+  // stated model, and the report says that their results are not the GPU's.
+  bool finding = rep.end == "deadline" || rep.end == "time_limit" || rep.end == "stopped" ||
+                 rep.end == "signal" || !rep.unfinished.empty() || rep.compute.stopped != 0;
+  for (const Deviation& d : rep.deviations) {
+    if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
+        d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {
+      finding = true;
+    }
+  }
+  rep.verdict = finding ? 1 : 0;
+}
+
+}  // namespace
+
 void build_report(const Recording& rec, const AnswerTable& table, const ReplayLog& log,
                   const rp_state& state, const uint8_t* answered, const Environment& env,
                   ReplayReport& rep) {
@@ -312,98 +425,9 @@ void build_report(const Recording& rec, const AnswerTable& table, const ReplayLo
     if (c.handle == 0 || (c.stop == RP_CH_IDLE && c.pending == 0)) continue;
     rep.unfinished.push_back({c, unfinished_message(c)});
   }
-  rep.log_lost = log.lost;
-  for (const LogRecord& r : log.records) {
-    if (r.sys == RP_LOG_ENV) {
-      ++rep.env_calls;
-      continue;
-    }
-    if (r.sys == RP_LOG_REFUSED) {
-      rep.refusal = r.text;
-      rep.end = "refused";
-      continue;
-    }
-    if (r.sys < RP_OPEN || r.sys > RP_MUNMAP) continue;
-    ++rep.replayed_calls;
-    if (r.outcome < RP_OUT_ANSWERED || r.outcome > RP_OUT_PASSED) continue;
-    auto oc = static_cast<Outcome>(r.outcome - RP_OUT_ANSWERED);
-    ++rep.by_outcome[static_cast<int>(oc)];
-    if (oc == Outcome::kAnswered) continue;
-    Deviation d;
-    d.kind = oc == Outcome::kOutOfOrder ? "out_of_order" : "unrecorded";
-    d.outcome = oc;
-    d.replay_seq = r.seq;
-    bool has_event = r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size();
-    if (has_event) d.recorded_seq = table.calls[static_cast<size_t>(r.answered)].seq;
-    trace::Event ev = event_of(r, table);
-    CallText t = describe(rec, ev);
-    d.what = std::move(t.line);
-    d.call = std::move(t.name);
-    switch (oc) {
-      case Outcome::kOutOfOrder:
-        d.answer = fmt::format("as recorded (seq {})", d.recorded_seq.value_or(0));
-        break;
-      case Outcome::kTwin:
-        d.answer =
-            fmt::format("like its nearest recorded twin (seq {})", d.recorded_seq.value_or(0));
-        break;
-      case Outcome::kFreelike:
-        d.answer = "succeeded (unrecorded free, unmap or close)";
-        break;
-      case Outcome::kNotSupported:
-        d.answer =
-            r.ret == -1 ? "failed with EOPNOTSUPP (no status member)" : "NV_ERR_NOT_SUPPORTED";
-        break;
-      case Outcome::kNoDevice:
-        d.answer = "ENOENT (the recording never opened it)";
-        break;
-      case Outcome::kPassed:
-        d.answer = "carried out by the replay";
-        break;
-      default:
-        break;
-    }
-    rep.deviations.push_back(std::move(d));
-  }
-  // Recorded calls never asked, as runs in each role: in the middle of what the program did
-  // ("skipped") or after the last call it made in that role ("not_reached").
-  for (size_t k = 0; k < table.calls.size();) {
-    if (answered[k] != 0) {
-      ++k;
-      continue;
-    }
-    size_t j = k;
-    while (j < table.calls.size() && answered[j] == 0 && table.calls[j].role == table.calls[k].role)
-      ++j;
-    bool trailing = j == table.calls.size() || table.calls[j].role != table.calls[k].role;
-    Deviation d;
-    d.kind = trailing ? "not_reached" : "skipped";
-    d.recorded_seq = table.calls[k].seq;
-    d.count = j - k;
-    if (table.calls[k].trace_index < rec.events.size()) {
-      CallText t = describe(rec, rec.events[table.calls[k].trace_index]);
-      d.what = std::move(t.line);
-      d.call = std::move(t.name);
-    }
-    rep.deviations.push_back(std::move(d));
-    k = j;
-  }
-  if (!rep.refusal.empty()) {
-    rep.verdict = 2;
-    return;
-  }
-  // GPU work left undone (a launch stopped at above all) is a finding even when the program
-  // ended. Launches completed without execution (--execute none) are not: that is the replay's
-  // stated model, and the report says that their results are not the GPU's.
-  bool finding = rep.end == "deadline" || rep.end == "time_limit" || rep.end == "stopped" ||
-                 rep.end == "signal" || !rep.unfinished.empty() || rep.compute.stopped != 0;
-  for (const Deviation& d : rep.deviations) {
-    if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
-        d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {
-      finding = true;
-    }
-  }
-  rep.verdict = finding ? 1 : 0;
+  add_log(rec, table, log, rep);
+  add_unasked(rec, table, answered, rep);
+  set_verdict(rep);
 }
 
 }  // namespace cudatool::replay
