@@ -228,6 +228,63 @@ void PtraceRecorder::read_pointees(Thread& t, PendingCall& c) {
   }
 }
 
+uint64_t open_flags(int tid, int nr, const uint64_t* args) {
+  if (nr == SYS_open) return args[1];
+  if (nr == SYS_openat) return args[2];
+  if (nr == SYS_creat) return O_CREAT | O_WRONLY | O_TRUNC;
+  uint64_t flags = 0;
+  if (read_tracee(tid, args[2], reinterpret_cast<uint8_t*>(&flags), 8).got != 8) return 0;
+  return flags;
+}
+
+void PtraceRecorder::reset_event(Thread& t, Sys sys) {
+  Event& ev = t.pending.ev;
+  ev.seq = 0;
+  ev.t_ns = t.pending.t_entry - t0_;
+  ev.dur_ns = 0;
+  ev.has_duration = false;
+  ev.pid = t.proc->tgid;
+  ev.tid = t.tid;
+  ev.sys = sys;
+  ev.sys_raw.assign(sys_name(sys));
+  ev.fd = -1;
+  ev.path.clear();
+  ev.request = 0;
+  ev.ret = 0;
+  ev.err = 0;
+  ev.open_flags = ev.addr = ev.len = ev.prot = ev.map_flags = ev.offset = 0;
+  ev.child_pid = 0;
+  clear_env_members(ev);
+  if (sys != Sys::kIoctl) {
+    ev.arg.reset();
+    ev.nested.clear();  // an ioctl resizes them (each side is rewritten when read)
+  }
+  ev.unrecorded.clear();
+  ev.extra.clear();
+}
+
+bool PtraceRecorder::start_device(Thread& t, Sys sys, int64_t path_id) {
+  reset_event(t, sys);
+  PendingCall& c = t.pending;
+  c.path_id = path_id;
+  if (path_id >= 0) c.ev.path.assign(paths_.path(static_cast<uint32_t>(path_id)));
+  t.pending_valid = true;
+  capture_stack(t, c.ev);
+  return true;
+}
+
+bool PtraceRecorder::open_entry(Thread& t, int nr, const uint64_t* args) {
+  bool at = nr == SYS_openat || nr == SYS_openat2;
+  int dirfd = at ? static_cast<int>(static_cast<int32_t>(args[0])) : AT_FDCWD;
+  auto raw = read_tracee_string(t.tid, at ? args[1] : args[0]);
+  if (!raw) return false;
+  std::string path = resolve_path(t, dirfd, *raw);
+  if (!devices_.matches(path)) return env_open_entry(t, nr, args, path);
+  start_device(t, Sys::kOpen, intern_device(path));
+  t.pending.ev.open_flags = open_flags(t.tid, nr, args);
+  return true;
+}
+
 bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
   PendingCall& c = t.pending;
   c.nr = nr;
@@ -237,43 +294,11 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
   c.env_nr = -1;
   c.nested.clear();
   auto fd_arg = [&](int i) { return static_cast<int>(static_cast<int32_t>(args[i])); };
-  auto start = [&](Sys sys, int64_t path_id) {
-    // Reset in place (rather than assigning a new Event): the strings and buffers keep their
-    // storage from one call to the next.
-    Event& ev = c.ev;
-    ev.seq = 0;
-    ev.t_ns = c.t_entry - t0_;
-    ev.dur_ns = 0;
-    ev.has_duration = false;
-    ev.pid = t.proc->tgid;
-    ev.tid = t.tid;
-    ev.sys = sys;
-    ev.sys_raw.assign(sys_name(sys));
-    ev.fd = -1;
-    ev.path.clear();
-    ev.request = 0;
-    ev.ret = 0;
-    ev.err = 0;
-    ev.open_flags = ev.addr = ev.len = ev.prot = ev.map_flags = ev.offset = 0;
-    ev.child_pid = 0;
-    clear_env_members(ev);
-    if (sys != Sys::kIoctl) {
-      ev.arg.reset();
-      ev.nested.clear();  // an ioctl resizes them (each side is rewritten when read)
-    }
-    ev.unrecorded.clear();
-    ev.extra.clear();
-    c.path_id = path_id;
-    if (path_id >= 0) ev.path.assign(paths_.path(static_cast<uint32_t>(path_id)));
-    t.pending_valid = true;
-    capture_stack(t, ev);
-    return true;
-  };
   switch (nr) {
     case SYS_ioctl: {
       int64_t id = device_fd(t, fd_arg(0));
       if (id < 0) return false;
-      start(Sys::kIoctl, id);
+      start_device(t, Sys::kIoctl, id);
       c.ev.fd = fd_arg(0);
       c.ev.request = static_cast<uint32_t>(args[1]);  // the kernel takes an unsigned int
       read_ioctl_buffers(t, c, false);
@@ -282,33 +307,12 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
     case SYS_open:
     case SYS_creat:
     case SYS_openat:
-    case SYS_openat2: {
-      int dirfd = nr == SYS_openat || nr == SYS_openat2 ? fd_arg(0) : AT_FDCWD;
-      uint64_t name = nr == SYS_openat || nr == SYS_openat2 ? args[1] : args[0];
-      auto raw = read_tracee_string(t.tid, name);
-      if (!raw) return false;
-      std::string path = resolve_path(t, dirfd, *raw);
-      if (!devices_.matches(path)) return env_open_entry(t, nr, args, path);
-      uint32_t id = intern_device(path);
-      start(Sys::kOpen, id);
-      if (nr == SYS_open) {
-        c.ev.open_flags = args[1];
-      } else if (nr == SYS_openat) {
-        c.ev.open_flags = args[2];
-      } else if (nr == SYS_creat) {
-        c.ev.open_flags = O_CREAT | O_WRONLY | O_TRUNC;
-      } else {
-        uint64_t flags = 0;  // struct open_how: flags is its first member
-        if (read_tracee(t.tid, args[2], reinterpret_cast<uint8_t*>(&flags), 8).got == 8) {
-          c.ev.open_flags = flags;
-        }
-      }
-      return true;
-    }
+    case SYS_openat2:
+      return open_entry(t, nr, args);
     case SYS_close: {
       int64_t id = device_fd(t, fd_arg(0));
       if (id < 0) return false;
-      start(Sys::kClose, id);
+      start_device(t, Sys::kClose, id);
       c.ev.fd = fd_arg(0);
       return true;
     }
@@ -316,7 +320,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       auto lo = static_cast<uint32_t>(args[0]), hi = static_cast<uint32_t>(args[1]);
       for (const auto& [fd, id] : t.proc->fds->fds) {
         if (static_cast<uint32_t>(fd) >= lo && static_cast<uint32_t>(fd) <= hi) {
-          start(Sys::kClose, -1);
+          start_device(t, Sys::kClose, -1);
           return true;
         }
       }
@@ -329,7 +333,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       int64_t id = device_fd(t, fd_arg(0));
       bool replaces = (nr == SYS_dup2 || nr == SYS_dup3) && device_fd(t, fd_arg(1)) >= 0;
       if (id < 0 && !replaces) return false;
-      start(Sys::kDup, id);
+      start_device(t, Sys::kDup, id);
       c.ev.fd = fd_arg(0);
       return true;
     }
@@ -338,7 +342,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
       if ((args[2] & PROT_EXEC) != 0 && (args[3] & MAP_ANONYMOUS) == 0) t.proc->stacks.mark_dirty();
       int64_t id = device_fd(t, fd_arg(4));
       if (id < 0) return false;
-      start(Sys::kMmap, id);
+      start_device(t, Sys::kMmap, id);
       c.ev.fd = fd_arg(4);
       c.ev.addr = args[0];
       c.ev.len = args[1];
@@ -349,7 +353,7 @@ bool PtraceRecorder::on_entry(Thread& t, int nr, const uint64_t* args) {
     }
     case SYS_munmap: {
       if (!overlaps(t.proc->maps, args[0], args[1])) return false;
-      start(Sys::kMunmap, -1);
+      start_device(t, Sys::kMunmap, -1);
       c.ev.addr = args[0];
       c.ev.len = args[1];
       return true;

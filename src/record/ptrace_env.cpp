@@ -185,30 +185,13 @@ void clear_env_members(Event& ev) {
 }
 
 bool PtraceRecorder::start_env(Thread& t, int nr, Sys sys, const char* op, std::string path) {
+  reset_event(t, sys);
   PendingCall& c = t.pending;
   Event& ev = c.ev;
-  ev.seq = 0;
-  ev.t_ns = c.t_entry - t0_;
-  ev.dur_ns = 0;
-  ev.has_duration = false;
-  ev.pid = t.proc->tgid;
-  ev.tid = t.tid;
-  ev.sys = sys;
-  ev.sys_raw.assign(sys_name(sys));
-  ev.fd = -1;
-  ev.request = 0;
-  ev.ret = 0;
-  ev.err = 0;
-  ev.open_flags = ev.addr = ev.len = ev.prot = ev.map_flags = ev.offset = 0;
-  ev.child_pid = 0;
-  ev.arg.reset();
-  ev.nested.clear();
-  ev.extra.clear();
   // Stacks are the device calls' (docs/trace-format.md): the last device call's frames must not
   // stay behind in this reused event.
   ev.stack.clear();
   ev.stack_error.clear();
-  clear_env_members(ev);
   ev.op = op;
   ev.path = path;
   c.env_abs = std::move(path);
@@ -223,18 +206,7 @@ bool PtraceRecorder::env_open_entry(Thread& t, int nr, const uint64_t* args,
   if (env_.spec().empty() || !env_.matches(path)) return false;
   start_env(t, nr, Sys::kFile, open_op(nr), path);
   Event& ev = t.pending.ev;
-  if (nr == SYS_open) {
-    ev.open_flags = args[1];
-  } else if (nr == SYS_openat) {
-    ev.open_flags = args[2];
-  } else if (nr == SYS_creat) {
-    ev.open_flags = O_CREAT | O_WRONLY | O_TRUNC;
-  } else {
-    uint64_t flags = 0;  // struct open_how: flags is its first member
-    if (read_tracee(t.tid, args[2], reinterpret_cast<uint8_t*>(&flags), 8).got == 8) {
-      ev.open_flags = flags;
-    }
-  }
+  ev.open_flags = open_flags(t.tid, nr, args);
   return true;
 }
 

@@ -77,6 +77,10 @@ struct Thread {
   int stack_probes = 0;
 };
 
+// The flags of an open, openat or creat call, or of an openat2 (struct open_how's first member,
+// read from the tracee; 0 when it cannot be read).
+uint64_t open_flags(int tid, int nr, const uint64_t* args);
+
 class PtraceRecorder {
  public:
   PtraceRecorder(const RecordOptions& o, TraceWriter& out);
@@ -96,6 +100,12 @@ class PtraceRecorder {
   void on_gone(int tid, int status);
   // Handlers (ptrace_calls.cpp).
   bool on_entry(Thread& t, int nr, const uint64_t* args);  // true: wants the exit stop
+  // The pending event reset in place for a new call of `sys` (its strings and buffers keep their
+  // storage from one call to the next).
+  void reset_event(Thread& t, Sys sys);
+  // A device call starts: the event reset, its path (path_id >= 0) and its stack.
+  bool start_device(Thread& t, Sys sys, int64_t path_id);
+  bool open_entry(Thread& t, int nr, const uint64_t* args);  // open, openat, openat2, creat
   void on_exit(Thread& t, int64_t rval, bool is_error);
   void read_ioctl_buffers(Thread& t, PendingCall& c, bool after);
   void read_pointees(Thread& t, PendingCall& c);
