@@ -100,15 +100,50 @@ std::string note(const PathResult& r, const TableInput& in, StubDecoder& dis) {
   return {};
 }
 
+using Loaded = std::array<std::pair<uint16_t, uint64_t>, 4>;  // reg <- [rip+x], newest first
+
+// A jmp or call on a stub's path: the slot it goes through (r.kind, r.slot) or why the path
+// ends there (r.why) — nullopt, the path is done — or the target of a direct jmp to follow.
+std::optional<uint64_t> jump_or_call(const StubInsn& insn, uint64_t pc, const Loaded& loaded,
+                                     std::optional<uint64_t> frame_at, PathResult& r) {
+  using Kind = StubInsn::Kind;
+  using Operand = StubInsn::Operand;
+  bool call = insn.kind == Kind::kCall;
+  bool through_pointer = insn.operand == Operand::kRip || insn.operand == Operand::kReg;
+  if (through_pointer && frame_at && r.guard_value != kTeardownGuard) {
+    r.why = PathResult::Note::kBodyCall;
+    r.at = pc;
+    r.frame = *frame_at;
+    return std::nullopt;
+  }
+  if (insn.operand == Operand::kRip) {
+    r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
+    r.slot = insn.value;
+    return std::nullopt;
+  }
+  if (insn.operand == Operand::kReg) {
+    for (const auto& [reg, at] : loaded) {
+      if (reg == insn.reg && at != 0) {
+        r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
+        r.slot = at;
+        return std::nullopt;
+      }
+    }
+  }
+  if (!call && insn.operand == Operand::kImm) return insn.value;
+  r.why = PathResult::Note::kBeforeSlot;
+  r.at = pc;
+  return std::nullopt;
+}
+
 // Follows one path from `pc`; conditional-branch targets are appended to `branches`.
 PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t* counter,
                   std::vector<uint64_t>& branches) {
   using Kind = StubInsn::Kind;
-  using Operand = StubInsn::Operand;
   PathResult r;
   std::optional<uint32_t> eax;
-  std::array<std::pair<uint16_t, uint64_t>, 4> loaded{};  // reg <- [rip+x], most recent first
-  std::array<uint64_t, kMaxSteps> visited;                // one per step: no allocation per path
+  Loaded loaded{};
+  std::array<uint64_t, kMaxSteps> visited;  // one per step: no allocation per path
   size_t n_visited = 0;
   std::optional<uint64_t> frame_at;  // the first push of a prologue
   const elf::MappedSection* sec = nullptr;
@@ -149,36 +184,11 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
         break;
       case Kind::kJmp:
       case Kind::kCall: {
-        bool call = insn->kind == Kind::kCall;
-        bool through_pointer = insn->operand == Operand::kRip || insn->operand == Operand::kReg;
-        if (through_pointer && frame_at && r.guard_value != kTeardownGuard) {
-          r.why = PathResult::Note::kBodyCall;
-          r.at = pc;
-          r.frame = *frame_at;
-          return r;
-        }
-        if (insn->operand == Operand::kRip) {
-          r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
-          r.slot = insn->value;
-          return r;
-        }
-        if (insn->operand == Operand::kReg) {
-          for (const auto& [reg, at] : loaded) {
-            if (reg == insn->reg && at != 0) {
-              r.kind = call ? WrapperKind::kSlotCall : WrapperKind::kSlotJump;
-              r.slot = at;
-              return r;
-            }
-          }
-        }
-        if (!call && insn->operand == Operand::kImm) {
-          pc = insn->value;
-          ++r.hops;
-          continue;
-        }
-        r.why = PathResult::Note::kBeforeSlot;
-        r.at = pc;
-        return r;
+        std::optional<uint64_t> next = jump_or_call(*insn, pc, loaded, frame_at, r);
+        if (!next) return r;
+        pc = *next;
+        ++r.hops;
+        continue;
       }
       case Kind::kRet:
         if (eax) {

@@ -82,7 +82,10 @@ std::string describe(const ProgramHeader& ph) {
   return fmt::format("program header [{}] {}", ph.index, segment_type_name(ph.p_type));
 }
 
-Result<ElfImage> ElfImage::parse(ByteView file, Diagnostics* diag) {
+namespace {
+
+// The identification: an ELF64 little-endian file with a whole header.
+Status check_ident(ByteView file) {
   const uint64_t fsize = file.size();
   if (fsize < 4 || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) {
     return make_error("ELF header", "e_ident", 0, "not an ELF file (no \\x7fELF magic)");
@@ -115,16 +118,14 @@ Result<ElfImage> ElfImage::parse(ByteView file, Diagnostics* diag) {
         fmt::format("file of {} bytes is shorter than the 64-byte ELF64 header", fsize));
   }
 
-  ElfImage img;
-  img.file_ = file;
-  img.header_ = read_file_header(file);
-  const FileHeader& h = img.header_;
-  if (h.e_ehsize < kEhdrSize) {
-    return make_error("ELF header", "e_ehsize", 52,
-                      fmt::format("{} is smaller than the ELF64 header (64)", h.e_ehsize));
-  }
+  return Status::success();
+}
 
-  // Program header table.
+// The program header table (file ranges past the end reported, kept with in_file false).
+Result<std::vector<ProgramHeader>> read_segments(ByteView file, const FileHeader& h,
+                                                 Diagnostics* diag) {
+  const uint64_t fsize = file.size();
+  std::vector<ProgramHeader> out;
   if (h.e_phnum > 0) {
     if (h.e_phentsize != kPhdrSize) {
       return make_error("ELF header", "e_phentsize", 54,
@@ -141,7 +142,7 @@ Result<ElfImage> ElfImage::parse(ByteView file, Diagnostics* diag) {
                         fmt::format("{} entries x 56 bytes at e_phoff {:#x} exceed file size {:#x}",
                                     h.e_phnum, h.e_phoff, fsize));
     }
-    img.segments_.reserve(h.e_phnum);
+    out.reserve(h.e_phnum);
     for (uint32_t i = 0; i < h.e_phnum; ++i) {
       ProgramHeader ph = read_program_header(*file.sub(h.e_phoff + i * kPhdrSize, kPhdrSize), i);
       if (ph.p_filesz > 0 && !file.contains(ph.p_offset, ph.p_filesz)) {
@@ -152,72 +153,104 @@ Result<ElfImage> ElfImage::parse(ByteView file, Diagnostics* diag) {
                                               ph.p_offset, ph.p_filesz, fsize)));
         }
       }
-      img.segments_.push_back(ph);
+      out.push_back(ph);
     }
   }
 
-  // Section header table (with extended numbering: gABI "Sections", e_shnum == 0 and
-  // e_shstrndx == SHN_XINDEX take their real values from section header 0).
-  if (h.e_shoff != 0) {
-    if (h.e_shentsize != kShdrSize) {
-      return make_error("ELF header", "e_shentsize", 58,
-                        fmt::format("{} (ELF64 section headers are 64 bytes)", h.e_shentsize));
+  return out;
+}
+
+// The sections' names from the section-name string table.
+void name_sections(ByteView file, const FileHeader& h, uint64_t shstrndx,
+                   std::vector<SectionHeader>& out, Diagnostics* diag) {
+  if (out.empty() || shstrndx == SHN_UNDEF) return;
+  if (shstrndx >= out.size()) {
+    if (diag != nullptr) {
+      diag->report(make_error(
+          "ELF header", "e_shstrndx", 62,
+          fmt::format("{} is not a section index (there are {})", shstrndx, out.size())));
     }
-    if (!file.contains(h.e_shoff, kShdrSize)) {
-      return make_error(
-          "section header table", "e_shoff", 40,
-          fmt::format("{:#x} is past the end of the file (size {:#x})", h.e_shoff, fsize));
+    return;
+  }
+  const SectionHeader& strs = out[shstrndx];
+  auto names = strs.in_file ? file.sub(strs.sh_offset, strs.sh_size) : std::nullopt;
+  if (!names) return;
+  for (auto& s : out) {
+    auto n = names->cstring(s.sh_name);
+    if (n) {
+      s.name = *n;
+    } else if (diag != nullptr && s.sh_name != 0) {
+      diag->report(make_error(describe(s), "sh_name", h.e_shoff + s.index * kShdrSize,
+                              fmt::format("name offset {:#x} is outside .shstrtab (size "
+                                          "{:#x}) or unterminated",
+                                          s.sh_name, strs.sh_size)));
     }
-    SectionHeader first = read_section_header(*file.sub(h.e_shoff, kShdrSize), 0);
-    uint64_t shnum = h.e_shnum != 0 ? h.e_shnum : first.sh_size;
-    uint64_t shstrndx = h.e_shstrndx != SHN_XINDEX ? h.e_shstrndx : first.sh_link;
-    // Cap the count by what the file can hold before allocating anything.
-    if (shnum > (fsize - h.e_shoff) / kShdrSize) {
-      return make_error("section header table", "e_shnum", 60,
-                        fmt::format("{} entries x 64 bytes at {:#x} exceed file size {:#x}", shnum,
-                                    h.e_shoff, fsize));
-    }
-    img.sections_.reserve(shnum);
-    for (uint64_t i = 0; i < shnum; ++i) {
-      img.sections_.push_back(read_section_header(*file.sub(h.e_shoff + i * kShdrSize, kShdrSize),
-                                                  static_cast<uint32_t>(i)));
-    }
-    for (auto& s : img.sections_) {
-      if (s.has_file_bytes() && s.sh_size > 0 && !file.contains(s.sh_offset, s.sh_size)) {
-        s.in_file = false;
-        if (diag != nullptr) {
-          diag->report(make_error(describe(s), "sh_offset", h.e_shoff + s.index * kShdrSize + 24,
-                                  fmt::format("{:#x} + sh_size {:#x} exceeds file size {:#x}",
-                                              s.sh_offset, s.sh_size, fsize)));
-        }
-      }
-    }
-    // Names.
-    if (shnum > 0 && shstrndx != SHN_UNDEF) {
-      if (shstrndx >= shnum) {
-        if (diag != nullptr) {
-          diag->report(
-              make_error("ELF header", "e_shstrndx", 62,
-                         fmt::format("{} is not a section index (there are {})", shstrndx, shnum)));
-        }
-      } else {
-        const SectionHeader& strs = img.sections_[shstrndx];
-        auto names = strs.in_file ? file.sub(strs.sh_offset, strs.sh_size) : std::nullopt;
-        for (auto& s : img.sections_) {
-          if (!names) break;
-          auto n = names->cstring(s.sh_name);
-          if (n) {
-            s.name = *n;
-          } else if (diag != nullptr && s.sh_name != 0) {
-            diag->report(make_error(describe(s), "sh_name", h.e_shoff + s.index * kShdrSize,
-                                    fmt::format("name offset {:#x} is outside .shstrtab (size "
-                                                "{:#x}) or unterminated",
-                                                s.sh_name, strs.sh_size)));
-          }
-        }
+  }
+}
+
+// The section header table (with extended numbering: gABI "Sections", e_shnum == 0 and
+// e_shstrndx == SHN_XINDEX take their real values from section header 0), named.
+Result<std::vector<SectionHeader>> read_sections(ByteView file, const FileHeader& h,
+                                                 Diagnostics* diag) {
+  const uint64_t fsize = file.size();
+  std::vector<SectionHeader> out;
+  if (h.e_shoff == 0) return out;
+  if (h.e_shentsize != kShdrSize) {
+    return make_error("ELF header", "e_shentsize", 58,
+                      fmt::format("{} (ELF64 section headers are 64 bytes)", h.e_shentsize));
+  }
+  if (!file.contains(h.e_shoff, kShdrSize)) {
+    return make_error(
+        "section header table", "e_shoff", 40,
+        fmt::format("{:#x} is past the end of the file (size {:#x})", h.e_shoff, fsize));
+  }
+  SectionHeader first = read_section_header(*file.sub(h.e_shoff, kShdrSize), 0);
+  uint64_t shnum = h.e_shnum != 0 ? h.e_shnum : first.sh_size;
+  uint64_t shstrndx = h.e_shstrndx != SHN_XINDEX ? h.e_shstrndx : first.sh_link;
+  // Cap the count by what the file can hold before allocating anything.
+  if (shnum > (fsize - h.e_shoff) / kShdrSize) {
+    return make_error("section header table", "e_shnum", 60,
+                      fmt::format("{} entries x 64 bytes at {:#x} exceed file size {:#x}", shnum,
+                                  h.e_shoff, fsize));
+  }
+  out.reserve(shnum);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    out.push_back(read_section_header(*file.sub(h.e_shoff + i * kShdrSize, kShdrSize),
+                                      static_cast<uint32_t>(i)));
+  }
+  for (auto& s : out) {
+    if (s.has_file_bytes() && s.sh_size > 0 && !file.contains(s.sh_offset, s.sh_size)) {
+      s.in_file = false;
+      if (diag != nullptr) {
+        diag->report(make_error(describe(s), "sh_offset", h.e_shoff + s.index * kShdrSize + 24,
+                                fmt::format("{:#x} + sh_size {:#x} exceeds file size {:#x}",
+                                            s.sh_offset, s.sh_size, fsize)));
       }
     }
   }
+  name_sections(file, h, shstrndx, out, diag);
+  return out;
+}
+
+}  // namespace
+
+Result<ElfImage> ElfImage::parse(ByteView file, Diagnostics* diag) {
+  if (Status st = check_ident(file); !st.ok()) return st.error();
+  ElfImage img;
+  img.file_ = file;
+  img.header_ = read_file_header(file);
+  const FileHeader& h = img.header_;
+  if (h.e_ehsize < kEhdrSize) {
+    return make_error("ELF header", "e_ehsize", 52,
+                      fmt::format("{} is smaller than the ELF64 header (64)", h.e_ehsize));
+  }
+
+  auto segments = read_segments(file, h, diag);
+  if (!segments) return segments.error();
+  img.segments_ = std::move(*segments);
+  auto sections = read_sections(file, h, diag);
+  if (!sections) return sections.error();
+  img.sections_ = std::move(*sections);
   return img;
 }
 
