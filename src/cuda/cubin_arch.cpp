@@ -153,6 +153,46 @@ std::optional<uint32_t> release_from_tool_version(std::string_view tool_version)
   return major * 10 + minor;
 }
 
+namespace {
+
+// The toolkit note (.note.nv.tkinfo): a 24-byte header, then the strings it points to.
+std::optional<ToolkitNote> read_tkinfo(const elf::SectionHeader& sh, const elf::Note& n,
+                                       Diagnostics* diag) {
+  constexpr uint64_t kHeader = 24;
+  if (n.desc.size() < kHeader) {
+    if (diag != nullptr) {
+      diag->report(make_error(elf::describe(sh), "descsz", n.offset,
+                              fmt::format("tkinfo descriptor of {} bytes (expected at "
+                                          "least 24)",
+                                          n.desc.size())));
+    }
+    return std::nullopt;
+  }
+  ToolkitNote k;
+  k.version = *n.desc.read<uint32_t>(0);
+  k.offset = n.offset;
+  ByteView strings = *n.desc.sub(kHeader);
+  std::string_view* fields[] = {&k.object_name, &k.tool_name, &k.tool_version, &k.tool_branch,
+                                &k.tool_options};
+  for (size_t i = 0; i < 5; ++i) {
+    uint32_t off = *n.desc.read<uint32_t>(4 + 4 * i);
+    auto s = strings.cstring(off);
+    if (!s) {
+      if (diag != nullptr) {
+        diag->report(make_error(elf::describe(sh), fmt::format("string #{}", i), n.offset,
+                                fmt::format("offset {:#x} is outside the {} string bytes "
+                                            "or unterminated",
+                                            off, strings.size())));
+      }
+      continue;
+    }
+    *fields[i] = *s;
+  }
+  return k;
+}
+
+}  // namespace
+
 void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnostics* diag) {
   for (const auto& sh : elf.sections()) {
     if (sh.sh_type != SHT_NOTE || !sh.in_file) continue;
@@ -182,37 +222,7 @@ void refine_target_from_notes(const elf::ElfImage& elf, CubinTarget& t, Diagnost
         c.offset = n.offset;
         t.cuinfo = c;
       } else if (n.type == kNoteTypeTkInfo) {
-        constexpr uint64_t kHeader = 24;
-        if (n.desc.size() < kHeader) {
-          if (diag != nullptr) {
-            diag->report(make_error(elf::describe(sh), "descsz", n.offset,
-                                    fmt::format("tkinfo descriptor of {} bytes (expected at "
-                                                "least 24)",
-                                                n.desc.size())));
-          }
-          continue;
-        }
-        ToolkitNote k;
-        k.version = *n.desc.read<uint32_t>(0);
-        k.offset = n.offset;
-        ByteView strings = *n.desc.sub(kHeader);
-        std::string_view* fields[] = {&k.object_name, &k.tool_name, &k.tool_version, &k.tool_branch,
-                                      &k.tool_options};
-        for (size_t i = 0; i < 5; ++i) {
-          uint32_t off = *n.desc.read<uint32_t>(4 + 4 * i);
-          auto s = strings.cstring(off);
-          if (!s) {
-            if (diag != nullptr) {
-              diag->report(make_error(elf::describe(sh), fmt::format("string #{}", i), n.offset,
-                                      fmt::format("offset {:#x} is outside the {} string bytes "
-                                                  "or unterminated",
-                                                  off, strings.size())));
-            }
-            continue;
-          }
-          *fields[i] = *s;
-        }
-        t.tkinfo = k;
+        if (auto k = read_tkinfo(sh, n, diag)) t.tkinfo = *k;
       }
     }
   }

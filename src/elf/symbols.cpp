@@ -125,6 +125,105 @@ Result<std::vector<Symbol>> read_dynamic_symbols(const ElfImage& elf, Diagnostic
   return read_symbols(elf, *dynsym, diag);
 }
 
+namespace {
+
+// .gnu.version_r: a chain of Elf64_Verneed {vn_version u16, vn_cnt u16, vn_file u32,
+// vn_aux u32, vn_next u32}, each with a chain of Elf64_Vernaux {vna_hash u32, vna_flags u16,
+// vna_other u16, vna_name u32, vna_next u32}. Offsets are relative to each record.
+Status read_verneed(const ElfImage& elf, Diagnostics* diag,
+                    std::vector<SymbolVersions::Need>& out) {
+  const SectionHeader* vr = elf.section_of_type(SHT_GNU_verneed);
+  if (vr == nullptr) return Status::success();
+  auto report = [&](Error e) {
+    if (diag != nullptr) diag->report(std::move(e));
+  };
+  auto b = elf.section_bytes(*vr);
+  if (!b) return b.error();
+  const SectionHeader* strtab = elf.section_at(vr->sh_link);
+  auto strs = strtab != nullptr ? elf.section_bytes(*strtab) : Result<ByteView>(ByteView());
+  if (!strs) return strs.error();
+  uint64_t off = 0;
+  // Each record is at least 16 bytes, which bounds the walk even if vn_next loops.
+  for (uint64_t n = 0; n <= b->size() / 16; ++n) {
+    Cursor c(*b, off);
+    c.skip(2);
+    uint16_t cnt = c.u16();
+    uint32_t file = c.u32();
+    uint32_t aux = c.u32();
+    uint32_t next = c.u32();
+    if (!c.ok()) {
+      report(make_error(fmt::format("{} entry #{}", vr->name, n), "", b->base() + off,
+                        "record runs past the end of the section"));
+      break;
+    }
+    SymbolVersions::Need need;
+    if (auto f = strs->cstring(file)) need.file = *f;
+    uint64_t aoff = off + aux;
+    for (uint32_t k = 0; k < cnt && k <= b->size() / 16; ++k) {
+      Cursor a(*b, aoff);
+      SymbolVersions::Need::Aux x;
+      x.hash = a.u32();
+      x.flags = a.u16();
+      x.other = a.u16();
+      uint32_t name = a.u32();
+      uint32_t anext = a.u32();
+      if (!a.ok()) {
+        report(make_error(fmt::format("{} entry #{} aux #{}", vr->name, n, k), "", b->base() + aoff,
+                          "record runs past the end of the section"));
+        break;
+      }
+      if (auto s = strs->cstring(name)) x.name = *s;
+      need.versions.push_back(x);
+      if (anext == 0) break;
+      aoff += anext;
+    }
+    out.push_back(std::move(need));
+    if (next == 0) break;
+    off += next;
+  }
+  return Status::success();
+}
+
+// .gnu.version_d: Elf64_Verdef {vd_version u16, vd_flags u16, vd_ndx u16, vd_cnt u16,
+// vd_hash u32, vd_aux u32, vd_next u32}; the first Verdaux {vda_name u32, vda_next u32} names it.
+Status read_verdef(const ElfImage& elf, Diagnostics* diag, std::vector<SymbolVersions::Def>& out) {
+  const SectionHeader* vd = elf.section_of_type(SHT_GNU_verdef);
+  if (vd == nullptr) return Status::success();
+  auto report = [&](Error e) {
+    if (diag != nullptr) diag->report(std::move(e));
+  };
+  auto b = elf.section_bytes(*vd);
+  if (!b) return b.error();
+  const SectionHeader* strtab = elf.section_at(vd->sh_link);
+  auto strs = strtab != nullptr ? elf.section_bytes(*strtab) : Result<ByteView>(ByteView());
+  if (!strs) return strs.error();
+  uint64_t off = 0;
+  for (uint64_t n = 0; n <= b->size() / 20; ++n) {
+    Cursor c(*b, off);
+    c.skip(2);
+    SymbolVersions::Def d;
+    d.flags = c.u16();
+    d.index = c.u16();
+    c.skip(2 + 4);
+    uint32_t aux = c.u32();
+    uint32_t next = c.u32();
+    Cursor a(*b, off + aux);
+    uint32_t name = a.u32();
+    if (!c.ok() || !a.ok()) {
+      report(make_error(fmt::format("{} entry #{}", vd->name, n), "", b->base() + off,
+                        "record runs past the end of the section"));
+      break;
+    }
+    if (auto s = strs->cstring(name)) d.name = *s;
+    out.push_back(d);
+    if (next == 0) break;
+    off += next;
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Result<SymbolVersions> SymbolVersions::read(const ElfImage& elf, Diagnostics* diag) {
   SymbolVersions v;
   if (const SectionHeader* vs = elf.section_of_type(SHT_GNU_versym)) {
@@ -132,91 +231,8 @@ Result<SymbolVersions> SymbolVersions::read(const ElfImage& elf, Diagnostics* di
     if (!b) return b.error();
     v.versym_ = *b;
   }
-  auto report = [&](Error e) {
-    if (diag != nullptr) diag->report(std::move(e));
-  };
-
-  // .gnu.version_r: a chain of Elf64_Verneed {vn_version u16, vn_cnt u16, vn_file u32,
-  // vn_aux u32, vn_next u32}, each with a chain of Elf64_Vernaux {vna_hash u32, vna_flags u16,
-  // vna_other u16, vna_name u32, vna_next u32}. Offsets are relative to each record.
-  if (const SectionHeader* vr = elf.section_of_type(SHT_GNU_verneed)) {
-    auto b = elf.section_bytes(*vr);
-    if (!b) return b.error();
-    const SectionHeader* strtab = elf.section_at(vr->sh_link);
-    auto strs = strtab != nullptr ? elf.section_bytes(*strtab) : Result<ByteView>(ByteView());
-    if (!strs) return strs.error();
-    uint64_t off = 0;
-    // Each record is at least 16 bytes, which bounds the walk even if vn_next loops.
-    for (uint64_t n = 0; n <= b->size() / 16; ++n) {
-      Cursor c(*b, off);
-      c.skip(2);
-      uint16_t cnt = c.u16();
-      uint32_t file = c.u32();
-      uint32_t aux = c.u32();
-      uint32_t next = c.u32();
-      if (!c.ok()) {
-        report(make_error(fmt::format("{} entry #{}", vr->name, n), "", b->base() + off,
-                          "record runs past the end of the section"));
-        break;
-      }
-      Need need;
-      if (auto f = strs->cstring(file)) need.file = *f;
-      uint64_t aoff = off + aux;
-      for (uint32_t k = 0; k < cnt && k <= b->size() / 16; ++k) {
-        Cursor a(*b, aoff);
-        Need::Aux x;
-        x.hash = a.u32();
-        x.flags = a.u16();
-        x.other = a.u16();
-        uint32_t name = a.u32();
-        uint32_t anext = a.u32();
-        if (!a.ok()) {
-          report(make_error(fmt::format("{} entry #{} aux #{}", vr->name, n, k), "",
-                            b->base() + aoff, "record runs past the end of the section"));
-          break;
-        }
-        if (auto s = strs->cstring(name)) x.name = *s;
-        need.versions.push_back(x);
-        if (anext == 0) break;
-        aoff += anext;
-      }
-      v.needs_.push_back(std::move(need));
-      if (next == 0) break;
-      off += next;
-    }
-  }
-
-  // .gnu.version_d: Elf64_Verdef {vd_version u16, vd_flags u16, vd_ndx u16, vd_cnt u16,
-  // vd_hash u32, vd_aux u32, vd_next u32}; the first Verdaux {vda_name u32, vda_next u32} names it.
-  if (const SectionHeader* vd = elf.section_of_type(SHT_GNU_verdef)) {
-    auto b = elf.section_bytes(*vd);
-    if (!b) return b.error();
-    const SectionHeader* strtab = elf.section_at(vd->sh_link);
-    auto strs = strtab != nullptr ? elf.section_bytes(*strtab) : Result<ByteView>(ByteView());
-    if (!strs) return strs.error();
-    uint64_t off = 0;
-    for (uint64_t n = 0; n <= b->size() / 20; ++n) {
-      Cursor c(*b, off);
-      c.skip(2);
-      Def d;
-      d.flags = c.u16();
-      d.index = c.u16();
-      c.skip(2 + 4);
-      uint32_t aux = c.u32();
-      uint32_t next = c.u32();
-      Cursor a(*b, off + aux);
-      uint32_t name = a.u32();
-      if (!c.ok() || !a.ok()) {
-        report(make_error(fmt::format("{} entry #{}", vd->name, n), "", b->base() + off,
-                          "record runs past the end of the section"));
-        break;
-      }
-      if (auto s = strs->cstring(name)) d.name = *s;
-      v.defs_.push_back(d);
-      if (next == 0) break;
-      off += next;
-    }
-  }
+  if (Status st = read_verneed(elf, diag, v.needs_); !st.ok()) return st.error();
+  if (Status st = read_verdef(elf, diag, v.defs_); !st.ok()) return st.error();
 
   for (size_t i = 0; i < v.needs_.size(); ++i) {
     for (size_t k = 0; k < v.needs_[i].versions.size(); ++k) {
