@@ -121,7 +121,7 @@ void PtraceRecorder::emit(Event& ev) {
   ev.seq = seq_++;
   count_event(sum_, ev);
   if (functions_ && ev.sys <= Sys::kMunmap) {
-    device_calls_.push_back({ev.pid, ev.tid, ev.t_ns, ev.seq});
+    device_calls_.push_back({.pid = ev.pid, .tid = ev.tid, .t_ns = ev.t_ns, .seq = ev.seq});
   }
   if (!write_error_.empty()) return;
   Status st = out_.write_event(ev);

@@ -315,7 +315,8 @@ Status place_device_calls(std::vector<FunctionBlock>& blocks, std::vector<TimedD
         for (; e < evs[k].size() && evs[k][e].t_ns <= next->t_ns; ++e) merged.push_back(evs[k][e]);
         uint64_t t =
             std::max(next->t_ns, merged.empty() ? blocks[idx[k]].t_ns : merged.back().t_ns);
-        merged.push_back(FunctionEvent{FunctionEvent::Kind::kDevice, t, 0, next->seq});
+        merged.push_back(
+            FunctionEvent{.kind = FunctionEvent::Kind::kDevice, .t_ns = t, .value = next->seq});
       }
       if (!readable[k]) continue;  // left as it was
       for (; e < evs[k].size(); ++e) merged.push_back(evs[k][e]);

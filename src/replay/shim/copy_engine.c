@@ -72,7 +72,10 @@ static void release(const struct fg_copy* c, const struct fg_mem* m, struct fg_c
   uint32_t type = (uint32_t)FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE);
   if (type == 0) return;
   int four_word = type == RPG_NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE;
-  struct fg_sem s = {c->sem, c->payload, (uint8_t)(four_word ? 8 : 4), (uint8_t)four_word, 0, 0};
+  struct fg_sem s = {.va = c->sem,
+                     .payload = c->payload,
+                     .size = (uint8_t)(four_word ? 8 : 4),
+                     .timestamp = (uint8_t)four_word};
   if (FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION_ENABLE)) {
     uint32_t red = (uint32_t)FIELD(v, RPG_NVC8B5_LAUNCH_DMA_SEMAPHORE_REDUCTION);
     s.size = 4;
