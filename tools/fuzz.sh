@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target in build-fuzz/fuzz for SECONDS each (default 10), seeded with
+# Runs every libFuzzer target of a build for SECONDS each (default 10), seeded with
 # fuzz/corpus/<target>/ plus seeds generated from the test fixtures and real driver builds,
-# FUZZ_JOBS targets at a time (default: the number of CPUs). Findings are written to
-# build-fuzz/findings/<target>/ and fail the run.
+# FUZZ_JOBS targets at a time (default: the number of CPUs). The build: FUZZ_BUILD, default
+# build-fuzz (the fuzz preset; any build configured with CUDATOOL_FUZZ=ON and clang will do).
+# Findings are written to <build>/findings/<target>/ and fail the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 jobs=${FUZZ_JOBS:-$(nproc)}
 shopt -s nullglob
-targets=(build-fuzz/fuzz/*_fuzzer)
-[[ ${#targets[@]} -gt 0 ]] || { echo "fuzz: no targets built (cmake --preset fuzz)" >&2; exit 2; }
+build=${FUZZ_BUILD:-build-fuzz}
+targets=("$build"/fuzz/*_fuzzer)
+[[ ${#targets[@]} -gt 0 ]] || {
+  echo "fuzz: no targets built in $build (cmake --preset fuzz)" >&2; exit 2; }
 
 # One target; its lines are printed together when it ends. Exit status 1: a finding.
 run_one() {
   local t=$1 name work findings
   name=$(basename "$t")
-  work=build-fuzz/corpus-run/$name
-  findings=build-fuzz/findings/$name
+  work=$build/corpus-run/$name
+  findings=$build/findings/$name
   mkdir -p "$work" "$findings"
   [[ -d fuzz/corpus/$name ]] && cp -n fuzz/corpus/$name/* "$work/" 2>/dev/null || true
   if [[ -x fuzz/seeds/$name.sh ]]; then fuzz/seeds/$name.sh "$work" >/dev/null 2>&1 || true; fi

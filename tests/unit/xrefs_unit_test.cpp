@@ -43,7 +43,9 @@ TEST(XrefsDecoder, KeepsOpcodeMapAndModrm) {
     EXPECT_EQ(d->vex, c.vex) << int(c.bytes[0]);
     EXPECT_EQ(d->rip_relative, c.rip) << int(c.bytes[0]);
     EXPECT_EQ(d->has_modrm, c.modrm) << int(c.bytes[0]);
-    if (c.modrm) EXPECT_EQ((d->modrm >> 3) & 7, c.reg) << int(c.bytes[0]);
+    if (c.modrm) {
+      EXPECT_EQ((d->modrm >> 3) & 7, c.reg) << int(c.bytes[0]);
+    }
   }
 }
 
