@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     calls.push_back({b.pid, b.tid, 0, 1000});
     std::vector<FunctionBlock> placed{re};
-    Status st = place_device_calls(placed, calls);
+    cudatool::Status st = place_device_calls(placed, calls);
     std::vector<FunctionEvent> ev3;
     FUZZ_CHECK(decode_function_block(placed[0], ev3).ok());
     if (st.ok()) FUZZ_CHECK(ev3.size() == ev2.size() + calls.size());

@@ -189,7 +189,7 @@ int run_single_cmd(const ReplayCliOptions& o, const std::vector<std::string>& tr
   if (!put_report(o, report_file, o.json ? render_replay_json(*r) : render_replay_text(*r))) {
     return kExitBadInput;
   }
-  if (o.program_status && r->end != "refused") {
+  if (o.program_status && r->end != replay::ReplayEnd::kRefused) {
     return r->exit_status < 0 ? 128 - r->exit_status : r->exit_status;
   }
   return damaged ? kExitBadInput : r->verdict;

@@ -43,7 +43,8 @@ std::string outcome_text(const ExperimentResult& r) {
       return fmt::format("signal {} ({}){}", r.signal, strsignal(r.signal),
                          r.function.empty() ? "" : " in " + r.function);
     case Consequence::kHangs:
-      return r.end == "time_limit" ? "time limit passed" : "no progress until the deadline";
+      return r.end == replay::ReplayEnd::kTimeLimit ? "time limit passed"
+                                                    : "no progress until the deadline";
     case Consequence::kFails: {
       std::string s = fmt::format("exit {}", r.exit_status);
       if (!r.api_call.empty()) return s + "; " + api_text(r);
@@ -128,7 +129,7 @@ std::string render_explore_json(const ExploreReport& r) {
     w.kv("request", e.request);
     w.kv_or_null("member", e.member).kv("value", e.value).kv("count", e.count);
     w.kv_or_null("api", e.api).kv("outcome", replay::consequence_name(x.consequence));
-    w.kv("end", x.end).kv("exit_status", x.exit_status);
+    w.kv("end", x.end ? replay::replay_end_name(*x.end) : "").kv("exit_status", x.exit_status);
     w.kv_or_null("api_call", x.api_call);
     w.key("cuda_result");
     x.api_ret ? w.value(*x.api_ret) : w.null();

@@ -22,12 +22,12 @@ std::string command_line(const std::vector<std::string>& argv) {
 }
 
 std::string end_line(const replay::ReplayReport& r) {
-  if (r.end == "refused") return "refused: " + r.refusal;
-  if (r.end == "deadline") {
+  if (r.end == replay::ReplayEnd::kRefused) return "refused: " + r.refusal;
+  if (r.end == replay::ReplayEnd::kDeadline) {
     return fmt::format("stopped after {:.1f} s without progress: {}",
                        r.stall ? r.stall->idle_s : 0.0, r.stall ? r.stall->message : "");
   }
-  if (r.end == "signal") {
+  if (r.end == replay::ReplayEnd::kSignal) {
     return fmt::format("the program was killed by signal {} ({})", -r.exit_status,
                        record::signal_name(-r.exit_status));
   }
@@ -41,7 +41,7 @@ constexpr size_t kMaxSeqs = 6;
 // opens, dups and mmaps of replay devices carried out: they do not make the verdict, so the text
 // counts them by call instead of listing each (--json does).
 bool routine(const Deviation& d) {
-  return d.kind == "unrecorded" &&
+  return d.kind == replay::DeviationKind::kUnrecorded &&
          (d.outcome == Outcome::kFreelike || d.outcome == Outcome::kPassed);
 }
 
@@ -60,7 +60,7 @@ std::string deviation_lines(const std::vector<Deviation>& all) {
       ++counted[{d.outcome, d.call.empty() ? d.what : d.call}];
       continue;
     }
-    bool groupable = d.kind == "unrecorded" && !d.call.empty();
+    bool groupable = d.kind == replay::DeviationKind::kUnrecorded && !d.call.empty();
     std::string key = fmt::format("{}\x1f{}\x1f{}", static_cast<int>(d.outcome), d.call, d.answer);
     if (groupable) {
       auto it = group_of.find(key);
@@ -80,15 +80,16 @@ std::string deviation_lines(const std::vector<Deviation>& all) {
       break;
     }
     const Deviation& d = *g.first;
-    if (d.kind == "skipped" || d.kind == "not_reached") {
-      out +=
-          fmt::format("  {} recorded seq {}{}: {}\n",
-                      d.kind == "skipped" ? "skipped" : "not reached", d.recorded_seq.value_or(0),
-                      d.count > 1 ? fmt::format(" and {} more", d.count - 1) : "", d.what);
+    if (d.kind == replay::DeviationKind::kSkipped || d.kind == replay::DeviationKind::kNotReached) {
+      out += fmt::format("  {} recorded seq {}{}: {}\n",
+                         d.kind == replay::DeviationKind::kSkipped ? "skipped" : "not reached",
+                         d.recorded_seq.value_or(0),
+                         d.count > 1 ? fmt::format(" and {} more", d.count - 1) : "", d.what);
       continue;
     }
     out += fmt::format("  #{} {}: {} → {}", d.replay_seq.value_or(0),
-                       d.kind == "out_of_order" ? "out of order" : "unrecorded", d.what, d.answer);
+                       d.kind == replay::DeviationKind::kOutOfOrder ? "out of order" : "unrecorded",
+                       d.what, d.answer);
     if (!g.more.empty()) {
       std::string seqs;
       for (size_t i = 0; i < g.more.size() && i < kMaxSeqs; ++i) {
@@ -286,8 +287,9 @@ std::string render_replay_json(const replay::ReplayReport& r) {
   w.end_object();
   w.key("deviations").begin_array();
   for (const Deviation& d : r.deviations) {
-    w.begin_object().kv("kind", d.kind);
-    if (d.kind == "unrecorded" || d.kind == "out_of_order") {
+    w.begin_object().kv("kind", replay::deviation_kind_name(d.kind));
+    if (d.kind == replay::DeviationKind::kUnrecorded ||
+        d.kind == replay::DeviationKind::kOutOfOrder) {
       w.kv("outcome", replay::outcome_name(d.outcome));
     } else {
       w.key("outcome").null();
@@ -301,7 +303,9 @@ std::string render_replay_json(const replay::ReplayReport& r) {
     w.end_object();
   }
   w.end_array();
-  w.kv("end", r.end).kv("exit_status", r.exit_status).kv_or_null("refusal", r.refusal);
+  w.kv("end", replay::replay_end_name(r.end))
+      .kv("exit_status", r.exit_status)
+      .kv_or_null("refusal", r.refusal);
   write_crash_json(w, r.crash, r.crash_note);
   w.key("stall");
   if (r.stall) {
@@ -375,9 +379,9 @@ std::string render_bisect_text(const replay::BisectReport& r) {
     } else {
       for (uint32_t k : t.subset) set += fmt::format("{}{}", set.empty() ? "" : ",", k);
     }
-    out +=
-        fmt::format("  {:>5} BAD's answers [{}] → {} {}{} ({:.2f} s)\n", t.failed ? "fails" : "ok",
-                    set, t.end, t.exit_status, t.crash.empty() ? "" : ", " + t.crash, t.wall_s);
+    out += fmt::format("  {:>5} BAD's answers [{}] → {} {}{} ({:.2f} s)\n",
+                       t.failed ? "fails" : "ok", set, replay::replay_end_name(t.end),
+                       t.exit_status, t.crash.empty() ? "" : ", " + t.crash, t.wall_s);
   }
   out += (r.found ? "culprit: " : "no culprit: ") + r.message + "\n";
   return out;
@@ -413,7 +417,10 @@ std::string render_bisect_json(const replay::BisectReport& r) {
   for (const auto& t : r.tries) {
     w.begin_object().key("subset").begin_array();
     for (uint32_t k : t.subset) w.value(k);
-    w.end_array().kv("failed", t.failed).kv("end", t.end).kv("exit_status", t.exit_status);
+    w.end_array()
+        .kv("failed", t.failed)
+        .kv("end", replay::replay_end_name(t.end))
+        .kv("exit_status", t.exit_status);
     w.kv_or_null("crash", t.crash);
     w.kv("wall_s", t.wall_s).end_object();
   }

@@ -246,10 +246,11 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
     } else if (rep.bad_crash) {
       t.failed = same_crash(*rep.bad_crash, r->crash);
     } else if (rep.criterion_kind == "exit_status") {
-      t.failed = r->end != "refused" && r->exit_status == rep.bad_exit_status;
+      t.failed = r->end != ReplayEnd::kRefused && r->exit_status == rep.bad_exit_status;
     } else {  // BAD's path: GOOD's call where BAD's path departs is not reached
-      t.failed = r->end != "refused" && std::find(r->unanswered.begin(), r->unanswered.end(),
-                                                  *rep.departure) != r->unanswered.end();
+      t.failed = r->end != ReplayEnd::kRefused &&
+                 std::find(r->unanswered.begin(), r->unanswered.end(), *rep.departure) !=
+                     r->unanswered.end();
     }
     rep.tries.push_back(t);
     return t.failed;

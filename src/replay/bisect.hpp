@@ -39,7 +39,7 @@ struct AnswerDiff {
 struct BisectTry {
   std::vector<uint32_t> subset;  // indices into BisectReport::diffs
   int exit_status = 0;
-  std::string end;
+  ReplayEnd end = ReplayEnd::kExit;
   bool failed = false;  // failed as BAD failed
   std::string crash;    // killed by a signal: "SIGSEGV in fn_2a3b00" (record::CrashReport)
   double wall_s = 0;

@@ -95,6 +95,7 @@ struct Baseline {
   std::vector<std::string> lines;
   std::vector<bool> stable;  // the line is the same in both baseline runs
   std::vector<ApiResult> api;
+  bool unstable = false;              // the two runs ended differently
   std::optional<Recording> replayed;  // its replayed trace, read back
   // A recording without stacks: the API call of each request kind, by its key, from the second
   // run's function events (kApiFunctions), and what the report says of where they came from.
@@ -195,15 +196,15 @@ ExperimentResult classify(const Baseline& b, const Run& run) {
   r.wall_s = rep.wall_s;
   std::vector<std::string> lines = lines_of(rep.program_output);
   attribute(b, api_results(rep.program_output), r);
-  if (rep.end == "deadline" || rep.end == "time_limit") {
+  if (rep.end == ReplayEnd::kDeadline || rep.end == ReplayEnd::kTimeLimit) {
     r.consequence = Consequence::kHangs;
-  } else if (rep.end == "signal") {
+  } else if (rep.end == ReplayEnd::kSignal) {
     r.consequence = Consequence::kCrashes;
     r.signal = -rep.exit_status;
     fill_crash_function(rep, r);
-  } else if (rep.end != "exit") {
+  } else if (rep.end != ReplayEnd::kExit) {
     r.consequence = Consequence::kNotRun;
-    r.error = rep.end == "refused" ? rep.refusal : rep.end;
+    r.error = rep.end == ReplayEnd::kRefused ? rep.refusal : std::string(replay_end_name(rep.end));
   } else {
     r.output_change = output_change(b, lines);
     bool same = rep.exit_status == b.report.exit_status && r.output_change.empty();
@@ -277,7 +278,7 @@ Result<Baseline> run_baseline(const Recording& rec, const ExploreOptions& o,
     } else {
       second = lines_of(r->report.program_output);
       if (r->report.end != b.report.end || r->report.exit_status != b.report.exit_status) {
-        b.report.end = "unstable";
+        b.unstable = true;
       }
       if (want_api) api_from_functions(r->report.functions, r->replayed, b);
     }
@@ -287,24 +288,25 @@ Result<Baseline> run_baseline(const Recording& rec, const ExploreOptions& o,
     b.stable.push_back(i < second.size() && second[i] == b.lines[i]);
   }
   b.api = api_results(b.report.program_output);
-  rep.baseline_end = b.report.end;
+  rep.baseline_end = b.unstable ? "unstable" : std::string(replay_end_name(b.report.end));
   rep.baseline_exit_status = b.report.exit_status;
   rep.baseline_wall_s = b.report.wall_s;
   rep.baseline_api = b.api;
   rep.api_source = b.api_source;
-  if (b.report.end == "exit" && b.report.exit_status == 0) {
+  if (!b.unstable && b.report.end == ReplayEnd::kExit && b.report.exit_status == 0) {
     rep.baseline_ok = true;
-  } else if (b.report.end == "unstable") {
+  } else if (b.unstable) {
     rep.baseline_message = "the two baseline replays ended differently";
-  } else if (b.report.end == "exit") {
+  } else if (b.report.end == ReplayEnd::kExit) {
     rep.baseline_message =
         fmt::format("the baseline replay exited with status {}", b.report.exit_status);
-  } else if (b.report.end == "signal") {
+  } else if (b.report.end == ReplayEnd::kSignal) {
     rep.baseline_message =
         fmt::format("the baseline replay was killed by signal {}", -b.report.exit_status);
   } else {
-    rep.baseline_message = fmt::format("the baseline replay ended: {}{}", b.report.end,
-                                       b.report.refusal.empty() ? "" : ": " + b.report.refusal);
+    rep.baseline_message =
+        fmt::format("the baseline replay ended: {}{}", replay_end_name(b.report.end),
+                    b.report.refusal.empty() ? "" : ": " + b.report.refusal);
   }
   return b;
 }
@@ -342,7 +344,7 @@ void run_all(const Recording& rec, const ExploreOptions& o, const std::vector<st
       ExperimentResult res;
       if (!r) {
         res.error = r.error().message();
-      } else if (r->report.end == "stopped") {
+      } else if (r->report.end == ReplayEnd::kStopped) {
         remove_dir(dir);
         return;
       } else {

@@ -15,6 +15,7 @@
 #include "base/error.hpp"
 #include "replay/answers.hpp"
 #include "replay/inject.hpp"
+#include "replay/session.hpp"
 
 namespace cudatool::replay {
 
@@ -45,9 +46,9 @@ struct ApiResult {
 
 struct ExperimentResult {
   Consequence consequence = Consequence::kNotRun;
-  std::string end;      // the replay's: "exit", "signal", "deadline"
-  int exit_status = 0;  // the program's exit code, or -signal
-  int signal = 0;       // crashes: from the exit status
+  std::optional<ReplayEnd> end;  // the replay's; none when it was not run
+  int exit_status = 0;           // the program's exit code, or -signal
+  int signal = 0;                // crashes: from the exit status
   // crashes: the libcuda function the signal came from (the replay's crash report), "" unknown
   std::string function;
   // fails and crashes: the first API call whose result changed (or was not reached), with the

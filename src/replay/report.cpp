@@ -283,7 +283,7 @@ namespace {
 Deviation live_deviation(const Recording& rec, const AnswerTable& table, const LogRecord& r,
                          Outcome oc) {
   Deviation d;
-  d.kind = oc == Outcome::kOutOfOrder ? "out_of_order" : "unrecorded";
+  d.kind = oc == Outcome::kOutOfOrder ? DeviationKind::kOutOfOrder : DeviationKind::kUnrecorded;
   d.outcome = oc;
   d.replay_seq = r.seq;
   bool has_event = r.answered >= 0 && static_cast<size_t>(r.answered) < table.calls.size();
@@ -328,7 +328,7 @@ void add_log(const Recording& rec, const AnswerTable& table, const ReplayLog& lo
     }
     if (r.sys == RP_LOG_REFUSED) {
       rep.refusal = r.text;
-      rep.end = "refused";
+      rep.end = ReplayEnd::kRefused;
       continue;
     }
     if (r.sys < RP_OPEN || r.sys > RP_MUNMAP) continue;
@@ -355,7 +355,7 @@ void add_unasked(const Recording& rec, const AnswerTable& table, const uint8_t* 
       ++j;
     bool trailing = j == table.calls.size() || table.calls[j].role != table.calls[k].role;
     Deviation d;
-    d.kind = trailing ? "not_reached" : "skipped";
+    d.kind = trailing ? DeviationKind::kNotReached : DeviationKind::kSkipped;
     d.recorded_seq = table.calls[k].seq;
     d.count = j - k;
     if (table.calls[k].trace_index < rec.events.size()) {
@@ -377,10 +377,9 @@ void set_verdict(ReplayReport& rep) {
   // GPU work left undone (a launch stopped at above all) is a finding even when the program
   // ended. Launches completed without execution (--execute none) are not: that is the replay's
   // stated model, and the report says that their results are not the GPU's.
-  bool finding = rep.end == "deadline" || rep.end == "time_limit" || rep.end == "stopped" ||
-                 rep.end == "signal" || !rep.unfinished.empty() || rep.compute.stopped != 0;
+  bool finding = rep.end != ReplayEnd::kExit || !rep.unfinished.empty() || rep.compute.stopped != 0;
   for (const Deviation& d : rep.deviations) {
-    if (d.kind != "unrecorded" || d.outcome == Outcome::kTwin ||
+    if (d.kind != DeviationKind::kUnrecorded || d.outcome == Outcome::kTwin ||
         d.outcome == Outcome::kNotSupported || d.outcome == Outcome::kNoDevice) {
       finding = true;
     }

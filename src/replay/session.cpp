@@ -244,6 +244,38 @@ std::string_view outcome_name(Outcome o) {
   return "?";
 }
 
+std::string_view deviation_kind_name(DeviationKind k) {
+  switch (k) {
+    case DeviationKind::kOutOfOrder:
+      return "out_of_order";
+    case DeviationKind::kUnrecorded:
+      return "unrecorded";
+    case DeviationKind::kSkipped:
+      return "skipped";
+    case DeviationKind::kNotReached:
+      return "not_reached";
+  }
+  return "?";
+}
+
+std::string_view replay_end_name(ReplayEnd e) {
+  switch (e) {
+    case ReplayEnd::kExit:
+      return "exit";
+    case ReplayEnd::kSignal:
+      return "signal";
+    case ReplayEnd::kDeadline:
+      return "deadline";
+    case ReplayEnd::kTimeLimit:
+      return "time_limit";
+    case ReplayEnd::kStopped:
+      return "stopped";
+    case ReplayEnd::kRefused:
+      return "refused";
+  }
+  return "?";
+}
+
 Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   if (o.argv.empty()) return err("no command to replay");
   auto shim = record::find_shim(o.shim, "libcudatool_replay.so", "replay", "replay shim", "--shim");
@@ -293,11 +325,11 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   }
   rep.program_output = child->take_output();
   rep.exit_status = child->status();
-  rep.end = stopped                              ? "stopped"
-            : stalled                            ? "deadline"
-            : how == record::WaitEnd::kTimeLimit ? "time_limit"
-            : child->status() < 0                ? "signal"
-                                                 : "exit";
+  rep.end = stopped                              ? ReplayEnd::kStopped
+            : stalled                            ? ReplayEnd::kDeadline
+            : how == record::WaitEnd::kTimeLimit ? ReplayEnd::kTimeLimit
+            : child->status() < 0                ? ReplayEnd::kSignal
+                                                 : ReplayEnd::kExit;
   rep.crash_note = child->crash_note();
   if (const auto& c = child->crash(); c && c->fatal() && !stalled) {
     rep.crash = *c;

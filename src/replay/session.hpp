@@ -52,8 +52,18 @@ enum class Outcome : uint8_t {
 };
 std::string_view outcome_name(Outcome o);
 
+// How a replay departed from the recording (Deviation::kind).
+enum class DeviationKind : uint8_t {
+  kOutOfOrder,  // a recorded call answered out of its place
+  kUnrecorded,  // a call the recording does not hold
+  kSkipped,     // recorded calls the program did not make, among ones it did
+  kNotReached,  // recorded calls after the last one the program made in that role
+};
+// "out_of_order", "unrecorded", "skipped", "not_reached" (the JSON's `kind`).
+std::string_view deviation_kind_name(DeviationKind k);
+
 struct Deviation {
-  std::string kind;  // "out_of_order", "unrecorded", "skipped", "not_reached"
+  DeviationKind kind = DeviationKind::kUnrecorded;
   Outcome outcome = Outcome::kAnswered;
   std::optional<uint64_t> replay_seq;    // in the replayed run
   std::optional<uint64_t> recorded_seq;  // the recorded call (answering, or skipped: the first)
@@ -91,6 +101,18 @@ struct LaunchRecord {
   std::vector<LaunchParam> params;  // cut from cb0 by the kernel's layout
 };
 
+// How a replayed program ended (ReplayReport::end).
+enum class ReplayEnd : uint8_t {
+  kExit,       // it exited by itself
+  kSignal,     // a signal killed it
+  kDeadline,   // stopped: no progress for --deadline seconds
+  kTimeLimit,  // stopped: longer than the time limit in all
+  kStopped,    // stopped on request (Ctrl-C of explore)
+  kRefused,    // the shim refused to answer (a libcuda of another driver version)
+};
+// "exit", "signal", "deadline", "time_limit", "stopped", "refused" (the JSON's `end`).
+std::string_view replay_end_name(ReplayEnd e);
+
 struct ReplayReport {
   std::string trace;
   std::vector<std::string> argv;
@@ -105,7 +127,7 @@ struct ReplayReport {
   std::vector<Deviation> deviations;
   std::vector<std::string> synthesized, gaps, injected;
   std::string environment;  // "recorded" | "defaults (…)"
-  std::string end;  // "exit", "signal", "deadline", "time_limit", "stopped", "refused", "not_run"
+  ReplayEnd end = ReplayEnd::kExit;
   int exit_status = 0;  // of the program (exit code, or -signal)
   std::optional<Stall> stall;
   // A fatal signal ended the program (record/crash.hpp), resolved; crash_note: why there can be

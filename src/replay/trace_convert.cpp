@@ -322,7 +322,7 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
     last_t = std::max(last_t, ev.t_ns + ev.dur_ns);
     if (Status s = (*w)->write_event(ev); !s.ok()) return s;
   }
-  bool ended = report.end == "exit" || report.end == "signal";
+  bool ended = report.end == ReplayEnd::kExit || report.end == ReplayEnd::kSignal;
   if (ended) {
     trace::Event ex;
     ex.seq = seq++;
@@ -342,7 +342,8 @@ Status write_replayed_trace(const Recording& rec, const AnswerTable& table, cons
   }
   trace::Trailer tr;
   tr.events = seq;
-  tr.reason = report.end == "deadline" || report.end == "time_limit" || report.end == "stopped"
+  tr.reason = report.end == ReplayEnd::kDeadline || report.end == ReplayEnd::kTimeLimit ||
+                      report.end == ReplayEnd::kStopped
                   ? "interrupted"
               : report.exit_status < 0 ? "signal"
                                        : "exit";
