@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import overhead_common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -115,11 +117,7 @@ def main():
     print("untraced: %s per stat(), %s per getppid() (wall)" % (us(base["stat"][0]), us(base["other"][0])))
     print("loads: %d and %d operations; %d runs each; slopes between the two, less the untraced slope\n"
           % (a.small, a.large, a.runs))
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    shutil.rmtree(work, ignore_errors=True)
+    overhead_common.finish(text, a.markdown, work)
 
 
 if __name__ == "__main__":

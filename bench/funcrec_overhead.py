@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+import overhead_common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALLS_PER_LOOP = 7
 
@@ -95,11 +97,7 @@ def main():
     text = "\n".join(md) + "\n"
     print("loads: %d and %d fr_tree calls (%d library calls each); %d runs each; slopes between the two\n"
           % (a.small, a.large, CALLS_PER_LOOP, a.runs))
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    shutil.rmtree(work, ignore_errors=True)
+    overhead_common.finish(text, a.markdown, work)
 
 
 if __name__ == "__main__":

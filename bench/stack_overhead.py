@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+import overhead_common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -130,11 +132,7 @@ def main():
     md.append("stacks add %s wall / %s CPU per ioctl in preload mode and %s / %s in ptrace mode." % (us(pre), us(pre_c), us(pt), us(pt_c)))
     text = "\n".join(md) + "\n"
     print("depth %d; %d runs each; slopes between each configuration's two counts\n" % (a.depth, a.runs))
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    shutil.rmtree(work, ignore_errors=True)
+    overhead_common.finish(text, a.markdown, work)
 
 
 if __name__ == "__main__":

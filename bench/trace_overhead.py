@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+import overhead_common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -123,11 +125,7 @@ def main():
         md.append("| %s | %s | %s | %s | %s | %s |" % (cname, us(io_w), us(io_c), us(ot_w), us(ot_c), ratio))
     text = "\n".join(md) + "\n"
     print("loads: %d and %d operations; %d runs each; slopes between the two\n" % (a.small, a.large, a.runs))
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    shutil.rmtree(work, ignore_errors=True)
+    overhead_common.finish(text, a.markdown, work)
 
 
 if __name__ == "__main__":
