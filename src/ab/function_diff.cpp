@@ -31,7 +31,7 @@ bool same_value(const FunctionCall& x, const ThreadCalls& tx, const FunctionCall
 }
 
 // One trace's side: its threads' calls, the names of their functions, the children of each call.
-struct Side {
+struct TreeSide {
   const NormalizedTrace* t = nullptr;
   std::vector<ThreadCalls> threads;
   std::vector<std::vector<std::string>> names;               // per thread, per call
@@ -124,9 +124,9 @@ struct Callees {
 // between any two runs and change nothing. An outermost call's value is the program's: always
 // reported.
 struct Walk {
-  Walk(const Side& sa, const Side& sb, size_t thread) : a(sa), b(sb), th(thread) {}
-  const Side& a;
-  const Side& b;
+  Walk(const TreeSide& sa, const TreeSide& sb, size_t thread) : a(sa), b(sb), th(thread) {}
+  const TreeSide& a;
+  const TreeSide& b;
   size_t th = 0;
   std::vector<std::pair<uint32_t, uint32_t>> path;  // (call in A, call in B), outermost first
   std::optional<FunctionDifference> found;
@@ -291,7 +291,7 @@ FunctionComparison compare_functions(const NormalizedTrace& a, const NormalizedT
   }
   out.compared = true;
   trace::FunctionNamer namer(lib);
-  Side sa, sb;
+  TreeSide sa, sb;
   sa.build(a, namer);
   sb.build(b, namer);
   for (const auto& t : sa.threads) out.calls_a += t.calls.size();

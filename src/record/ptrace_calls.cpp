@@ -16,15 +16,6 @@
 #include "record/tracee_memory.hpp"
 
 namespace cudatool::record {
-namespace {
-
-std::string read_link(const std::string& p) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink(p.c_str(), buf, sizeof buf);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-}  // namespace
 
 int64_t PtraceRecorder::device_fd(const Thread& t, int fd) const {
   const auto& fds = t.proc->fds->fds;

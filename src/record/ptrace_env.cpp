@@ -12,14 +12,11 @@
 
 #include "record/env_files.hpp"
 #include "record/ptrace_recorder_impl.hpp"
+#include "record/seccomp_filter.hpp"
 #include "record/tracee_memory.hpp"
 
 namespace cudatool::record {
 namespace {
-
-// Not in every libc's <sys/syscall.h> yet.
-constexpr int kSysFaccessat2 = 439;
-constexpr int kSysFchmodat2 = 452;
 
 // x86-64 struct stat (the kernel's, asm/stat.h): st_mode at 24, st_rdev at 40, st_size at 48.
 // struct statx (linux/stat.h): stx_mode at 0x1c, stx_size at 0x28, stx_rdev_major/minor at 0x80.

@@ -36,16 +36,16 @@ bool read_status_field(int tid, const char* field, int& out) {
   return false;
 }
 
+constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEFORK |
+                              PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+
+}  // namespace
+
 std::string read_link(const std::string& p) {
   char buf[PATH_MAX];
   ssize_t n = readlink(p.c_str(), buf, sizeof buf);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
-
-constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEFORK |
-                              PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
-
-}  // namespace
 
 PtraceRecorder::PtraceRecorder(const RecordOptions& o, TraceWriter& out)
     : opt_(o), out_(out), devices_(o.devices), env_(o.env) {

@@ -77,6 +77,9 @@ struct Thread {
   int stack_probes = 0;
 };
 
+// The target of the symbolic link at `p` (a /proc path), or "" when it cannot be read.
+std::string read_link(const std::string& p);
+
 // The flags of an open, openat or creat call, or of an openat2 (struct open_how's first member,
 // read from the tracee; 0 when it cannot be read).
 uint64_t open_flags(int tid, int nr, const uint64_t* args);

@@ -15,10 +15,6 @@
 namespace cudatool::record {
 namespace {
 
-// Not in every libc's <sys/syscall.h> yet (Linux 5.8 and 6.6).
-constexpr uint32_t kSysFaccessat2 = 439;
-constexpr uint32_t kSysFchmodat2 = 452;
-
 constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
 constexpr uint32_t kNrOffset = offsetof(seccomp_data, nr);
 // Low 32 bits of argument i (little-endian).

@@ -8,6 +8,11 @@
 
 namespace cudatool::record {
 
+// Not in every libc's <sys/syscall.h> yet (Linux 5.8 and 6.6); the seccomp filter and the ptrace
+// recorder's path calls both name them.
+inline constexpr int kSysFaccessat2 = 439;
+inline constexpr int kSysFchmodat2 = 452;
+
 // ioctl, open, openat, openat2, creat, close, close_range, dup, dup2, dup3, fcntl(F_DUPFD,
 // F_DUPFD_CLOEXEC), mmap of a file (not MAP_ANONYMOUS), munmap, execve, execveat. x86-64 only;
 // other architectures' calls (int 0x80 from 32-bit code) are allowed through unrecorded.

@@ -22,7 +22,7 @@ using detail::IoctlView;
 
 namespace {
 
-Error err(std::string structure, std::string reason) {
+Error answer_err(std::string structure, std::string reason) {
   return make_error(std::move(structure), "", std::nullopt, std::move(reason));
 }
 
@@ -44,7 +44,8 @@ Result<Recording> finish_recording(std::unique_ptr<trace::TraceReader> r, std::s
            trace::is_environment(e.sys);
   });
   if (!any) {
-    return err(rec.path, "the trace holds no device calls or environment events to answer from");
+    return answer_err(rec.path,
+                      "the trace holds no device calls or environment events to answer from");
   }
   return rec;
 }
@@ -268,7 +269,7 @@ std::string status_name(const rm::Tables& t, uint32_t v) {
 Result<uint32_t> injected_event(Ctx& c, const Injection& inj,
                                 const std::vector<uint32_t>& by_trace) {
   auto fail = [&](std::string why) {
-    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+    return answer_err(fmt::format("inject '{}'", inj.text), std::move(why));
   };
   std::optional<uint32_t> cmd, cls;
   if (!inj.cmd.empty()) {
@@ -318,7 +319,7 @@ Result<uint32_t> injected_event(Ctx& c, const Injection& inj,
 Result<std::string> inject_status(Ctx& c, const Injection& inj, uint32_t k,
                                   const std::string& what) {
   auto fail = [&](std::string why) {
-    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+    return answer_err(fmt::format("inject '{}'", inj.text), std::move(why));
   };
   const trace::Event& ev = c.rec.events[c.b.events[k].index];
   const IoctlView& v = c.views[k];
@@ -347,7 +348,7 @@ Result<std::string> inject_status(Ctx& c, const Injection& inj, uint32_t k,
 Result<std::string> inject_member(Ctx& c, const Injection& inj, uint32_t k,
                                   const std::string& what) {
   auto fail = [&](std::string why) {
-    return err(fmt::format("inject '{}'", inj.text), std::move(why));
+    return answer_err(fmt::format("inject '{}'", inj.text), std::move(why));
   };
   const trace::Event& ev = c.rec.events[c.b.events[k].index];
   const IoctlView& v = c.views[k];
@@ -704,11 +705,11 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   std::map<uint32_t, const AnswerOverride*> overrides;
   for (const AnswerOverride& o : options.overrides) {
     if (o.with == nullptr || o.trace_index >= rec.events.size()) {
-      return err(rec.path, "an answer override names no event");
+      return answer_err(rec.path, "an answer override names no event");
     }
     overrides[o.trace_index] = &o;
   }
-  if (rec.tables == nullptr || rec.norm == nullptr) return err(rec.path, "not normalised");
+  if (rec.tables == nullptr || rec.norm == nullptr) return answer_err(rec.path, "not normalised");
   Ctx c{rec,
         *rec.tables,
         detail::escape_layouts(*rec.tables),
@@ -723,8 +724,9 @@ Result<AnswerTable> build_answer_table(const Recording& rec, const TableOptions&
   c.build_version = rm::control_doing(c.t, rm::kControlDriverVersion);
   add_device_events(c, overrides);
   if (c.b.roles.size() > RP_MAX_ROLES) {
-    return err(rec.path, fmt::format("{} threads with device calls; replay follows at most {}",
-                                     c.b.roles.size(), RP_MAX_ROLES));
+    return answer_err(rec.path,
+                      fmt::format("{} threads with device calls; replay follows at most {}",
+                                  c.b.roles.size(), RP_MAX_ROLES));
   }
   if (Status s = apply_injections(c, options.injections); !s.ok()) return s.error();
   for (uint32_t k = 0; k < c.out.calls.size(); ++k) {

@@ -12,7 +12,7 @@
 namespace cudatool::replay {
 namespace {
 
-Error err(std::string what) {
+Error bisect_err(std::string what) {
   return make_error("replay --bisect", "", std::nullopt, std::move(what));
 }
 
@@ -182,7 +182,7 @@ Status choose_criterion(const BisectOptions& o, const Recording& good, const Rec
                         ? std::string("BAD's exit status is not known (an import)")
                         : fmt::format("GOOD and BAD both exited with status {}", *bad_status);
   if (!rep.departure) {
-    return err(fmt::format(
+    return bisect_err(fmt::format(
         "{}, and BAD's device calls do not end early against GOOD's (ab finds no early end): "
         "give --fails-if to say how BAD failed",
         why));
@@ -210,7 +210,7 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
   std::optional<PosixRegex> re;
   if (!o.fails_if.empty()) {
     auto compiled = PosixRegex::compile(o.fails_if);
-    if (!compiled) return err(fmt::format("--fails-if: {}", compiled.error().message()));
+    if (!compiled) return bisect_err(fmt::format("--fails-if: {}", compiled.error().message()));
     re.emplace(std::move(*compiled));
   }
   BisectPlan plan = plan_bisect(*good, *bad);

@@ -27,7 +27,7 @@
 namespace cudatool::replay {
 namespace {
 
-Error err(std::string what) {
+Error explore_err(std::string what) {
   return make_error("explore", "", std::nullopt, std::move(what));
 }
 
@@ -70,7 +70,7 @@ Result<Run> run_in(const Recording& rec, const ExploreOptions& o,
                    const std::vector<std::string>& argv, const std::vector<Injection>& inj,
                    const std::string& dir, const std::string& functions = "") {
   if (::mkdir(dir.c_str(), 0700) != 0) {
-    return err(fmt::format("{}: {}", dir, std::strerror(errno)));
+    return explore_err(fmt::format("{}: {}", dir, std::strerror(errno)));
   }
   ReplayOptions ro;
   ro.argv = argv;
@@ -226,7 +226,8 @@ class TempRoot {
     const char* tmp = std::getenv("TMPDIR");
     std::string t =
         std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudatool-explore-XXXXXX";
-    if (mkdtemp(t.data()) == nullptr) return err(fmt::format("{}: {}", t, std::strerror(errno)));
+    if (mkdtemp(t.data()) == nullptr)
+      return explore_err(fmt::format("{}: {}", t, std::strerror(errno)));
     path_ = t;
     return Status::success();
   }
@@ -414,7 +415,7 @@ std::string reproduce_command(const ExploreReport& r, const Experiment& e) {
 
 Result<ExploreReport> run_explore(const ExploreOptions& o) {
   double t0 = now_s();
-  if (o.argv.empty()) return err("no command to run");
+  if (o.argv.empty()) return explore_err("no command to run");
   auto rec = load_recording(o.trace);
   if (!rec) return rec.error();
   ExploreReport rep;

@@ -22,19 +22,19 @@
 namespace cudatool::replay {
 namespace {
 
-Error err(std::string what) {
+Error replay_err(std::string what) {
   return make_error("replay", "", std::nullopt, std::move(what));
 }
 
 Status write_whole(const std::string& path, const void* data, size_t n) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return err(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (fd < 0) return replay_err(fmt::format("{}: {}", path, std::strerror(errno)));
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w <= 0) {
       ::close(fd);
-      return err(fmt::format("write {}: {}", path, std::strerror(errno)));
+      return replay_err(fmt::format("write {}: {}", path, std::strerror(errno)));
     }
     p += w;
     n -= static_cast<size_t>(w);
@@ -51,14 +51,14 @@ class SharedFile {
   }
   Status create(const std::string& path, uint64_t size) {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return err(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (fd < 0) return replay_err(fmt::format("{}: {}", path, std::strerror(errno)));
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
       ::close(fd);
-      return err(fmt::format("ftruncate {}: {}", path, std::strerror(errno)));
+      return replay_err(fmt::format("ftruncate {}: {}", path, std::strerror(errno)));
     }
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
-    if (p == MAP_FAILED) return err(fmt::format("mmap {}: {}", path, std::strerror(errno)));
+    if (p == MAP_FAILED) return replay_err(fmt::format("mmap {}: {}", path, std::strerror(errno)));
     p_ = static_cast<uint8_t*>(p);
     size_ = size;
     return Status::success();
@@ -86,7 +86,7 @@ class TempDir {
     std::vector<char> name(tmpl.begin(), tmpl.end());
     name.push_back('\0');
     if (mkdtemp(name.data()) == nullptr)
-      return err(fmt::format("{}: {}", tmpl, std::strerror(errno)));
+      return replay_err(fmt::format("{}: {}", tmpl, std::strerror(errno)));
     path_ = name.data();
     return Status::success();
   }
@@ -107,11 +107,11 @@ class TempDir {
 Result<std::string> prepare_keep_dir(const std::string& keep) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(keep, ec);
-  if (ec) return err(fmt::format("--keep {}: {}", keep, ec.message()));
+  if (ec) return replay_err(fmt::format("--keep {}: {}", keep, ec.message()));
   auto st = std::filesystem::symlink_status(p, ec);
   if (std::filesystem::exists(st)) {
     if (!std::filesystem::is_directory(st) || !std::filesystem::is_empty(p, ec) || ec) {
-      return err(
+      return replay_err(
           fmt::format("--keep {}: exists and is not an empty directory (the replay writes "
                       "its answer table, log and environment tree there); name a new "
                       "path or an empty directory",
@@ -120,7 +120,7 @@ Result<std::string> prepare_keep_dir(const std::string& keep) {
     return p.string();
   }
   if (mkdir(p.c_str(), 0755) != 0) {
-    return err(fmt::format("--keep {}: cannot create: {}", keep, std::strerror(errno)));
+    return replay_err(fmt::format("--keep {}: cannot create: {}", keep, std::strerror(errno)));
   }
   return p.string();
 }
@@ -277,7 +277,7 @@ std::string_view replay_end_name(ReplayEnd e) {
 }
 
 Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
-  if (o.argv.empty()) return err("no command to replay");
+  if (o.argv.empty()) return replay_err("no command to replay");
   auto shim = record::find_shim(o.shim, "libcudatool_replay.so", "replay", "replay shim", "--shim");
   if (!shim) return shim.error();
   TempDir dir;
@@ -321,7 +321,8 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   bool stalled = how == record::WaitEnd::kEnded;
   rep.wall_s = static_cast<double>(now_ns() - t0) / 1e9;
   if (child->exec_errno() != 0) {
-    return err(fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(child->exec_errno())));
+    return replay_err(
+        fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(child->exec_errno())));
   }
   rep.program_output = child->take_output();
   rep.exit_status = child->status();
