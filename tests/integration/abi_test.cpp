@@ -17,7 +17,7 @@
 namespace cudatool::test {
 namespace {
 
-std::string fixture_lib() {
+std::string abi_fixture_lib() {
   return fixtures_dir() + "/abi/stripped/libabi.so";
 }
 std::string fixture_unstripped() {
@@ -66,7 +66,7 @@ std::map<std::string, std::set<uint64_t>> objdump_immediates() {
 }
 
 TEST(AbiFixture, SurfaceIsExact) {
-  JsonRun r = cudatool_json_run({"abi", fixture_lib(), "--json"});
+  JsonRun r = cudatool_json_run({"abi", abi_fixture_lib(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(r.json["schema"], "cudatool.abi/1");
   auto req = by_name(r.json);
@@ -144,7 +144,7 @@ TEST(AbiFixture, SurfaceIsExact) {
 }
 
 TEST(AbiFixture, LayoutsComeFromTheBranch) {
-  JsonRun r = cudatool_json_run({"abi", fixture_lib(), "--json"});
+  JsonRun r = cudatool_json_run({"abi", abi_fixture_lib(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   auto req = by_name(r.json);
   const Key control{"escape", "NV_ESC_RM_CONTROL"}, uvm_gpu{"uvm", "UVM_REGISTER_GPU"};
@@ -163,28 +163,30 @@ TEST(AbiFixture, LayoutsComeFromTheBranch) {
 }
 
 TEST(AbiFixture, TextMarkdownAndErrors) {
-  RunResult t = run({cudatool_bin(), "abi", fixture_lib()});
+  RunResult t = run({cudatool_bin(), "abi", abi_fixture_lib()});
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("nvidia — escapes (2)"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("nvidia-uvm — UVM ioctls (2)"), std::string::npos) << t.out;
-  RunResult md = run({cudatool_bin(), "abi", fixture_lib(), "--markdown"});
+  RunResult md = run({cudatool_bin(), "abi", abi_fixture_lib(), "--markdown"});
   ASSERT_EQ(md.status, 0) << md.err;
   EXPECT_NE(md.out.find("## nvidia — RM control commands"), std::string::npos);
   EXPECT_NE(md.out.find("| NV2080_CTRL_CMD_GPU_GET_INFO_V2 |"), std::string::npos) << md.out;
-  EXPECT_EQ(run({cudatool_bin(), "abi", fixture_lib(), "--json", "--markdown"}).status, 2);
+  EXPECT_EQ(run({cudatool_bin(), "abi", abi_fixture_lib(), "--json", "--markdown"}).status, 2);
   std::string junk = write_temp("not-elf.so", "not an ELF file at all");
   RunResult bad = run({cudatool_bin(), "abi", junk});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("error"), std::string::npos) << bad.err;
-  EXPECT_EQ(run({cudatool_bin(), "abi", fixture_lib(), fixture_lib(), "--trace", junk}).status, 2);
+  EXPECT_EQ(
+      run({cudatool_bin(), "abi", abi_fixture_lib(), abi_fixture_lib(), "--trace", junk}).status,
+      2);
   // The same build twice: nothing new, nothing gone, no layout change.
-  JsonRun d = cudatool_json_run({"abi", fixture_lib(), fixture_lib(), "--json"});
+  JsonRun d = cudatool_json_run({"abi", abi_fixture_lib(), abi_fixture_lib(), "--json"});
   ASSERT_EQ(d.status, 0) << d.err;
   EXPECT_EQ(d.json["mode"], "diff");
   EXPECT_TRUE(d.json["added"].empty());
   EXPECT_TRUE(d.json["removed"].empty());
   EXPECT_TRUE(d.json["changed"].empty());
-  JsonRun one = cudatool_json_run({"abi", fixture_lib(), "--json"});
+  JsonRun one = cudatool_json_run({"abi", abi_fixture_lib(), "--json"});
   EXPECT_EQ(d.json["common"].get<size_t>(), one.json["requests"].size());
 }
 
@@ -271,7 +273,7 @@ TEST(AbiReal580, CaptureRequestsAreInTheSurface) {
   EXPECT_TRUE(r.json["trace"]["missed"].empty()) << r.json["trace"]["missed"].dump();
   EXPECT_GT(r.json["trace"]["requests"].get<size_t>(), 50u);
   // The fixture's surface misses them: each is a finding (exit 1).
-  JsonRun f = cudatool_json_run({"abi", fixture_lib(), "--json", "--trace", trace});
+  JsonRun f = cudatool_json_run({"abi", abi_fixture_lib(), "--json", "--trace", trace});
   EXPECT_EQ(f.status, 1);
   EXPECT_FALSE(f.json["trace"]["missed"].empty());
 }

@@ -31,10 +31,6 @@ std::string crash_client() {
   return fixtures_dir() + "/crash/crash_client";
 }
 
-uint64_t hex_of(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 // The report's frames named as nm names the fixture library's functions: frame 0 is crash_store
 // (where the null store is), then crash_middle, then cuFixCrash, the API call in progress.
 void expect_fixture_crash(const json& c, bool handler) {
@@ -53,11 +49,11 @@ void expect_fixture_crash(const json& c, bool handler) {
     if (f["module"] != "libcuda.so.1") continue;
     // Frame 0 is the faulting instruction itself; the others are return addresses (after the
     // call: the function is the one before).
-    uint64_t off = hex_of(f["offset"]);
+    uint64_t off = json_hex(f["offset"]);
     const NmFunction* fn = nm_find(fns, named.empty() ? off : off - 1);
     ASSERT_NE(fn, nullptr) << "nm has no function at " << f.dump();
     EXPECT_EQ(f["function"], fn->name) << f.dump();
-    EXPECT_EQ(hex_of(f["function_offset"]), off - fn->start) << f.dump();
+    EXPECT_EQ(json_hex(f["function_offset"]), off - fn->start) << f.dump();
     named.push_back(fn->name);
   }
   ASSERT_GE(named.size(), 3u) << c.dump(2);
@@ -259,7 +255,7 @@ TEST_F(CrashReal, AHugeCountMakesCuInitDieInANamedLibcudaFunction) {
   // name says and holds the pc.
   std::string fn = f0["function"];
   ASSERT_EQ(fn.rfind("fn_", 0), 0u) << fn;
-  uint64_t start = std::stoull(fn.substr(3), nullptr, 16), pc = hex_of(f0["offset"]);
+  uint64_t start = std::stoull(fn.substr(3), nullptr, 16), pc = json_hex(f0["offset"]);
   RunResult d = run({"readelf", "--debug-dump=frames", build_.lib_path});
   char want[40];
   snprintf(want, sizeof want, "pc=%016llx..", static_cast<unsigned long long>(start));

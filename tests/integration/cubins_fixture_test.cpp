@@ -46,10 +46,6 @@ std::string stem(const std::string& file) {
   return file.substr(0, file.rfind('.'));
 }
 
-uint64_t hexv(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 json scan_json(const std::string& lib, std::vector<std::string> extra = {}, int want = 0) {
   std::vector<std::string> argv{cudatool_bin(), "cubins", "--json", lib};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -61,7 +57,7 @@ json scan_json(const std::string& lib, std::vector<std::string> extra = {}, int 
 
 const json* top_image_at(const json& doc, uint64_t off) {
   for (const auto& im : doc["images"]) {
-    if (im["container"].is_null() && hexv(im["offset"]) == off) return &im;
+    if (im["container"].is_null() && json_hex(im["offset"]) == off) return &im;
   }
   return nullptr;
 }
@@ -143,7 +139,7 @@ void expect_kernels_match(const json& elf, const std::vector<PtxFunction>& ptx,
   if (!c.sm_suffix.empty()) {
     EXPECT_EQ("sm_" + std::to_string(c.sm) + c.sm_suffix, elf["arch"].get<std::string>());
   }
-  EXPECT_EQ(c.flags, hexv(elf["e_flags"])) << what;
+  EXPECT_EQ(c.flags, json_hex(elf["e_flags"])) << what;
   std::vector<std::pair<std::string, uint64_t>> secs;
   for (const auto& s : elf["sections"])
     if (s["index"] != 0) secs.emplace_back(s["name"], s["size"]);
@@ -288,9 +284,9 @@ TEST_F(CubinFixture, IndependentScanFindsTheSameImages) {
   std::set<std::pair<uint64_t, uint64_t>> raw_ours;
   std::set<uint64_t> stored_entries;
   for (const auto& im : doc["images"]) {
-    if (im["kind"] == "cuda-elf") raw_ours.insert({hexv(im["offset"]), im["size"]});
+    if (im["kind"] == "cuda-elf") raw_ours.insert({json_hex(im["offset"]), im["size"]});
     if (im["kind"] == "fatbin-elf" && im["compression"] == "none") {
-      stored_entries.insert(hexv(im["offset"]));
+      stored_entries.insert(json_hex(im["offset"]));
     }
   }
   std::set<std::pair<uint64_t, uint64_t>> raw_theirs;
@@ -322,7 +318,7 @@ TEST_F(CubinFixture, DecoysAreExplained) {
   uint64_t decoy = syms.at("fixture_decoy_elf32").first;
   bool elf32 = false, immediate = false, header = false;
   for (const auto& r : doc["rejected"]) {
-    uint64_t off = hexv(r["offset"]);
+    uint64_t off = json_hex(r["offset"]);
     if (off == decoy) elf32 = r["verdict"] == "not an ELF header" && r["section"] == ".rodata";
     if (r["magic"] == "fatbin" && r["section"] == ".text")
       immediate = r["verdict"] == "instruction bytes";
@@ -354,7 +350,7 @@ TEST_F(CubinFixture, TablesPointAtTheImages) {
       EXPECT_EQ(ref["relocation"], "R_X86_64_RELATIVE");
       bool seen = false;
       for (auto [slot, addend] : relocs)
-        seen |= slot == hexv(ref["slot"]) && addend == hexv((*im)["vaddr"]);
+        seen |= slot == json_hex(ref["slot"]) && addend == json_hex((*im)["vaddr"]);
       EXPECT_TRUE(seen);
     } else {
       EXPECT_EQ(ref["relocation"], "R_X86_64_64");

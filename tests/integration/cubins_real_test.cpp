@@ -20,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexv(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 class RealCubins : public ::testing::TestWithParam<DriverBuild> {
  protected:
   void SetUp() override { CUDATOOL_REQUIRE_BUILD(GetParam()); }
@@ -53,7 +49,7 @@ TEST_P(RealCubins, SameImagesAsAnIndependentScan) {
   std::map<std::string, uint64_t> per_arch;
   for (const auto& im : doc["images"]) {
     EXPECT_EQ(im["kind"], "cuda-elf");  // these builds carry raw images only
-    b.insert({hexv(im["offset"]), im["size"].get<uint64_t>()});
+    b.insert({json_hex(im["offset"]), im["size"].get<uint64_t>()});
     EXPECT_TRUE(im["error"].is_null()) << im["offset"] << ": " << im["error"];
     EXPECT_TRUE(im["problems"].empty()) << im["offset"] << ": " << im["problems"].dump();
     ASSERT_FALSE(im["elf"].is_null());
@@ -119,7 +115,7 @@ TEST_P(RealCubins, EveryImageAgreesWithCuobjdump) {
     } else {
       EXPECT_EQ("sm_" + std::to_string(c.sm) + c.sm_suffix, arch);
     }
-    EXPECT_EQ(c.flags, hexv(elf["e_flags"]));
+    EXPECT_EQ(c.flags, json_hex(elf["e_flags"]));
     std::vector<std::pair<std::string, uint64_t>> secs;
     for (const auto& s : elf["sections"])
       if (s["index"] != 0) secs.emplace_back(s["name"], s["size"]);
@@ -259,7 +255,7 @@ TEST_P(RealCubins, TableReferencesMatchReadelf) {
   json doc = scan();
   std::map<uint64_t, std::set<uint64_t>> expected;  // image vaddr -> relocated slots
   std::set<uint64_t> starts;
-  for (const auto& im : doc["images"]) starts.insert(hexv(im["vaddr"]));
+  for (const auto& im : doc["images"]) starts.insert(json_hex(im["vaddr"]));
   for (auto [slot, addend] : readelf_relative_relocs(lib())) {
     if (starts.count(addend) != 0) expected[addend].insert(slot);
   }
@@ -267,11 +263,11 @@ TEST_P(RealCubins, TableReferencesMatchReadelf) {
   for (const auto& im : doc["images"]) {
     std::set<uint64_t> ours;
     for (const auto& r : im["references"]) {
-      ours.insert(hexv(r["slot"]));
+      ours.insert(json_hex(r["slot"]));
       EXPECT_EQ(r["relocation"], "R_X86_64_RELATIVE");
       ++refs;
     }
-    EXPECT_EQ(ours, expected[hexv(im["vaddr"])]) << im["offset"];
+    EXPECT_EQ(ours, expected[json_hex(im["vaddr"])]) << im["offset"];
   }
   EXPECT_GT(refs, 0u);
 }
@@ -300,7 +296,7 @@ TEST_P(RealCubins, EveryMagicHitIsExplained) {
     }
     if (verdict == "host ELF") {
       // The embedded host executable, carved out and read by readelf.
-      uint64_t off = hexv(r["offset"]), size = r["size"];
+      uint64_t off = json_hex(r["offset"]), size = r["size"];
       std::string carved = write_temp("host-elf-" + GetParam().version, bytes.substr(off, size));
       RunResult h = run({"readelf", "-h", "-l", "-W", carved});
       EXPECT_EQ(h.status, 0);

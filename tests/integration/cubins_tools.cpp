@@ -12,10 +12,6 @@
 
 namespace cudatool::test {
 
-uint64_t hex_u64(const std::string& s) {
-  return std::stoull(s, nullptr, 16);
-}
-
 std::string cuobjdump_path() {
   std::vector<std::string> candidates;
   if (const char* e = std::getenv("CUDATOOL_CUOBJDUMP"); e != nullptr && *e != '\0') {
@@ -126,7 +122,7 @@ CuobjdumpElf parse_cuobjdump_elf(const std::string& text) {
       out.abi = std::stoi(m[1]);
       out.sm = std::stoi(m[2]);
       out.sm_suffix = m[3];
-      out.flags = hex_u64(m[4]);
+      out.flags = hex_value(m[4]);
       out.ok = true;
       continue;
     }
@@ -137,7 +133,7 @@ CuobjdumpElf parse_cuobjdump_elf(const std::string& text) {
     if (in_sections) {
       if (line.rfind("Index", 0) == 0) continue;
       if (std::regex_match(line, m, sec_row)) {
-        out.sections.emplace_back(m[4], hex_u64(m[3]));
+        out.sections.emplace_back(m[4], hex_value(m[3]));
         continue;
       }
       in_sections = false;
@@ -165,9 +161,10 @@ CuobjdumpElf parse_cuobjdump_elf(const std::string& text) {
     if (section.rfind(".nv.info.", 0) == 0) {
       std::string fn = section.substr(9);
       if (attr == "EIATTR_KPARAM_INFO" && std::regex_search(line, m, kparam)) {
-        out.params[fn][static_cast<uint32_t>(hex_u64(m[1]))] = static_cast<uint32_t>(hex_u64(m[2]));
+        out.params[fn][static_cast<uint32_t>(hex_value(m[1]))] =
+            static_cast<uint32_t>(hex_value(m[2]));
       } else if (attr == "EIATTR_CBANK_PARAM_SIZE" && std::regex_search(line, m, value)) {
-        out.cbank_param_size[fn] = static_cast<uint32_t>(hex_u64(m[1]));
+        out.cbank_param_size[fn] = static_cast<uint32_t>(hex_value(m[1]));
       }
     }
   }
@@ -295,7 +292,7 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> symbol_file_offsets(const s
       R"(^\s*\[\s*(\d+)\]\s+\S+\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+[0-9a-f]+)");
   while (std::getline(sin, line)) {
     if (std::regex_search(line, m, row) && m[2] != "NOBITS") {
-      secs[std::stoi(m[1])] = {hex_u64(m[3]), hex_u64(m[4])};
+      secs[std::stoi(m[1])] = {hex_value(m[3]), hex_value(m[4])};
     }
   }
   std::map<std::string, std::pair<uint64_t, uint64_t>> out;
@@ -307,7 +304,7 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> symbol_file_offsets(const s
     if (!std::regex_search(line, m, sym)) continue;
     auto it = secs.find(std::stoi(m[3]));
     if (it == secs.end()) continue;
-    uint64_t value = hex_u64(m[1]);
+    uint64_t value = hex_value(m[1]);
     out[m[4]] = {value - it->second.first + it->second.second, std::stoull(m[2], nullptr, 0)};
   }
   return out;
@@ -326,7 +323,7 @@ std::vector<std::pair<uint64_t, uint64_t>> readelf_relative_relocs(const std::st
     std::string offset, info, type, addend;
     ls >> offset >> info >> type >> addend;
     if (type != "R_X86_64_RELATIVE" || addend.empty()) continue;
-    out.emplace_back(hex_u64(offset), hex_u64(addend));
+    out.emplace_back(hex_value(offset), hex_value(addend));
   }
   return out;
 }

@@ -70,6 +70,4 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> symbol_file_offsets(const s
 // readelf -rW: (r_offset, addend) of every R_X86_64_RELATIVE relocation.
 std::vector<std::pair<uint64_t, uint64_t>> readelf_relative_relocs(const std::string& lib);
 
-uint64_t hex_u64(const std::string& s);
-
 }  // namespace cudatool::test

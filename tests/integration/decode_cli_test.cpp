@@ -325,7 +325,7 @@ TEST(DecodeCli, RecordedTraceHasDurationsFailuresAndSlowestCalls) {
   std::string dev = make_fake_devices("decode-rec");
   std::string trace = temp_dir() + "/decode-rec.jsonl";
   RunResult t = run({cudatool_bin(), "trace", "-q", "-o", trace, "--devices", dev + "/*", "--",
-                     fixtures_dir() + "/nv_client", dev, "full"});
+                     nv_client_bin(), dev, "full"});
   ASSERT_EQ(t.status, 0) << t.err;
   TraceFile tf = load_trace(trace);
   uint64_t enotty = 0, max_dur = 0;

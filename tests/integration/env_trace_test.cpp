@@ -25,10 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string client() {
-  return fixtures_dir() + "/env_client";
-}
-
 // The fixture's printed environment calls, as the recorder `mode` must see them.
 std::vector<json> env_calls(const std::vector<json>& printed, const std::string& mode) {
   std::vector<json> v;
@@ -64,7 +60,7 @@ class EnvTrace : public ::testing::TestWithParam<std::string> {
   RunResult record(const EnvTree& tree, const std::string& out, const std::string& what,
                    const std::string& env) {
     return run({cudatool_bin(), "trace", "--mode", mode(), "-q", "-o", out, "--devices",
-                tree.root + "/no-device/*", "--env", env, "--", client(), tree.root, what});
+                tree.root + "/no-device/*", "--env", env, "--", env_client_bin(), tree.root, what});
   }
 };
 
@@ -170,7 +166,7 @@ TEST_P(EnvTrace, EnvironmentCallsAfterADeviceCallCarryNoStack) {
   // The fixture's write-only open of dev/nvidia-scratch is the one device call; the unlink of that
   // path and the rest of the run's environment calls come after it.
   RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "-q", "-o", out, "--devices",
-                     tree.root + "/dev/nvidia-scratch", "--env", tree.env, "--", client(),
+                     tree.root + "/dev/nvidia-scratch", "--env", tree.env, "--", env_client_bin(),
                      tree.root, "full"});
   ASSERT_EQ(r.status, 0) << r.err;
   TraceFile t = load_trace(out);

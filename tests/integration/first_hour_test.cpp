@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string fixture_lib() {
+std::string fixture_libcuda() {
   return fixtures_dir() + "/libcuda_fixture.so.999.88.77";
 }
 
@@ -115,7 +115,7 @@ TEST(FirstHour, CompressedLibrariesAreReadInMemory) {
   std::string dir = temp_dir() + "/compressed";
   std::filesystem::create_directories(dir);
   std::string plain = dir + "/libcuda_fixture.so.999.88.77";
-  std::filesystem::copy_file(fixture_lib(), plain);
+  std::filesystem::copy_file(fixture_libcuda(), plain);
   for (auto [tool, ext, format] :
        {std::tuple{"xz", ".xz", "xz"}, {"zstd", ".zst", "zstd"}, {"gzip", ".gz", "gzip"}}) {
     RunResult c = run({tool, "-k", "-q", plain});
@@ -144,12 +144,12 @@ TEST(FirstHour, The580XzIsReadAsItIs) {
 }
 
 TEST(FirstHour, ExportsRefusesABadGlobAndSaysWhenNothingMatches) {
-  RunResult r = run({cudatool_bin(), "exports", "--filter", "[", fixture_lib()});
+  RunResult r = run({cudatool_bin(), "exports", "--filter", "[", fixture_libcuda()});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("never closed"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
-  json all = json::parse(run({cudatool_bin(), "exports", "--json", fixture_lib()}).out);
-  r = run({cudatool_bin(), "exports", "--filter", "cuNoSuchCall*", fixture_lib()});
+  json all = json::parse(run({cudatool_bin(), "exports", "--json", fixture_libcuda()}).out);
+  r = run({cudatool_bin(), "exports", "--filter", "cuNoSuchCall*", fixture_libcuda()});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(
       r.err.find("matches none of the " + std::to_string(all["count"].get<int>()) + " exports"),
@@ -159,7 +159,7 @@ TEST(FirstHour, ExportsRefusesABadGlobAndSaysWhenNothingMatches) {
   std::string name = all["exports"][0]["name"];
   std::string upper = name;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  r = run({cudatool_bin(), "exports", "--filter", upper, fixture_lib()});
+  r = run({cudatool_bin(), "exports", "--filter", upper, fixture_libcuda()});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.err.find("match ignoring case, e.g. " + name), std::string::npos) << r.err;
 }
@@ -197,10 +197,10 @@ TEST(FirstHour, CubinsArchSaysWhatTheBuildHas) {
 TEST(FirstHour, ErrorsUnderJsonAreOneObjectOnStdout) {
   std::vector<std::vector<std::string>> cases = {
       {"info", "--json", "/nonexistent/libcuda.so.1"},
-      {"exports", "--json", "--filter", "[", fixture_lib()},
+      {"exports", "--json", "--filter", "[", fixture_libcuda()},
       {"import", "--json", "/nonexistent.jsonl", "-o", temp_dir() + "/never.jsonl"},
       {"decode", "--json", "/nonexistent.jsonl"},
-      {"info", "--json", "--no-such-option", fixture_lib()},
+      {"info", "--json", "--no-such-option", fixture_libcuda()},
       {"no-such-command", "--json"},
   };
   for (std::vector<std::string> c : cases) {
@@ -231,7 +231,7 @@ TEST(FirstHour, ErrorsUnderJsonAreOneObjectOnStdout) {
   json e = json::parse(r.out)["error"];
   EXPECT_NE(e["structure"].get<std::string>().find("not-elf.so"), std::string::npos) << r.out;
   // Success: the command's own document, no error object.
-  r = run({cudatool_bin(), "info", "--json", fixture_lib()});
+  r = run({cudatool_bin(), "info", "--json", fixture_libcuda()});
   EXPECT_EQ(r.status, 0);
   EXPECT_FALSE(json::parse(r.out).contains("error"));
 }
@@ -244,7 +244,7 @@ std::string copy_to_temp(const std::string& from, const std::string& name) {
 // An output option does not replace an existing file of another kind without --force; a file of
 // its own kind is replaced.
 TEST(FirstHour, OutputsDoNotReplaceAFileOfAnotherKind) {
-  std::string lib = copy_to_temp(fixture_lib(), "copy.so");
+  std::string lib = copy_to_temp(fixture_libcuda(), "copy.so");
   std::string before = read_file(lib);
   auto refused = [&](std::vector<std::string> argv, const std::string& kind) {
     SCOPED_TRACE(argv[0]);
@@ -260,23 +260,23 @@ TEST(FirstHour, OutputsDoNotReplaceAFileOfAnotherKind) {
                  "--driver-version", "580.159.04"})
                 .status,
             0);
-  refused({"index", fixture_lib(), "-o", lib}, "an SQLite database");
+  refused({"index", fixture_libcuda(), "-o", lib}, "an SQLite database");
   refused({"import", captures_dir() + "/trace_a.jsonl.xz", "-o", lib}, "a cudatool trace");
   refused({"trace", "-o", lib, "--", "true"}, "a cudatool trace");
-  refused({"symbolize", fixture_lib(), "-o", lib}, "a symbol file");
+  refused({"symbolize", fixture_libcuda(), "-o", lib}, "a symbol file");
   refused({"export", trace, "--format", "perfetto", "-o", lib}, "a JSON file");
   refused({"ab", trace, trace, "--html", lib}, "an HTML page");
   refused({"replay", trace, "-o", lib, "--", "true"}, "a cudatool trace");
   refused({"replay", trace, "--report", lib, "--", "true"}, "a text file");
   // --force replaces it; then it is the output's own kind and is replaced without.
-  RunResult r = run({cudatool_bin(), "index", fixture_lib(), "-o", lib, "--force"});
+  RunResult r = run({cudatool_bin(), "index", fixture_libcuda(), "-o", lib, "--force"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_file(lib).substr(0, 16), std::string("SQLite format 3\0", 16));
-  r = run({cudatool_bin(), "index", fixture_lib(), "-o", lib});
+  r = run({cudatool_bin(), "index", fixture_libcuda(), "-o", lib});
   EXPECT_EQ(r.status, 0) << r.err;
   std::string sym = temp_dir() + "/fixture.debug";
   for (int i = 0; i < 2; ++i) {
-    r = run({cudatool_bin(), "symbolize", fixture_lib(), "-o", sym});
+    r = run({cudatool_bin(), "symbolize", fixture_libcuda(), "-o", sym});
     EXPECT_EQ(r.status, 0) << i << ": " << r.err;
   }
   std::string a2 = temp_dir() + "/a2.jsonl";
@@ -286,7 +286,7 @@ TEST(FirstHour, OutputsDoNotReplaceAFileOfAnotherKind) {
   }
   // An empty file is no loss.
   std::string empty = write_temp("empty.out", "");
-  r = run({cudatool_bin(), "index", fixture_lib(), "-o", empty});
+  r = run({cudatool_bin(), "index", fixture_libcuda(), "-o", empty});
   EXPECT_EQ(r.status, 0) << r.err;
 }
 

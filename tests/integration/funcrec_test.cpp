@@ -28,13 +28,6 @@ namespace {
 using trace::FunctionCall;
 using trace::ThreadCalls;
 
-std::string fixture_lib() {
-  return fixtures_dir() + "/funcrec/libfr_fixture.so";
-}
-std::string probe() {
-  return fixtures_dir() + "/funcrec/fr_probe";
-}
-
 struct Recording {
   RunResult run;
   PatchPlan plan;
@@ -49,7 +42,7 @@ struct Recording {
 // and turns the spool into calls.
 Recording record_probe(const std::string& scenario, const std::string& globs = "*") {
   Recording r;
-  auto img = DriverImage::open(fixture_lib());
+  auto img = DriverImage::open(funcrec_lib());
   EXPECT_TRUE(static_cast<bool>(img));
   if (!img) return r;
   auto& map = (*img)->facet<FunctionMap>();
@@ -60,8 +53,8 @@ Recording record_probe(const std::string& scenario, const std::string& globs = "
   std::filesystem::remove(spool);
   EXPECT_TRUE(record::write_function_plan(**img, r.plan, plan).ok());
   EXPECT_TRUE(record::create_function_spool(spool, 64).ok());
-  r.run = run({"env", "CUDATOOL_FUNCREC_PLAN=" + plan, "CUDATOOL_FUNCREC_SPOOL=" + spool, probe(),
-               fixture_lib(), scenario});
+  r.run = run({"env", "CUDATOOL_FUNCREC_PLAN=" + plan, "CUDATOOL_FUNCREC_SPOOL=" + spool,
+               funcrec_probe_bin(), funcrec_lib(), scenario});
   auto s = record::read_function_spool(spool);
   EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : s.error().message());
   if (!s) return r;
@@ -72,7 +65,7 @@ Recording record_probe(const std::string& scenario, const std::string& globs = "
   r.blocks = rec.blocks;
   r.threads = trace::build_function_calls(r.tables, r.blocks);
   // GCC's clones keep the name before the first dot ("fr_deep1.isra.0").
-  for (const auto& f : nm_functions(fixture_lib()))
+  for (const auto& f : nm_functions(funcrec_lib()))
     r.names[f.start] = f.name.substr(0, f.name.find('.'));
   return r;
 }
@@ -139,13 +132,13 @@ std::string printed(const std::string& out) {
 }
 
 TEST(FuncrecPlan, DisplacedBytesAreWholeInstructionsAsObjdumpDecodesThem) {
-  auto img = DriverImage::open(fixture_lib());
+  auto img = DriverImage::open(funcrec_lib());
   ASSERT_TRUE(static_cast<bool>(img));
   auto& map = (*img)->facet<FunctionMap>();
   PatchPlan plan = make_patch_plan(**img, map, (*img)->facet<XrefIndex>(), "*");
   ASSERT_FALSE(plan.sites.empty());
   // objdump -d: the address of every instruction.
-  RunResult d = run({"objdump", "-d", "--no-show-raw-insn", fixture_lib()});
+  RunResult d = run({"objdump", "-d", "--no-show-raw-insn", funcrec_lib()});
   ASSERT_EQ(d.status, 0) << d.err;
   std::set<uint64_t> insn_starts;
   std::istringstream in(d.out);
@@ -179,7 +172,7 @@ TEST(Funcrec, CallTreesReturnValuesAndProgramOutputAreRight) {
   EXPECT_EQ(lines.front()["installed"].get<size_t>(), r.plan.sites.size());
   // The same program unrecorded prints the same values: the recorder changed nothing it saw
   // (rax, rdx, xmm0 returns, the callee-preserved registers, the stack).
-  RunResult plain = run({probe(), fixture_lib(), "all"});
+  RunResult plain = run({funcrec_probe_bin(), funcrec_lib(), "all"});
   ASSERT_EQ(plain.status, 0) << plain.err;
   EXPECT_EQ(printed(r.run.out), printed(plain.out));
 
@@ -210,7 +203,7 @@ TEST(Funcrec, CallersAreInTheCallingFunction) {
   ASSERT_EQ(r.run.status, 0) << r.run.err;
   ASSERT_FALSE(r.threads.empty());
   const ThreadCalls& t = r.threads.front();
-  auto fns = nm_functions(fixture_lib());
+  auto fns = nm_functions(funcrec_lib());
   size_t checked = 0;
   for (const auto& c : t.calls) {
     if (c.parent < 0 || c.tail) continue;
@@ -269,7 +262,7 @@ TEST(Funcrec, GlobsSelectTheFunctionsRecorded) {
     auto it = r.names.find(s.start);
     ASSERT_NE(it, r.names.end());
     bool exported = false;
-    for (const auto& f : nm_functions(fixture_lib()))
+    for (const auto& f : nm_functions(funcrec_lib()))
       if (f.start == s.start) exported = f.global;
     EXPECT_TRUE(!exported || it->second == "fr_tree") << it->second;
   }
@@ -285,7 +278,7 @@ namespace {
 
 // A recorder that cannot start writes why into the spool, where cudatool finds it.
 TEST(Funcrec, WhyTheRecorderDidNotStartIsInTheSpool) {
-  auto img = DriverImage::open(fixture_lib());
+  auto img = DriverImage::open(funcrec_lib());
   ASSERT_TRUE(static_cast<bool>(img));
   PatchPlan plan =
       make_patch_plan(**img, (*img)->facet<FunctionMap>(), (*img)->facet<XrefIndex>(), "*");
@@ -329,7 +322,7 @@ TEST(FunctionRecorder, SaysWhyWhenNoLibraryCanBePlanned) {
   EXPECT_NE(fr.why_not().find("missing.so"), std::string::npos) << fr.why_not();
   EXPECT_NE(fr.why_not().find(text), std::string::npos) << fr.why_not();
   // A glob list that selects nothing patchable, and a bad one.
-  o.libraries = {fixture_lib()};
+  o.libraries = {funcrec_lib()};
   o.globs = "no_such_function*";
   fr = record::FunctionRecorder::prepare(o);
   EXPECT_FALSE(fr.active());

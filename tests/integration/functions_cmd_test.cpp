@@ -29,13 +29,6 @@ namespace {
 using trace::FunctionCall;
 using trace::ThreadCalls;
 
-std::string fixture_lib() {
-  return fixtures_dir() + "/funcrec/libfr_fixture.so";
-}
-std::string probe() {
-  return fixtures_dir() + "/funcrec/fr_probe";
-}
-
 // The threads point into tables: built from this copy, which a move keeps in place.
 struct ReadTrace {
   ReadTrace() = default;
@@ -64,7 +57,7 @@ ReadTrace read_trace(const std::string& path) {
 // The fixture's functions by their start, as nm names them (a clone by the name before its dot).
 std::map<uint64_t, std::string> fixture_names() {
   std::map<uint64_t, std::string> names;
-  for (const auto& f : nm_functions(fixture_lib())) {
+  for (const auto& f : nm_functions(funcrec_lib())) {
     names[f.start] = f.name.substr(0, f.name.find('.'));
   }
   return names;
@@ -163,8 +156,8 @@ RunResult trace_fixture(const Scratch& s, const std::string& out, const std::str
               out,
               "--json",
               "--",
-              probe(),
-              fixture_lib(),
+              funcrec_probe_bin(),
+              funcrec_lib(),
               "device",
               s.dev});
 }
@@ -172,7 +165,7 @@ RunResult trace_fixture(const Scratch& s, const std::string& out, const std::str
 TEST(FunctionsCmd, TracePreloadRecordsTheFixtureTreeWithItsDeviceCalls) {
   Scratch s;
   std::string out = s.dir + "/trace.jsonl";
-  RunResult r = trace_fixture(s, out, fixture_lib());
+  RunResult r = trace_fixture(s, out, funcrec_lib());
   ASSERT_EQ(r.status, 0) << r.err;
   auto summary = nlohmann::json::parse(r.err.substr(r.err.find('{')), nullptr, false);
   ASSERT_TRUE(summary.is_object()) << r.err;
@@ -189,12 +182,12 @@ TEST(FunctionsCmd, TracePreloadRecordsTheFixtureTreeWithItsDeviceCalls) {
 TEST(FunctionsCmd, ReplayRecordsTheSameTreeWithTheReplayedCalls) {
   Scratch s;
   std::string recorded = s.dir + "/recorded.jsonl", replayed = s.dir + "/replayed.jsonl";
-  RunResult r = trace_fixture(s, recorded, fixture_lib());
+  RunResult r = trace_fixture(s, recorded, funcrec_lib());
   ASSERT_EQ(r.status, 0) << r.err;
   std::filesystem::remove(replayed);
   RunResult p = run({"env", "FR_PROBE_LEAVE_TO_SHIM=1", cudatool_bin(), "replay", recorded,
-                     "--functions=fr_*", "--functions-lib", fixture_lib(), "-o", replayed, "--json",
-                     "--", probe(), fixture_lib(), "device", s.dev});
+                     "--functions=fr_*", "--functions-lib", funcrec_lib(), "-o", replayed, "--json",
+                     "--", funcrec_probe_bin(), funcrec_lib(), "device", s.dev});
   ASSERT_LE(p.status, 1) << p.err;
   auto report = nlohmann::json::parse(p.err.substr(p.err.find('{')), nullptr, false);
   ASSERT_TRUE(report.is_object()) << p.err;
@@ -213,7 +206,7 @@ TEST(FunctionsCmd, ReplayRecordsTheSameTreeWithTheReplayedCalls) {
 TEST(FunctionsCmd, PerfettoNestsTheDeviceCallsInTheFunctionsThatMadeThem) {
   Scratch s;
   std::string out = s.dir + "/perfetto.jsonl", json_path = s.dir + "/perfetto.json";
-  RunResult r = trace_fixture(s, out, fixture_lib());
+  RunResult r = trace_fixture(s, out, funcrec_lib());
   ASSERT_EQ(r.status, 0) << r.err;
   ReadTrace tr = read_trace(out);
   size_t calls = 0;
@@ -287,7 +280,7 @@ TEST(FunctionsCmd, AMapThatCannotBeReadLeavesTheTraceWithoutFunctionsAndSaysWhy)
 TEST(FunctionsCmd, TracePtraceRecordsTheSameTree) {
   Scratch s;
   std::string out = s.dir + "/trace-ptrace.jsonl";
-  RunResult r = trace_fixture(s, out, fixture_lib(), "ptrace");
+  RunResult r = trace_fixture(s, out, funcrec_lib(), "ptrace");
   ASSERT_EQ(r.status, 0) << r.err;
   auto summary = nlohmann::json::parse(r.err.substr(r.err.find('{')), nullptr, false);
   ASSERT_TRUE(summary.is_object()) << r.err;
@@ -312,7 +305,7 @@ TEST(FunctionsCmd, WithPidItIsRefused) {
 TEST(FunctionsCmd, AbNamesTheFunctionThatMadeAChangedCall) {
   Scratch s;
   std::string recorded = s.dir + "/ab-recorded.jsonl";
-  RunResult r = trace_fixture(s, recorded, fixture_lib());
+  RunResult r = trace_fixture(s, recorded, funcrec_lib());
   ASSERT_EQ(r.status, 0) << r.err;
   ReadTrace rec = read_trace(recorded);
   uint64_t ioctl_seq = 0;
@@ -324,10 +317,10 @@ TEST(FunctionsCmd, AbNamesTheFunctionThatMadeAChangedCall) {
     std::filesystem::remove(out);
     std::vector<std::string> argv{
         "env",         "FR_PROBE_LEAVE_TO_SHIM=1", cudatool_bin(), "replay", recorded,
-        "--functions", "--functions-lib",          fixture_lib(),  "-o",     out,
+        "--functions", "--functions-lib",          funcrec_lib(),  "-o",     out,
         "-q"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.insert(argv.end(), {"--", probe(), fixture_lib(), "device", s.dev});
+    argv.insert(argv.end(), {"--", funcrec_probe_bin(), funcrec_lib(), "device", s.dev});
     RunResult p = run(argv);
     EXPECT_LE(p.status, 1) << p.err;
     return out;

@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -90,6 +92,29 @@ std::string source_dir() {
   return CUDATOOL_SOURCE_DIR;
 }
 
+std::string nv_client_bin() {
+  return fixtures_dir() + "/nv_client";
+}
+std::string env_client_bin() {
+  return fixtures_dir() + "/env_client";
+}
+std::string funcrec_lib() {
+  return fixtures_dir() + "/funcrec/libfr_fixture.so";
+}
+std::string funcrec_probe_bin() {
+  return fixtures_dir() + "/funcrec/fr_probe";
+}
+
+uint64_t hex_value(const std::string& s) {
+  return std::stoull(s, nullptr, 16);
+}
+uint64_t json_hex(const nlohmann::json& v) {
+  return hex_value(v.get<std::string>());
+}
+uint64_t json_uint(const nlohmann::json& v) {
+  return v.is_number() ? v.get<uint64_t>() : json_hex(v);
+}
+
 std::string drivers_dir() {
   if (const char* e = std::getenv("CUDATOOL_DRIVERS"); e != nullptr && *e != '\0') return e;
   return CUDATOOL_DRIVERS_DIR_DEFAULT;
@@ -113,6 +138,12 @@ std::vector<DriverBuild> driver_builds() {
     out.push_back(b);
   }
   return out;
+}
+
+std::string driver_lib(const std::string& version) {
+  for (const auto& b : driver_builds())
+    if (b.version == version) return b.lib_path;
+  return {};
 }
 
 namespace {

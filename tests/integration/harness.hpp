@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json_fwd.hpp>
 
 namespace cudatool::test {
 
@@ -32,6 +33,19 @@ std::string cudatool_bin();
 std::string fixtures_dir();
 std::string source_dir();
 
+// Fixture programs and libraries (tests/fixtures).
+std::string nv_client_bin();      // talks to /dev/nvidia* as libcuda does (nv_client.c)
+std::string env_client_bin();     // the environment calls libcuda makes (env_client.c)
+std::string funcrec_lib();        // the function-recording library (funcrec/libfr_fixture.so)
+std::string funcrec_probe_bin();  // its driver program (funcrec/fr_probe)
+
+// Hexadecimal numbers as cudatool prints them ("0x1f"; the prefix is optional).
+uint64_t hex_value(const std::string& s);
+// A JSON member that must be a hexadecimal string ("0x1f"); throws on anything else.
+uint64_t json_hex(const nlohmann::json& v);
+// A JSON member that is a number or a hexadecimal string.
+uint64_t json_uint(const nlohmann::json& v);
+
 struct DriverBuild {
   std::string package;   // the Debian package; "" for a build from the shared test data
   std::string version;   // upstream version, "550.163.01"
@@ -47,6 +61,8 @@ inline void PrintTo(const DriverBuild& b, std::ostream* os) {
 // Every build in tools/drivers.list, located in $CUDATOOL_DRIVERS or the configured cache dir.
 std::vector<DriverBuild> driver_builds();
 std::string drivers_dir();
+// The cached Debian build of `version`'s libcuda, or "" when it is not among driver_builds().
+std::string driver_lib(const std::string& version);
 
 // Real builds that no archive serves and that may not be committed (NVIDIA's binaries): today
 // libcuda 580.159.04, the only 570+ build at hand, read as libcuda.so.580.159.04.xz from the

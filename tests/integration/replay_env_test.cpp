@@ -19,10 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string client() {
-  return fixtures_dir() + "/env_client";
-}
-
 // The reads and listings env_client printed, by the call's identity (function, path, the
 // order of calls with that identity): the bytes or names it got, or how it failed.
 std::map<std::string, std::string> what_was_read(const std::vector<json>& printed) {
@@ -45,16 +41,16 @@ std::map<std::string, std::string> what_was_read(const std::vector<json>& printe
 TEST(ReplayEnv, TheProgramReadsTheRecordedEnvironment) {
   EnvTree tree = make_env_tree("rp-env");
   std::string trace = temp_dir() + "/rp-env.jsonl";
-  RunResult rec =
-      run({cudatool_bin(), "trace", "--mode", "preload", "-q", "-o", trace, "--devices",
-           tree.root + "/no-device/*", "--env", tree.env, "--", client(), tree.root, "full"});
+  RunResult rec = run({cudatool_bin(), "trace", "--mode", "preload", "-q", "-o", trace, "--devices",
+                       tree.root + "/no-device/*", "--env", tree.env, "--", env_client_bin(),
+                       tree.root, "full"});
   ASSERT_EQ(rec.status, 0) << rec.err;
   std::map<std::string, std::string> recorded = what_was_read(load_printed(rec.out));
   ASSERT_GT(recorded.size(), 10u) << rec.out;
   std::filesystem::remove_all(tree.root);
 
   std::string replayed_trace = temp_dir() + "/rp-env-replayed.jsonl";
-  ReplayRun r = replay(trace, {"-o", replayed_trace}, {client(), tree.root, "full"}, 120);
+  ReplayRun r = replay(trace, {"-o", replayed_trace}, {env_client_bin(), tree.root, "full"}, 120);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_NE(r.report["environment"].get<std::string>().find("recorded"), std::string::npos)
       << r.report["environment"];

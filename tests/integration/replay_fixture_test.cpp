@@ -22,10 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string client() {
-  return fixtures_dir() + "/nv_client";
-}
-
 struct Recorded {
   std::string dir;    // the fake device directory (gone after record())
   std::string trace;  // preload-mode recording
@@ -39,9 +35,9 @@ Recorded record(const std::string& name, const std::string& mode, int status = 0
   Recorded r;
   r.dir = make_fake_devices(name);
   r.trace = temp_dir() + "/" + name + ".jsonl";
-  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode",    "preload",    "-q",
-                                "-o",           r.trace, "--devices", r.dir + "/*", "--",
-                                "setarch",      "-R",    client(),    r.dir};
+  std::vector<std::string> argv{cudatool_bin(), "trace", "--mode",        "preload",    "-q",
+                                "-o",           r.trace, "--devices",     r.dir + "/*", "--",
+                                "setarch",      "-R",    nv_client_bin(), r.dir};
   std::istringstream words(mode);  // "poll 2": the mode and its arguments
   for (std::string w; words >> w;) argv.push_back(w);
   RunResult t = run(argv);
@@ -116,7 +112,7 @@ TEST(ReplayFixture, NvClientGetsItsRecordedAnswers) {
   Recorded rec = record("rp-same", "full");
   std::string replayed = temp_dir() + "/rp-same-replayed.jsonl";
   ReplayRun r =
-      replay(rec.trace, {"-o", replayed}, {"setarch", "-R", client(), rec.dir, "full"}, 120);
+      replay(rec.trace, {"-o", replayed}, {"setarch", "-R", nv_client_bin(), rec.dir, "full"}, 120);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.status, 0) << r.report.dump(1);  // the verdict: faithful
   EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]);
@@ -147,7 +143,7 @@ TEST(ReplayFixture, InjectionsChangeWhatTheProgramGets) {
   ReplayRun r = replay(rec.trace,
                        {"--inject", "seq=" + std::to_string(control) + ",status=0x56", "--inject",
                         "seq=" + std::to_string(uvm_init) + ",errno=EIO"},
-                       {client(), rec.dir, "full"});
+                       {nv_client_bin(), rec.dir, "full"});
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.report["injected"].size(), 2u) << r.report.dump(1);
   auto printed = load_printed(r.run.out);
@@ -168,10 +164,11 @@ TEST(ReplayFixture, InjectionsChangeWhatTheProgramGets) {
   EXPECT_EQ(seen, 11) << "the status injection or the errno injection did not show";
   // A spec that matches nothing, and one that does not parse: bad input.
   ReplayRun none = replay(rec.trace, {"--inject", "cmd=NV2080_CTRL_CMD_FB_GET_INFO_V2,status=1"},
-                          {client(), rec.dir, "full"});
+                          {nv_client_bin(), rec.dir, "full"});
   EXPECT_EQ(none.run.status, 2) << none.run.err;
   EXPECT_NE(none.run.err.find("has 0 such calls"), std::string::npos) << none.run.err;
-  ReplayRun bad = replay(rec.trace, {"--inject", "seq=x,status=1"}, {client(), rec.dir, "full"});
+  ReplayRun bad =
+      replay(rec.trace, {"--inject", "seq=x,status=1"}, {nv_client_bin(), rec.dir, "full"});
   EXPECT_EQ(bad.run.status, 2);
   EXPECT_NE(bad.run.err.find("'x' is not a number"), std::string::npos) << bad.run.err;
 }
@@ -181,7 +178,7 @@ TEST(ReplayFixture, UnrecordedCallsGetThePolicyAndAStallIsStopped) {
   // of a new command every 20 ms: unrecorded, no twin, so NV_ERR_NOT_SUPPORTED, and no progress:
   // the deadline stops the program.
   Recorded rec = record("rp-few", "segv", 139);
-  ReplayRun r = replay(rec.trace, {"--deadline", "1"}, {client(), rec.dir, "loop"}, 60);
+  ReplayRun r = replay(rec.trace, {"--deadline", "1"}, {nv_client_bin(), rec.dir, "loop"}, 60);
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.run.status, 1);
   EXPECT_EQ(r.report["end"], "deadline");
@@ -206,7 +203,7 @@ TEST(ReplayFixture, UnrecordedCallsGetThePolicyAndAStallIsStopped) {
   }
   EXPECT_GE(loops, 5u) << r.run.out;
   // Opens of a device path the recording never opened: ENOENT.
-  ReplayRun u = replay(rec.trace, {}, {client(), rec.dir, "uvm"});
+  ReplayRun u = replay(rec.trace, {}, {nv_client_bin(), rec.dir, "uvm"});
   ASSERT_TRUE(u.report.is_object()) << u.run.err;
   size_t no_device = 0;
   for (const json& d : deviations(u.report, "unrecorded")) no_device += d["outcome"] == "no_device";
@@ -240,7 +237,7 @@ TEST(ReplayFixture, ThreadsMakingTheSameCallGetTheirOwnAnswers) {
                                  seq + ",member=params+0x8,value=" + std::string(value)});
   }
   for (int round = 0; round < 3; ++round) {
-    ReplayRun r = replay(rec.trace, inject, {client(), rec.dir, "race"});
+    ReplayRun r = replay(rec.trace, inject, {nv_client_bin(), rec.dir, "race"});
     ASSERT_TRUE(r.report.is_object()) << r.run.err;
     EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]) << r.report.dump(1);
     int seen = 0;
@@ -271,7 +268,7 @@ TEST(ReplayFixture, RepeatedPollsGetTheirNearestTwinsAnswer) {
   ReplayRun r = replay(
       rec.trace,
       {"--inject", second + ",ret=0", "--inject", second + ",member=params+0x8,value=0x5151"},
-      {client(), rec.dir, "poll", "5"});
+      {nv_client_bin(), rec.dir, "poll", "5"});
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   EXPECT_EQ(r.report["answered"], r.report["recorded_calls"]);  // every recorded call, once
   EXPECT_EQ(r.report["by_outcome"]["unrecorded_twin"], 3) << r.report["by_outcome"];
@@ -296,7 +293,7 @@ TEST(ReplayFixture, RepeatedPollsGetTheirNearestTwinsAnswer) {
   EXPECT_EQ(*calls.begin(), "NV_ESC_RM_CONTROL cmd=0x20800700");  // nv_client's poll: no name
   // The text report shows the three repeats as one line: the first and the two more like it.
   RunResult t = run({cudatool_bin(), "replay", rec.trace, "--inject", second + ",ret=0", "--",
-                     client(), rec.dir, "poll", "5"});
+                     nv_client_bin(), rec.dir, "poll", "5"});
   EXPECT_EQ(t.status, 1) << t.err;
   std::vector<std::string> lines;
   std::istringstream in(t.err);
@@ -314,7 +311,7 @@ TEST(ReplayFixture, RepeatedPollsGetTheirNearestTwinsAnswer) {
 TEST(ReplayFixture, DeviceNodeChangesAreAnsweredNotMade) {
   Recorded rec = record("rp-nodes", "nodes");
   std::set<std::string> before = host_nvidia_nodes();
-  ReplayRun r = replay(rec.trace, {}, {client(), rec.dir, "nodes"});
+  ReplayRun r = replay(rec.trace, {}, {nv_client_bin(), rec.dir, "nodes"});
   ASSERT_TRUE(r.report.is_object()) << r.run.err;
   std::set<std::string> ops;
   for (const json& e : load_printed(r.run.out)) {
@@ -331,7 +328,7 @@ TEST(ReplayFixture, DeviceNodeChangesAreAnsweredNotMade) {
 TEST(ReplayFixture, SkippedCallsAreReported) {
   // The full recording answers the UVM-only program: the rest of it is never asked.
   Recorded full = record("rp-full2", "full");
-  ReplayRun s = replay(full.trace, {}, {client(), full.dir, "uvm"});
+  ReplayRun s = replay(full.trace, {}, {nv_client_bin(), full.dir, "uvm"});
   ASSERT_TRUE(s.report.is_object()) << s.run.err;
   EXPECT_EQ(s.report["verdict"], 1);
   uint64_t never = 0;
@@ -370,7 +367,7 @@ TEST(ReplayFixture, BisectFindsTheFourAnswersThatTogetherFail) {
   std::string good = write_temp("rp-quorum-good.jsonl", good_text);
   std::string report = temp_dir() + "/rp-quorum-bisect.json";
   RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good,
-                     bad.trace, "--", client(), bad.dir, "quorum"},
+                     bad.trace, "--", nv_client_bin(), bad.dir, "quorum"},
                     300);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.status, 1) << r.err;  // 1: a culprit set was found
@@ -402,7 +399,7 @@ TEST(ReplayFixture, BisectFindsTheFourAnswersThatTogetherFail) {
   for (auto [regex, found] : {std::pair{"quorum l[o]st", true}, {"never printed", false}}) {
     std::string rp = temp_dir() + "/rp-quorum-bisect-regex.json";
     RunResult f = run({cudatool_bin(), "replay", "--json", "--report", rp, "--bisect", good,
-                       bad.trace, "--fails-if", regex, "--", client(), bad.dir, "quorum"},
+                       bad.trace, "--fails-if", regex, "--", nv_client_bin(), bad.dir, "quorum"},
                       300);
     EXPECT_EQ(f.status, found ? 1 : 0) << regex << ": " << f.err;
     json fr = json::parse(read_file(rp), nullptr, false);
@@ -433,13 +430,13 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   }
   std::string hostile_path = write_temp("rp-hostile.jsonl", hostile);
   for (const std::string& t : {garbage, header_only}) {
-    ReplayRun r = replay(t, {}, {client(), rec.dir, "uvm"});
+    ReplayRun r = replay(t, {}, {nv_client_bin(), rec.dir, "uvm"});
     EXPECT_EQ(r.run.status, 2) << t << ": " << r.run.err;
     EXPECT_FALSE(r.run.timed_out);
     EXPECT_NE(r.run.err.find("error"), std::string::npos) << r.run.err;
   }
   for (const std::string& t : {cut, hostile_path}) {
-    ReplayRun r = replay(t, {}, {client(), rec.dir, "uvm"}, 60);
+    ReplayRun r = replay(t, {}, {nv_client_bin(), rec.dir, "uvm"}, 60);
     EXPECT_FALSE(r.run.timed_out) << t;
     EXPECT_TRUE(r.run.status == 1 || r.run.status == 2) << t << ": " << r.run.err;
     EXPECT_EQ(r.run.signal, 0) << t;
@@ -447,7 +444,7 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   // A trace cut in the middle of a line: the damaged line is named once (with the file, not
   // twice), the replay answers from the rest, and the exit status says bad input.
   {
-    ReplayRun r = replay(cut, {}, {client(), rec.dir, "uvm"}, 60);
+    ReplayRun r = replay(cut, {}, {nv_client_bin(), rec.dir, "uvm"}, 60);
     EXPECT_EQ(r.run.status, 2) << r.run.err;
     EXPECT_NE(r.run.err.find("(skipped: the replay answers from the rest of the trace)"),
               std::string::npos)
@@ -465,7 +462,7 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   EXPECT_NE(one.err.find("'/bin/true' was taken as BAD.trace"), std::string::npos) << one.err;
   // A report file that cannot be written is refused before the program runs, not lost after.
   RunResult unwritable = run({cudatool_bin(), "replay", "--report", "/nonexistent-dir/r.txt",
-                              rec.trace, "--", client(), rec.dir, "uvm"});
+                              rec.trace, "--", nv_client_bin(), rec.dir, "uvm"});
   EXPECT_EQ(unwritable.status, 2);
   EXPECT_NE(unwritable.err.find("--report /nonexistent-dir/r.txt: cannot write"), std::string::npos)
       << unwritable.err;
@@ -475,8 +472,8 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   const std::string dir = rec.trace.substr(0, rec.trace.rfind('/'));
   const std::string other_spelling = dir + "/./" + rec.trace.substr(rec.trace.rfind('/') + 1);
   for (const char* opt : {"-o", "--report"}) {
-    RunResult self = run(
-        {cudatool_bin(), "replay", opt, other_spelling, rec.trace, "--", client(), rec.dir, "uvm"});
+    RunResult self = run({cudatool_bin(), "replay", opt, other_spelling, rec.trace, "--",
+                          nv_client_bin(), rec.dir, "uvm"});
     EXPECT_EQ(self.status, 2) << opt;
     EXPECT_NE(self.err.find("is the input"), std::string::npos) << self.err;
     EXPECT_EQ(read_file(rec.trace), text) << opt << " changed the trace";
@@ -487,15 +484,15 @@ TEST(ReplayFixture, BadInputIsRefusedClearly) {
   const std::string full = write_temp("rp-keep-full/notes.txt", "mine\n");
   const std::string full_dir = full.substr(0, full.rfind('/'));
   for (const std::string& k : {full_dir, full}) {
-    RunResult keep =
-        run({cudatool_bin(), "replay", "--keep", k, rec.trace, "--", client(), rec.dir, "uvm"});
+    RunResult keep = run(
+        {cudatool_bin(), "replay", "--keep", k, rec.trace, "--", nv_client_bin(), rec.dir, "uvm"});
     EXPECT_EQ(keep.status, 2) << k;
     EXPECT_NE(keep.err.find("exists and is not an empty directory"), std::string::npos) << keep.err;
     EXPECT_EQ(read_file(full), "mine\n");
   }
   const std::string fresh = full_dir + "-new";
   std::filesystem::remove_all(fresh);
-  ReplayRun kept = replay(rec.trace, {"--keep", fresh}, {client(), rec.dir, "uvm"});
+  ReplayRun kept = replay(rec.trace, {"--keep", fresh}, {nv_client_bin(), rec.dir, "uvm"});
   EXPECT_TRUE(kept.report.is_object()) << kept.run.err;
   EXPECT_TRUE(std::filesystem::exists(fresh + "/answers.bin")) << kept.run.err;
   EXPECT_TRUE(std::filesystem::exists(fresh + "/root")) << kept.run.err;

@@ -31,10 +31,6 @@ uint32_t status_value_of(const rm::Tables& t, std::string_view name) {
   return 0;
 }
 
-std::string probe() {
-  return cuda_probe_bin();
-}
-
 // The capture imported as a trace (once per test binary and version).
 std::string imported(const std::string& name, const std::string& version) {
   std::string out = temp_dir() + "/replay-" + name + "-" + version + ".jsonl";
@@ -79,7 +75,7 @@ class ReplayReal : public ::testing::Test {
   ReplayRun replay_probe(const std::string& mode, std::vector<std::string> extra = {},
                          const std::string& trace = "", const std::vector<std::string>& args = {}) {
     extra.insert(extra.begin(), {"--deadline", "5"});
-    std::vector<std::string> cmd = {probe(), build_.lib_path, mode};
+    std::vector<std::string> cmd = {cuda_probe_bin(), build_.lib_path, mode};
     cmd.insert(cmd.end(), args.begin(), args.end());
     return replay(trace.empty() ? trace_ : trace, extra, cmd, 180);
   }
@@ -348,7 +344,7 @@ TEST_F(ReplayReal, BisectNamesTheFailedControlAlone) {
   ASSERT_EQ(parse_probe(b.run.out).ret_of("cuInit"), 100) << b.run.out;
   std::string report = temp_dir() + "/real-bisect.json";
   RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good, bad,
-                     "--", probe(), build_.lib_path, "init"},
+                     "--", cuda_probe_bin(), build_.lib_path, "init"},
                     600);
   EXPECT_EQ(r.status, 1) << r.err;
   json rep = json::parse(read_file(report), nullptr, false);
@@ -451,7 +447,7 @@ TEST_F(ReplayReal, BisectBetweenTwoImportsWithoutAnExitStatusFindsAPlantedFailur
   }
   std::string report = temp_dir() + "/real-bisect-imports.json";
   RunResult r = run({cudatool_bin(), "replay", "--json", "--report", report, "--bisect", good, bad,
-                     "--", probe(), build_.lib_path, "init"},
+                     "--", cuda_probe_bin(), build_.lib_path, "init"},
                     600);
   EXPECT_EQ(r.status, 1) << r.err;
   json rep = json::parse(read_file(report), nullptr, false);
@@ -491,7 +487,7 @@ TEST_F(ReplayReal, ATraceOfAnotherDriverIsRefused) {
   std::filesystem::create_directories(temp_dir() + "/plain-lib");
   std::filesystem::copy_file(build_.lib_path, plain,
                              std::filesystem::copy_options::overwrite_existing);
-  ReplayRun p = replay(other, {"--deadline", "5"}, {probe(), plain, "init"}, 180);
+  ReplayRun p = replay(other, {"--deadline", "5"}, {cuda_probe_bin(), plain, "init"}, 180);
   ASSERT_TRUE(p.report.is_object()) << p.run.err;
   EXPECT_EQ(p.report["end"], "refused");
   EXPECT_EQ(p.run.status, 2);

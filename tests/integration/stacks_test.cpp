@@ -24,10 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexnum(const json& v) {
-  return v.is_number() ? v.get<uint64_t>() : std::stoull(v.get<std::string>(), nullptr, 16);
-}
-
 // The name the resolver must give a function of the fixture library: the unstripped build names
 // all of them (.symtab), the stripped copy only its exports (the others are fn_<start>).
 std::string expected_name(const NmFunction& f, bool stripped) {
@@ -104,14 +100,14 @@ TEST_P(Stacks, HeaderAndModuleRecords) {
   ASSERT_FALSE(recs.empty()) << "no module record for " << r.lib;
   for (const json& m : recs) {
     EXPECT_EQ(m["build_id"], id);
-    EXPECT_LT(hexnum(m["lo"]), hexnum(m["hi"]));
+    EXPECT_LT(json_uint(m["lo"]), json_uint(m["hi"]));
   }
   uint64_t first_use = 0;
   for (const json& e : r.t.events) {
     for (const json& a : e.value("stack", json::array())) {
-      uint64_t x = hexnum(a);
+      uint64_t x = json_uint(a);
       for (const json& m : recs) {
-        if (x >= hexnum(m["lo"]) && x < hexnum(m["hi"]) && first_use == 0) {
+        if (x >= json_uint(m["lo"]) && x < json_uint(m["hi"]) && first_use == 0) {
           first_use = e["_line"].get<uint64_t>();
         }
       }
@@ -208,12 +204,12 @@ TEST_P(Stacks, FramesNameTheFixtureFunctions) {
       const json& f = in_lib[i];
       // What the library says (its chain, outermost first) and what nm says of the offset.
       std::string said_name = chain[chain.size() - 1 - i];
-      uint64_t off = hexnum(f["offset"]);
+      uint64_t off = json_uint(f["offset"]);
       const NmFunction* nm = nm_find(fns, off - 1);
       ASSERT_NE(nm, nullptr) << "offset " << off;
       EXPECT_EQ(nm->name, said_name);
       EXPECT_EQ(f["function"], expected_name(*nm, r.stripped));
-      EXPECT_EQ(hexnum(f["function_offset"]), off - nm->start);
+      EXPECT_EQ(json_uint(f["function_offset"]), off - nm->start);
     }
     // The frames are contiguous; the first is in libc under ptrace (the syscall instruction of
     // ioctl), the return address into the library under the shim (which replaced ioctl).
@@ -228,7 +224,7 @@ TEST_P(Stacks, FramesNameTheFixtureFunctions) {
     // Above the library: the program's own function that called the API (named by its .symtab).
     const json& caller = stack[first_lib + chain.size()];
     ASSERT_EQ(caller["module"], stack_fixture().client);
-    const NmFunction* c = nm_find(client_fns, hexnum(caller["offset"]) - 1);
+    const NmFunction* c = nm_find(client_fns, json_uint(caller["offset"]) - 1);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(caller["function"], c->name);
     EXPECT_TRUE(c->name == "create_context" || c->name == "allocate" || c->name == "main" ||
@@ -340,8 +336,8 @@ TEST_P(Stacks, ForgedFramePointerStacksFollowTheFramePointer) {
     EXPECT_TRUE(ev["stack_error"].is_null()) << ev["stack_error"];
     std::vector<json> in_lib = frames_in(ev, r.lib);
     ASSERT_EQ(in_lib.size(), 2u);
-    const NmFunction* first = nm_find(fns, hexnum(in_lib[0]["offset"]) - 1);
-    const NmFunction* last = nm_find(fns, hexnum(in_lib[1]["offset"]) - 1);
+    const NmFunction* first = nm_find(fns, json_uint(in_lib[0]["offset"]) - 1);
+    const NmFunction* last = nm_find(fns, json_uint(in_lib[1]["offset"]) - 1);
     ASSERT_NE(first, nullptr);
     ASSERT_NE(last, nullptr);
     EXPECT_EQ(first->name, "fix_fp_ioctl");
@@ -372,7 +368,7 @@ TEST_P(Stacks, BadStacksEndWithAReason) {
       bool handler = false;
       for (const json& f : ev["stack"]) {
         if (f["module"] != stack_fixture().client) continue;
-        const NmFunction* c = nm_find(client_fns, hexnum(f["offset"]) - 1);
+        const NmFunction* c = nm_find(client_fns, json_uint(f["offset"]) - 1);
         handler = handler || (c != nullptr && c->name == "on_usr1");
       }
       EXPECT_TRUE(handler);
@@ -383,7 +379,7 @@ TEST_P(Stacks, BadStacksEndWithAReason) {
       ++seen;
       ASSERT_TRUE(ev["stack_error"].is_string());
       ASSERT_FALSE(in_lib.empty());
-      const NmFunction* f = nm_find(fns, hexnum(in_lib.back()["offset"]) - 1);
+      const NmFunction* f = nm_find(fns, json_uint(in_lib.back()["offset"]) - 1);
       ASSERT_NE(f, nullptr);
       bool nocfi = chain.find("nocfi") != std::string::npos;
       EXPECT_EQ(f->name, nocfi ? "fix_nocfi_ioctl" : "fix_garbage_stack_ioctl");

@@ -15,10 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexv(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 // A copy of one real build (550 when cached, else the first) that a test may patch.
 class DamagedTables : public ::testing::Test {
  protected:
@@ -82,11 +78,11 @@ TEST_F(DamagedTables, SizeWordRunningOffItsSection) {
   const json* last = nullptr;
   for (const auto& t : clean_["exporttables"]["tables"]) {
     if (t["declared_size"].is_null() || t["section"] != ".data.rel.ro") continue;
-    if (last == nullptr || hexv(t["address"]) > hexv((*last)["address"])) last = &t;
+    if (last == nullptr || json_hex(t["address"]) > json_hex((*last)["address"])) last = &t;
   }
   ASSERT_NE(last, nullptr);
   const auto& sec = section(".data.rel.ro");
-  uint64_t addr = hexv((*last)["address"]);
+  uint64_t addr = json_hex((*last)["address"]);
   uint64_t room = sec.addr + sec.size - addr;
   uint64_t claim = (room + 0x100) & ~uint64_t{7};
   ASSERT_LE(claim, 0x10000u) << "the table is too far from the section end for this test";
@@ -120,7 +116,7 @@ TEST_F(DamagedTables, RelocationPointingNowhere) {
     if (slot != nullptr) break;
   }
   ASSERT_NE(slot, nullptr);
-  put_u64(addend_offset(hexv((*slot)["address"])), 0x7fff00000000ull);
+  put_u64(addend_offset(json_hex((*slot)["address"])), 0x7fff00000000ull);
   json j;
   RunResult r = run_damaged("reloc-nowhere.so", &j);
   EXPECT_EQ(r.status, 2);
@@ -139,8 +135,8 @@ TEST_F(DamagedTables, DispatchCycle) {
   ASSERT_TRUE(by_name.count("cuMemAlloc_v2") && by_name.count("cuMemFree_v2"));
   const auto& a = by_name["cuMemAlloc_v2"];
   const auto& b = by_name["cuMemFree_v2"];
-  put_u64(addend_offset(hexv(a["slot"])), hexv(b["wrapper"]));
-  put_u64(addend_offset(hexv(b["slot"])), hexv(a["wrapper"]));
+  put_u64(addend_offset(json_hex(a["slot"])), json_hex(b["wrapper"]));
+  put_u64(addend_offset(json_hex(b["slot"])), json_hex(a["wrapper"]));
   json j;
   RunResult r = run_damaged("dispatch-cycle.so", &j);
   EXPECT_EQ(r.status, 2);
@@ -160,7 +156,7 @@ TEST_F(DamagedTables, ProcAddressListRunningOffItsSection) {
     if (r["legacy_list"] == r["per_thread_list"]) rec = &r;
   ASSERT_NE(rec, nullptr);
   const auto& sec = section(".data.rel.ro");
-  uint64_t at = hexv((*rec)["address"]);
+  uint64_t at = json_hex((*rec)["address"]);
   uint64_t tail = sec.addr + sec.size - 16;
   put_u64(addend_offset(at + 8), tail);
   put_u64(addend_offset(at + 16), tail);

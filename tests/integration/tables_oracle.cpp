@@ -20,10 +20,6 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
-uint64_t hexnum(const std::string& s) {
-  return std::stoull(s, nullptr, 16);
-}
-
 }  // namespace
 
 ReadelfRelocs readelf_relocs(const std::string& path) {
@@ -42,7 +38,7 @@ ReadelfRelocs readelf_relocs(const std::string& path) {
     std::istringstream ls(line);
     std::string off, info, type, addend;
     ls >> off >> info >> type >> addend;
-    out.relative[hexnum(off)] = hexnum(addend);
+    out.relative[hex_value(off)] = hex_value(addend);
   }
   return out;
 }
@@ -60,7 +56,7 @@ std::map<std::string, ReadelfDefinedSymbol> readelf_defined_symbols(const std::s
         ndx == "UND" || name.empty() || bind == "LOCAL")
       continue;
     name = name.substr(0, name.find('@'));
-    out[name] = {hexnum(value), type};
+    out[name] = {hex_value(value), type};
   }
   return out;
 }
@@ -221,11 +217,11 @@ std::set<std::array<uint8_t, 16>> cudart_export_table_uuids(const std::string& c
   for (size_t i = 0; i < ins.size(); ++i) {
     std::smatch m;
     if (ins[i].rfind("lea", 0) != 0 || !std::regex_search(ins[i], m, lea_rsi)) continue;
-    uint64_t a = hexnum(m[1]);
+    uint64_t a = hex_value(m[1]);
     if (a < ro->addr || a - ro->addr >= ro->size) continue;
     std::map<std::string, uint64_t> regs;  // register -> address it was loaded from/with
     for (size_t k = i >= 12 ? i - 12 : 0; k < std::min(ins.size(), i + 13); ++k) {
-      if (k != i && std::regex_search(ins[k], m, lea_any)) regs[m[1]] = hexnum(m[2]);
+      if (k != i && std::regex_search(ins[k], m, lea_any)) regs[m[1]] = hex_value(m[2]);
     }
     bool indirect = false;
     for (size_t k = i + 1; k < std::min(ins.size(), i + 13) && !indirect; ++k) {

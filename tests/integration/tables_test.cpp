@@ -19,10 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexv(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 json tables_json(const std::string& lib, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> argv{cudatool_bin(), "tables", "--json", lib};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -39,15 +35,15 @@ void check_procaddress(const std::string& lib, const json& pa, const ReadelfRelo
                        const std::map<std::string, ReadelfDefinedSymbol>& syms) {
   ASSERT_TRUE(pa["found"].get<bool>()) << pa["evidence"];
   // Records: contiguous 32-byte records whose pointers are the relocations readelf lists.
-  uint64_t base = hexv(pa["address"]);
+  uint64_t base = json_hex(pa["address"]);
   size_t i = 0;
   for (const auto& r : pa["records"]) {
-    uint64_t a = hexv(r["address"]);
+    uint64_t a = json_hex(r["address"]);
     EXPECT_EQ(a, base + 32 * i++);
     ASSERT_TRUE(rel.relative.count(a)) << r;
     EXPECT_EQ(file.cstring(rel.relative.at(a)), r["api"].get<std::string>());
-    EXPECT_EQ(rel.relative.at(a + 8), hexv(r["legacy_list"]));
-    EXPECT_EQ(rel.relative.at(a + 16), hexv(r["per_thread_list"]));
+    EXPECT_EQ(rel.relative.at(a + 8), json_hex(r["legacy_list"]));
+    EXPECT_EQ(rel.relative.at(a + 16), json_hex(r["per_thread_list"]));
     uint64_t counts = file.u64(a + 24).value_or(~0ull);
     EXPECT_EQ(counts & 0xffffffff, r["legacy_count"].get<uint64_t>());
     EXPECT_EQ(counts >> 32, r["per_thread_count"].get<uint64_t>());
@@ -59,10 +55,10 @@ void check_procaddress(const std::string& lib, const json& pa, const ReadelfRelo
     if (s.type == "FUNC" || s.type == "IFUNC") funcs_at[s.value].insert(name);
   std::set<uint64_t> returned;
   for (const auto& row : pa["rows"]) {
-    uint64_t e = hexv(row["entry"]);
+    uint64_t e = json_hex(row["entry"]);
     ASSERT_TRUE(rel.relative.count(e)) << row;
     uint64_t fn = rel.relative.at(e);
-    EXPECT_EQ(fn, hexv(row["function"])) << row;
+    EXPECT_EQ(fn, json_hex(row["function"])) << row;
     EXPECT_EQ(file.u64(e + 8).value_or(~0ull), row["cuda_version"].get<uint64_t>()) << row;
     if (row["export"].is_null()) {
       EXPECT_EQ(funcs_at.count(fn), 0u) << row;
@@ -77,7 +73,7 @@ void check_procaddress(const std::string& lib, const json& pa, const ReadelfRelo
   for (const auto& n : ef["not_in_procaddress"]) {
     listed.insert(n["name"]);
     EXPECT_FALSE(n["reason"].get<std::string>().empty()) << n;
-    EXPECT_EQ(returned.count(hexv(n["address"])), 0u) << n;
+    EXPECT_EQ(returned.count(json_hex(n["address"])), 0u) << n;
   }
   uint64_t total = 0, in = 0;
   for (const auto& [name, s] : syms) {
@@ -103,16 +99,16 @@ void check_procaddress(const std::string& lib, const json& pa, const ReadelfRelo
 void check_export_tables(const std::string& lib, const json& et, const ReadelfRelocs& rel,
                          const VaddrReader& file) {
   ASSERT_TRUE(et["found"].get<bool>()) << et["evidence"];
-  uint64_t base = hexv(et["address"]);
+  uint64_t base = json_hex(et["address"]);
   size_t i = 0;
   uint64_t slots = 0, sized = 0;
   for (const auto& t : et["tables"]) {
-    uint64_t entry = hexv(t["entry"]);
+    uint64_t entry = json_hex(t["entry"]);
     EXPECT_EQ(entry, base + 16 * i++);
     ASSERT_TRUE(rel.relative.count(entry) && rel.relative.count(entry + 8)) << t["uuid"];
-    EXPECT_EQ(rel.relative.at(entry), hexv(t["uuid_address"]));
-    EXPECT_EQ(rel.relative.at(entry + 8), hexv(t["address"]));
-    auto raw = file.bytes(hexv(t["uuid_address"]), 16);
+    EXPECT_EQ(rel.relative.at(entry), json_hex(t["uuid_address"]));
+    EXPECT_EQ(rel.relative.at(entry + 8), json_hex(t["address"]));
+    auto raw = file.bytes(json_hex(t["uuid_address"]), 16);
     ASSERT_TRUE(raw);
     std::array<uint8_t, 16> u{};
     std::memcpy(u.data(), raw->data(), 16);
@@ -121,7 +117,7 @@ void check_export_tables(const std::string& lib, const json& et, const ReadelfRe
     for (uint8_t b : u)
       hexbytes += "0123456789abcdef"[b >> 4], hexbytes += "0123456789abcdef"[b & 15];
     EXPECT_EQ(hexbytes, t["bytes"].get<std::string>());
-    uint64_t addr = hexv(t["address"]);
+    uint64_t addr = json_hex(t["address"]);
     if (!t["declared_size"].is_null()) {
       ++sized;
       EXPECT_EQ(rel.relative.count(addr), 0u);
@@ -130,15 +126,15 @@ void check_export_tables(const std::string& lib, const json& et, const ReadelfRe
     }
     EXPECT_EQ(t["slots"].size(), t["slot_count"].get<size_t>());
     for (const auto& s : t["slots"]) {
-      uint64_t sa = hexv(s["address"]);
+      uint64_t sa = json_hex(s["address"]);
       EXPECT_EQ(sa, addr + 8 * s["index"].get<uint64_t>());
       std::string kind = s["kind"];
       if (kind == "function" || kind == "data") {
         ASSERT_TRUE(rel.relative.count(sa)) << t["uuid"] << " " << s;
-        EXPECT_EQ(rel.relative.at(sa), hexv(s["target"])) << s;
+        EXPECT_EQ(rel.relative.at(sa), json_hex(s["target"])) << s;
       } else {
         EXPECT_EQ(rel.relative.count(sa), 0u) << s;
-        EXPECT_EQ(file.u64(sa).value_or(~0ull), hexv(s["value"])) << s;
+        EXPECT_EQ(file.u64(sa).value_or(~0ull), json_hex(s["value"])) << s;
       }
       ++slots;
     }
@@ -198,26 +194,26 @@ void check_dispatch(const std::string& lib, const json& d, const ReadelfRelocs& 
     }
     auto implementation_of = [&](uint64_t at) {
       if (rel.relative.count(at)) {
-        EXPECT_EQ(rel.relative.at(at), hexv(e["implementation"])) << e;
+        EXPECT_EQ(rel.relative.at(at), json_hex(e["implementation"])) << e;
       } else {
         EXPECT_TRUE(e["implementation"].is_null()) << e;
       }
     };
     if (kind == "slot-jump" && e["hops"].get<int>() == 0) {
       ASSERT_TRUE(slot) << e << "\n" << lines[k * kInsns] << "\n" << lines[k * kInsns + 2];
-      EXPECT_EQ(*slot, hexv(e["slot"])) << e;
+      EXPECT_EQ(*slot, json_hex(e["slot"])) << e;
       implementation_of(*slot);
       ++checked;
     } else if (kind == "slot-call" && e["hops"].get<int>() == 0) {
       // The call through the slot, and the guard word compared before it (the wrapper returns
       // CUDA_ERROR_DEINITIALIZED without calling while it holds the value).
       ASSERT_TRUE(called) << e << "\n" << lines[k * kInsns + kInsns - 1];
-      EXPECT_EQ(*called, hexv(e["slot"])) << e;
+      EXPECT_EQ(*called, json_hex(e["slot"])) << e;
       implementation_of(*called);
       if (!e["guard"].is_null()) {
         ASSERT_TRUE(guard) << e << "\n" << lines[k * kInsns + 4];
-        EXPECT_EQ(*guard, hexv(e["guard"])) << e;
-        EXPECT_EQ(*guard_value, hexv(e["guard_value"])) << e;
+        EXPECT_EQ(*guard, json_hex(e["guard"])) << e;
+        EXPECT_EQ(*guard_value, json_hex(e["guard_value"])) << e;
       }
       ++checked;
       ++calls;
@@ -241,10 +237,10 @@ void check_dispatch(const std::string& lib, const json& d, const ReadelfRelocs& 
 
 void check_errors_readelf(const json& er, const ReadelfRelocs& rel, const VaddrReader& file) {
   ASSERT_TRUE(er["found"].get<bool>()) << er["evidence"];
-  uint64_t base = hexv(er["address"]);
+  uint64_t base = json_hex(er["address"]);
   size_t i = 0;
   for (const auto& e : er["entries"]) {
-    uint64_t a = hexv(e["address"]);
+    uint64_t a = json_hex(e["address"]);
     EXPECT_EQ(a, base + 24 * i++);
     EXPECT_EQ(file.u64(a).value_or(~0ull), e["code"].get<uint64_t>());
     ASSERT_TRUE(rel.relative.count(a + 8) && rel.relative.count(a + 16)) << e;
@@ -312,7 +308,7 @@ TEST_P(TablesReal, MatchReadelfAndGdb) {
     if (!r["export"].is_null()) returned.insert(r["export"]);
   std::set<uint64_t> slots;
   for (const auto& e : j["dispatch"]["entries"])
-    if (returned.count(e["export"]) && !e["slot"].is_null()) slots.insert(hexv(e["slot"]));
+    if (returned.count(e["export"]) && !e["slot"].is_null()) slots.insert(json_hex(e["slot"]));
   EXPECT_EQ(slots.size(), returned.size());
   // The tables found by shape are the ones the API code uses: gdb shows the bodies behind
   // cuGetExportTable and cuGetErrorName loading their addresses.
@@ -352,7 +348,7 @@ TEST_P(TablesReal, FunctionNamesForTheSymbolizer) {
   json j = tables_json(lib(), {"--kind", "dispatch"});
   std::map<std::string, uint64_t> impl;
   for (const auto& e : j["dispatch"]["entries"])
-    if (!e["implementation"].is_null()) impl[e["export"]] = hexv(e["implementation"]);
+    if (!e["implementation"].is_null()) impl[e["export"]] = json_hex(e["implementation"]);
   ASSERT_TRUE(impl.count("cuMemAlloc_v2"));
   size_t via_dispatch = 0;
   bool mem_alloc = false;

@@ -17,10 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexv(const json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
-
 class TablesToolkit : public ::testing::TestWithParam<DriverBuild> {
  protected:
   void SetUp() override {
@@ -154,8 +150,8 @@ TEST_P(TablesToolkit, CudartExportTableUuids) {
       has.push_back(text + (provided[text]["name"].is_null()
                                 ? std::string()
                                 : " " + provided[text]["name"].get<std::string>()));
-      EXPECT_EQ(rel.relative.at(hexv(provided[text]["entry"])),
-                hexv(provided[text]["uuid_address"]));
+      EXPECT_EQ(rel.relative.at(json_hex(provided[text]["entry"])),
+                json_hex(provided[text]["uuid_address"]));
     } else {
       lacks.push_back(text);
     }

@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t hexnum(const json& v) {
-  if (v.is_number()) return v.get<uint64_t>();
-  return std::stoull(v.get<std::string>(), nullptr, 16);
-}
-
 std::string str(const json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
 }
@@ -60,7 +55,7 @@ std::string check_side(const json& e, const json& r, const char* side) {
 
 std::string check_buffer(const json& e, const json& r) {
   if (str(r, "role") != str(e, "role")) return "role " + str(r, "role") + " != " + str(e, "role");
-  if (hexnum(r["addr"]) != hexnum(e["addr"])) return "addr " + r["addr"].dump();
+  if (json_uint(r["addr"]) != json_uint(e["addr"])) return "addr " + r["addr"].dump();
   if (r["size"] != e["size"]) return "size " + r["size"].dump() + " != " + e["size"].dump();
   if (r.value("bounded", false) != e["bounded"].get<bool>()) return "bounded flag";
   if (r.value("sized_by", "") != e.value("sized_by", "")) return "sized_by " + r.dump();
@@ -148,7 +143,7 @@ std::string mismatch(const json& e, const json& r) {
     if (e.contains(k) && r[k] != e[k]) return std::string(k) + " " + r[k].dump();
   }
   for (const char* k : {"flags", "req", "addr", "off"}) {
-    if (e.contains(k) && (!r.contains(k) || hexnum(r[k]) != hexnum(e[k]))) {
+    if (e.contains(k) && (!r.contains(k) || json_uint(r[k]) != json_uint(e[k]))) {
       return std::string(k) + " " + (r.contains(k) ? r[k].dump() : "absent");
     }
   }
@@ -214,7 +209,7 @@ size_t resolve_uvm_table_sizes(std::vector<json>& printed,
   size_t n = 0;
   for (json& e : printed) {
     if (e["sys"] != "ioctl" || !e.contains("arg") || e["arg"]["size"] != "uvm_table") continue;
-    auto it = uvm_sizes.find(hexnum(e["req"]));
+    auto it = uvm_sizes.find(json_uint(e["req"]));
     if (it == uvm_sizes.end()) continue;
     json& a = e["arg"];
     a["size"] = it->second;

@@ -25,10 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string client() {
-  return fixtures_dir() + "/nv_client";
-}
-
 // A cudatool run in the background whose stdout (the traced program's) is read line by line.
 class Background {
  public:
@@ -161,7 +157,7 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
   std::string dev = make_fake_devices(name("full"));
   std::string out = temp_dir() + "/" + name("full.jsonl");
   auto argv = cudatool_trace(out, dev);
-  argv.insert(argv.end(), {client(), dev, "full"});
+  argv.insert(argv.end(), {nv_client_bin(), dev, "full"});
   RunResult r = run(argv);
   ASSERT_EQ(r.status, 0) << r.err;
   auto printed = load_printed(r.out);
@@ -170,7 +166,7 @@ TEST_P(Trace, RecordsExactlyTheCallsMade) {
   EXPECT_TRUE(t.bad_lines.empty());
   EXPECT_EQ(t.header["cudatool_trace"], trace::kFormatVersion);
   EXPECT_EQ(t.header["mode"], mode());
-  EXPECT_EQ(t.header["argv"][0], client());
+  EXPECT_EQ(t.header["argv"][0], nv_client_bin());
   EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes(branch_of(t.header))), 2u);
   for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << p;
   // The comparison can fail: one nested byte changed, one call dropped, one call invented.
@@ -252,7 +248,7 @@ TEST_P(Trace, UvmArgumentSizesFollowTheDriverBranch) {
         "CUDATOOL_DRIVER_VERSION_FILE=" + (c.line.empty() ? temp_dir() + "/no-such-file" : vf)};
     auto tail = cudatool_trace(out, dev);
     argv.insert(argv.end(), tail.begin(), tail.end());
-    argv.insert(argv.end(), {client(), dev, "uvm"});
+    argv.insert(argv.end(), {nv_client_bin(), dev, "uvm"});
     RunResult r = run(argv);
     ASSERT_EQ(r.status, 0) << r.err;
     TraceFile t = load_trace(out);
@@ -295,7 +291,7 @@ TEST_P(Trace, TraceeSegfaultLeavesAValidTrace) {
   std::string dev = make_fake_devices(name("segv"));
   std::string out = temp_dir() + "/" + name("segv.jsonl");
   auto argv = cudatool_trace(out, dev);
-  argv.insert(argv.end(), {client(), dev, "segv"});
+  argv.insert(argv.end(), {nv_client_bin(), dev, "segv"});
   RunResult r = run(argv);
   EXPECT_EQ(r.status, 128 + SIGSEGV) << r.err;
   auto printed = load_printed(r.out);
@@ -312,7 +308,7 @@ TEST_P(Trace, TraceeSigkilledLeavesAValidTrace) {
   std::string dev = make_fake_devices(name("kill"));
   std::string out = temp_dir() + "/" + name("kill.jsonl");
   auto argv = cudatool_trace(out, dev);
-  argv.insert(argv.end(), {client(), dev, "hang"});
+  argv.insert(argv.end(), {nv_client_bin(), dev, "hang"});
   Background bg(argv);
   int pid = ready_pid(bg.read_until("\"ready\""));
   ASSERT_GT(pid, 0) << bg.out();
@@ -331,7 +327,7 @@ TEST_P(Trace, RecorderSigtermedPassesItOnAndLeavesAValidTrace) {
   std::string dev = make_fake_devices(name("term"));
   std::string out = temp_dir() + "/" + name("term.jsonl");
   auto argv = cudatool_trace(out, dev);
-  argv.insert(argv.end(), {client(), dev, "hang"});
+  argv.insert(argv.end(), {nv_client_bin(), dev, "hang"});
   Background bg(argv);
   ASSERT_GT(ready_pid(bg.read_until("\"ready\"")), 0) << bg.out();
   kill(bg.pid(), SIGTERM);
@@ -350,7 +346,7 @@ TEST_P(Trace, SecondSigtermEndsTheRecording) {
   std::string dev = make_fake_devices(name("term2"));
   std::string out = temp_dir() + "/" + name("term2.jsonl");
   auto argv = cudatool_trace(out, dev);
-  argv.insert(argv.end(), {client(), dev, "hang-noterm"});
+  argv.insert(argv.end(), {nv_client_bin(), dev, "hang-noterm"});
   Background bg(argv);
   int pid = ready_pid(bg.read_until("\"ready\""));
   ASSERT_GT(pid, 0) << bg.out();
@@ -384,8 +380,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, Trace, ::testing::Values("ptrace", "preload"),
 TEST(TracePtrace, RecorderSigkilledLeavesCompleteLines) {
   std::string dev = make_fake_devices("ptrace-kill9");
   std::string out = temp_dir() + "/ptrace-kill9.jsonl";
-  Background bg({cudatool_bin(), "trace", "-q", "-o", out, "--devices", dev + "/*", "--", client(),
-                 dev, "hang"});
+  Background bg({cudatool_bin(), "trace", "-q", "-o", out, "--devices", dev + "/*", "--",
+                 nv_client_bin(), dev, "hang"});
   int pid = ready_pid(bg.read_until("\"ready\""));
   ASSERT_GT(pid, 0) << bg.out();
   kill(bg.pid(), SIGKILL);
@@ -404,7 +400,7 @@ TEST(TracePtrace, AttachesToARunningProcessAndDetaches) {
   std::string dev = make_fake_devices("ptrace-attach");
   std::string out = temp_dir() + "/ptrace-attach.jsonl";
   // The program runs untraced: it opens the device, then makes one RM control every 20 ms.
-  Background prog({client(), dev, "loop"});
+  Background prog({nv_client_bin(), dev, "loop"});
   int pid = ready_pid(prog.read_until("\"ready\""));
   ASSERT_GT(pid, 0) << prog.out();
   Background rec({cudatool_bin(), "trace", "-q", "-o", out, "--devices", dev + "/*", "--pid",
@@ -440,7 +436,7 @@ TEST_P(Trace, SummaryJsonAgreesWithTheTrace) {
   std::string dev = make_fake_devices(name("json"));
   std::string out = temp_dir() + "/" + name("json.jsonl");
   RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "--json", "-o", out, "--devices",
-                     dev + "/*", "--", client(), dev, "segv"});
+                     dev + "/*", "--", nv_client_bin(), dev, "segv"});
   EXPECT_EQ(r.status, 128 + SIGSEGV);
   json s = json::parse(r.err);  // stderr: stdout belongs to the traced program
   EXPECT_EQ(s["schema"], "cudatool.trace/1");
@@ -456,7 +452,7 @@ TEST_P(Trace, SummaryJsonAgreesWithTheTrace) {
   EXPECT_EQ(s["by_path"][dev + "/nvidiactl"], by_sys["ioctl"] + by_sys["open"]);
   // The text twin says the same.
   RunResult text = run({cudatool_bin(), "trace", "--mode", mode(), "-o", out, "--devices",
-                        dev + "/*", "--", client(), dev, "segv"});
+                        dev + "/*", "--", nv_client_bin(), dev, "segv"});
   EXPECT_NE(text.err.find(std::to_string(t.events.size()) + " events to " + out), std::string::npos)
       << text.err;
   EXPECT_NE(text.err.find("killed by signal 11"), std::string::npos) << text.err;
@@ -469,7 +465,7 @@ TEST_P(Trace, SummarySaysWhatHasStacksAndWhatWasNotRecorded) {
   std::string dev = make_fake_devices(name("sum"));
   std::string out = temp_dir() + "/" + name("sum.jsonl");
   RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "--json", "-o", out, "--devices",
-                     dev + "/*", "--", client(), dev, "full"});
+                     dev + "/*", "--", nv_client_bin(), dev, "full"});
   ASSERT_EQ(r.status, 0) << r.err;
   json s = json::parse(r.err);
   TraceFile t = load_trace(out);
@@ -496,7 +492,7 @@ TEST_P(Trace, SummarySaysWhatHasStacksAndWhatWasNotRecorded) {
   }
   EXPECT_EQ(s["unrecorded"].size(), unread.size()) << s["unrecorded"].dump();
   RunResult text = run({cudatool_bin(), "trace", "--mode", mode(), "-o", out, "--devices",
-                        dev + "/*", "--", client(), dev, "full"});
+                        dev + "/*", "--", nv_client_bin(), dev, "full"});
   EXPECT_NE(text.err.find(fmt::format("call stacks: {} of {} device calls", stacked, device)),
             std::string::npos)
       << text.err;
@@ -504,7 +500,7 @@ TEST_P(Trace, SummarySaysWhatHasStacksAndWhatWasNotRecorded) {
             std::string::npos)
       << text.err;
   RunResult off = run({cudatool_bin(), "trace", "--mode", mode(), "--no-stacks", "-o", out,
-                       "--devices", dev + "/*", "--", client(), dev, "full"});
+                       "--devices", dev + "/*", "--", nv_client_bin(), dev, "full"});
   EXPECT_NE(off.err.find("call stacks: not recorded (--no-stacks)"), std::string::npos) << off.err;
 }
 
@@ -514,7 +510,7 @@ TEST_P(Trace, StacksDeeperThanTheLimitAreCutAndSaySo) {
   std::string dev = make_fake_devices(name("deep"));
   std::string out = temp_dir() + "/" + name("deep.jsonl");
   RunResult r = run({cudatool_bin(), "trace", "--mode", mode(), "-q", "-o", out, "--devices",
-                     dev + "/*", "--", client(), dev, "deep"});
+                     dev + "/*", "--", nv_client_bin(), dev, "deep"});
   ASSERT_EQ(r.status, 0) << r.err;
   RunResult d = run({cudatool_bin(), "decode", out, "--json", "--stacks"}, 120);
   ASSERT_EQ(d.status, 0) << d.err;

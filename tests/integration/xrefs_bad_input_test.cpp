@@ -36,12 +36,6 @@ std::string fixture() {
   return read_file(fixtures_dir() + "/xrefs/stripped/libxrefs.so");
 }
 
-std::string lib550() {
-  for (const auto& b : driver_builds())
-    if (b.version == "550.163.01") return b.lib_path;
-  return {};
-}
-
 TEST(XrefsBadInput, EveryTruncationOfTheFixture) {
   const std::string bytes = fixture();
   ASSERT_GT(bytes.size(), 4096u);
@@ -67,7 +61,7 @@ TEST(XrefsBadInput, MutatedFixture) {
 // A real build cut anywhere loses its section header table (it is at the end of the file): the
 // error names it and says where it should have been.
 TEST(XrefsBadInput, TruncatedRealBuild) {
-  const std::string lib = lib550();
+  const std::string lib = driver_lib("550.163.01");
   ASSERT_EQ(access(lib.c_str(), R_OK), 0) << lib << ": run tools/fetch-drivers.sh";
   const std::string bytes = read_file(lib);
   for (double f : {0.05, 0.5, 0.95}) {
@@ -85,7 +79,7 @@ TEST(XrefsBadInput, TruncatedRealBuild) {
 // Section headers that point past the end of the file (.text, .rodata, .rela.dyn in turn): the
 // section is named (by index) on stderr, exit status 2, and the index is built from the rest.
 TEST(XrefsBadInput, SectionsPastTheEndOfTheFile) {
-  const std::string lib = lib550();
+  const std::string lib = driver_lib("550.163.01");
   ASSERT_EQ(access(lib.c_str(), R_OK), 0) << lib << ": run tools/fetch-drivers.sh";
   const std::string bytes = read_file(lib);
   auto secs = readelf_sections(lib);

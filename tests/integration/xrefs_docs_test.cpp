@@ -26,16 +26,10 @@ std::string doc_query(const std::string& name) {
   return page.substr(open + 7, close - open - 7);
 }
 
-std::string lib550() {
-  for (const auto& b : driver_builds())
-    if (b.version == "550.163.01") return b.lib_path;
-  return {};
-}
-
 class XrefsDocs : public ::testing::Test {
  protected:
   void SetUp() override {
-    lib_ = lib550();
+    lib_ = driver_lib("550.163.01");
     ASSERT_FALSE(lib_.empty()) << "550.163.01 is not in tools/drivers.list";
     ASSERT_EQ(access(lib_.c_str(), R_OK), 0) << lib_ << ": run tools/fetch-drivers.sh";
     db_ = build_index(lib_, "docs-550");

@@ -108,7 +108,7 @@ std::vector<trace::Event> program(const RunValues& r) {
   return ev;
 }
 
-trace::Header header() {
+trace::Header import_header() {
   trace::Header h;
   h.driver_version = "580.159.04";
   h.mode = "import";
@@ -116,7 +116,7 @@ trace::Header header() {
 }
 
 trace::Header header_of_mode(std::string mode) {
-  trace::Header h = header();
+  trace::Header h = import_header();
   h.mode = std::move(mode);
   return h;
 }
@@ -142,8 +142,8 @@ void expect_left_out(const Comparison& c, uint64_t a, uint64_t b, std::string_vi
 
 Comparison run_pair(const RunValues& ra, const RunValues& rb, std::unique_ptr<NormalizedTrace>& a,
                     std::unique_ptr<NormalizedTrace>& b) {
-  a = normalize_events(header(), program(ra));
-  b = normalize_events(header(), program(rb));
+  a = normalize_events(import_header(), program(ra));
+  b = normalize_events(import_header(), program(rb));
   return compare(*a, *b);
 }
 
@@ -229,8 +229,8 @@ TEST(AbNormalize, MissingAndExtraCalls) {
   other.path = "/dev/nvidia0";
   other.ret = 99;
   eb.insert(eb.begin() + 1, other);
-  auto a = normalize_events(header(), ea);
-  auto b = normalize_events(header(), eb);
+  auto a = normalize_events(import_header(), ea);
+  auto b = normalize_events(import_header(), eb);
   Comparison c = compare(*a, *b);
   ASSERT_GE(c.divergences.size(), 2u);
   EXPECT_EQ(c.divergences[0].kind, Kind::kExtra);
@@ -250,8 +250,8 @@ TEST(AbNormalize, ThreadsAreMatchedByRole) {
     for (size_t w : where) ev.insert(ev.begin() + static_cast<long>(w), o);
     return ev;
   };
-  auto a = normalize_events(header(), two_threads(kA, 541, {2, 4}));
-  auto b = normalize_events(header(), two_threads(kB, 900, {3, 6}));
+  auto a = normalize_events(import_header(), two_threads(kA, 541, {2, 4}));
+  auto b = normalize_events(import_header(), two_threads(kB, 900, {3, 6}));
   Comparison c = compare(*a, *b);
   EXPECT_TRUE(c.equivalent());
   EXPECT_EQ(a->thread_tids, (std::vector<int32_t>{540, 541}));
@@ -282,9 +282,9 @@ TEST(AbNormalize, RacingThreadsKeepTheRoleOfTheirCreationOrder) {
     ev.push_back(open(r.tid + 20, r.tid + 20, 0x2, 4));    // then the child's main thread
     return ev;
   };
-  auto a = normalize_events(header(), run(kA, true));
+  auto a = normalize_events(import_header(), run(kA, true));
   RunValues rb = kB;
-  auto b = normalize_events(header(), run(rb, false));
+  auto b = normalize_events(import_header(), run(rb, false));
   EXPECT_EQ(a->thread_tids, (std::vector<int32_t>{540, 541, 542, 560, 561}));
   EXPECT_EQ(b->thread_tids, (std::vector<int32_t>{777, 778, 779, 797, 798}));
   Comparison c = compare(*a, *b);
@@ -303,7 +303,7 @@ TEST(AbNormalize, RacingThreadsKeepTheRoleOfTheirCreationOrder) {
 }
 
 TEST(AbNormalize, ByteFates) {
-  auto a = normalize_events(header(), program(kA));
+  auto a = normalize_events(import_header(), program(kA));
   // NVOS21 members are compared or renamed; nothing past the structure is recorded.
   uint64_t cls = offset_of("NVOS21_PARAMETERS", "hClass");
   uint64_t root = offset_of("NVOS21_PARAMETERS", "hRoot");
@@ -587,7 +587,7 @@ TEST(AbNormalize, EnvironmentEventsTheOtherDidNotRecordAreNotCompared) {
     return ev;
   };
   auto with = [](std::string mode, std::string env) {
-    trace::Header h = header();
+    trace::Header h = import_header();
     h.mode = std::move(mode);
     h.env = std::move(env);
     return h;

@@ -131,7 +131,7 @@ Conversation run_b() {
   return r;
 }
 
-trace::Header header() {
+trace::Header ptrace_header() {
   trace::Header h;
   h.driver_version = "580.159.04";
   h.mode = "ptrace";
@@ -141,7 +141,7 @@ trace::Header header() {
 
 std::unique_ptr<NormalizedTrace> normalized(const Conversation& r, int exit_status,
                                             const NormalizeOptions& o = {}) {
-  auto t = normalize_events(header(), r.events, o);
+  auto t = normalize_events(ptrace_header(), r.events, o);
   trace::Trailer tr;
   tr.events = r.events.size();
   tr.reason = "exit";
