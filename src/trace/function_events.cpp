@@ -303,14 +303,16 @@ Status place_device_calls(std::vector<FunctionBlock>& blocks, std::vector<TimedD
     }
     auto next = from;
     for (size_t k = 0; k < idx.size(); ++k) {
-      // This part takes the thread's calls made before the next part's first record.
-      uint64_t until = ~uint64_t{0};
-      for (size_t j = k + 1; j < idx.size() && until == ~uint64_t{0}; ++j) {
+      // This part takes the thread's calls made before the next part's first record; the last
+      // part with records takes all the rest (a call timed at the clock's very end included).
+      std::optional<uint64_t> until;
+      for (size_t j = k + 1; j < idx.size() && !until; ++j) {
         if (!evs[j].empty()) until = evs[j].front().t_ns;
       }
       std::vector<FunctionEvent> merged;
       size_t e = 0;
-      for (; next != calls.end() && std::pair(next->pid, next->tid) == who && next->t_ns < until;
+      for (; next != calls.end() && std::pair(next->pid, next->tid) == who &&
+             (!until || next->t_ns < *until);
            ++next) {
         for (; e < evs[k].size() && evs[k][e].t_ns <= next->t_ns; ++e) merged.push_back(evs[k][e]);
         uint64_t t =

@@ -222,6 +222,24 @@ TEST(FunctionCalls, DeviceCallsArePlacedByTime) {
   EXPECT_EQ(at[4], std::make_pair(12, 1u));
 }
 
+// A call timed at the clock's last nanosecond still lands in the last part (found by
+// function_events_fuzzer: it was dropped when "no next part" was that same time).
+TEST(FunctionCalls, DeviceCallAtTheClocksEndIsPlaced) {
+  FunctionRecordWriter w(1000);
+  w.enter(0, 1010, 0x10);
+  std::vector<FunctionBlock> blocks{block(w, 0, 11)};
+  std::vector<TimedDeviceCall> calls{{10, 11, ~uint64_t{0}, 7}, {10, 11, 1020, 6}};
+  ASSERT_TRUE(place_device_calls(blocks, calls).ok());
+  std::vector<FunctionEvent> ev;
+  ASSERT_TRUE(decode_function_block(blocks[0], ev).ok());
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[1].kind, FunctionEvent::Kind::kDevice);
+  EXPECT_EQ(ev[1].value, 6u);
+  EXPECT_EQ(ev[2].kind, FunctionEvent::Kind::kDevice);
+  EXPECT_EQ(ev[2].value, 7u);
+  EXPECT_EQ(ev[2].t_ns, ~uint64_t{0});
+}
+
 TEST(FunctionCalls, HostileRecordsGiveNotesNotCrashes) {
   FunctionRecordWriter w(0);
   w.ret(1, 0);                                     // a return with nothing open
