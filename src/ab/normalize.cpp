@@ -61,6 +61,7 @@ std::string_view role_name(Role r) {
 }
 
 std::span<const CallMember> call_layout(trace::Sys s) {
+  if (trace::is_environment(s)) return kEnvLayout;
   switch (s) {
     case trace::Sys::kOpen:
       return kOpenLayout;
@@ -72,14 +73,6 @@ std::span<const CallMember> call_layout(trace::Sys s) {
       return kPathLayout;
     case trace::Sys::kUnknown:
       return kNameLayout;
-    case trace::Sys::kStat:
-    case trace::Sys::kFile:
-    case trace::Sys::kMknod:
-    case trace::Sys::kSymlink:
-    case trace::Sys::kReadlink:
-    case trace::Sys::kChmod:
-    case trace::Sys::kUnlink:
-      return kEnvLayout;
     default:
       return {};
   }
@@ -174,6 +167,10 @@ void add_members(Normalizer::State& s, const trace::Event& ev, NormEvent& ne, bo
   auto add_call_image = [&](const CallImage& ci, std::initializer_list<uint32_t> pointers) {
     ::cudatool::ab::add_call_image(s, ev, ci, pointers);
   };
+  if (trace::is_environment(ev.sys)) {
+    detail::add_environment(s, ev, ne);
+    return;
+  }
   switch (ev.sys) {
     case trace::Sys::kOpen: {
       CallImage ci;
@@ -230,19 +227,12 @@ void add_members(Normalizer::State& s, const trace::Event& ev, NormEvent& ne, bo
       add_call_image(ci, {});
       break;
     }
-    case trace::Sys::kStat:
-    case trace::Sys::kFile:
-    case trace::Sys::kMknod:
-    case trace::Sys::kSymlink:
-    case trace::Sys::kReadlink:
-    case trace::Sys::kChmod:
-    case trace::Sys::kUnlink:
-      detail::add_environment(s, ev, ne);
-      break;
     case trace::Sys::kFork:  // the child's pid differs between runs; its calls carry the facts
       ne.ret = ev.err == 0 && ev.ret >= 0 ? 0 : ev.ret;
       break;
     case trace::Sys::kExit:
+      break;
+    default:  // the environment calls, above
       break;
   }
 }

@@ -18,24 +18,28 @@ using json_line::write_extra;
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-void write_buffer(Line& l, const Buffer& b) {
+// One buffer object. A file's content (`content`: role "content") has no `pre` and no
+// `sized_by`; its `post`, the bytes read, is written even when none were.
+void write_buffer(Line& l, const Buffer& b, bool content = false) {
   l.ch('{');
   l.key("role", true);
   l.str(b.role);
   l.key_hex("addr", b.addr);
   l.key_num("size", b.size);
   if (b.bounded) l.raw(",\"bounded\":true");
-  if (!b.sized_by.empty()) {
-    l.key_str("sized_by", b.sized_by);
+  if (!content) {
+    if (!b.sized_by.empty()) {
+      l.key_str("sized_by", b.sized_by);
+    }
+    if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
+      l.key("pre");
+      l.bytes(b.before);
+    }
+    if (!b.before_error.empty()) {
+      l.key_str("pre_error", b.before_error);
+    }
   }
-  if (!b.before.empty() || (b.before_error.empty() && b.size > 0)) {
-    l.key("pre");
-    l.bytes(b.before);
-  }
-  if (!b.before_error.empty()) {
-    l.key_str("pre_error", b.before_error);
-  }
-  if (!b.after.empty() || (b.after_error.empty() && b.size > 0)) {
+  if (!b.after.empty() || (b.after_error.empty() && (content || b.size > 0))) {
     l.key("post");
     l.bytes(b.after);
   }
@@ -101,25 +105,6 @@ void write_environment(Line& l, const Event& e) {
     default:
       break;
   }
-}
-
-// A file's content (role "content"): the bytes read are its `post`; there is no `pre`.
-void write_content(Line& l, const Buffer& b) {
-  l.ch('{');
-  l.key("role", true);
-  l.str(b.role);
-  l.key_hex("addr", b.addr);
-  l.key_num("size", b.size);
-  if (b.bounded) l.raw(",\"bounded\":true");
-  if (!b.after.empty() || b.after_error.empty()) {
-    l.key("post");
-    l.bytes(b.after);
-  }
-  if (!b.after_error.empty()) {
-    l.key_str("post_error", b.after_error);
-  }
-  l.extra(b.extra);
-  l.ch('}');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +279,7 @@ void write_event_buffers(Line& l, const Event& e) {
   }
   if (e.content) {
     l.key("content");
-    write_content(l, *e.content);
+    write_buffer(l, *e.content, true);
   }
   if (e.has_entries) {
     l.key("entries");
