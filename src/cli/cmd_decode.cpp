@@ -211,11 +211,8 @@ void decode_summary(OutBuffer& out, const DecodeOptions& o, const trace::TraceRe
 int run_decode(const DecodeOptions& o) {
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
-  auto filter = trace::EventFilter::parse(o.filter, *in->tables);
-  if (!filter) {
-    print_error(filter.error());
-    return kExitBadInput;
-  }
+  auto filter = open_filter(o.filter, *in);
+  if (!filter) return kExitBadInput;
   if (!o.functions.empty()) {
     if (std::string bad = check_function_globs(o.functions); !bad.empty()) {
       print_error(fmt::format("decode: --functions={}: {}", o.functions, bad));

@@ -62,11 +62,8 @@ int run_export(const ExportOptions& o) {
   if (!usable_output("-o", o.output, {o.trace}, OutputKind::kJson, o.force)) return kExitBadInput;
   auto in = open_trace_input(o.trace, o.branch);
   if (!in) return kExitBadInput;
-  auto filter = trace::EventFilter::parse(o.filter, *in->tables);
-  if (!filter) {
-    print_error(filter.error());
-    return kExitBadInput;
-  }
+  auto filter = open_filter(o.filter, *in);
+  if (!filter) return kExitBadInput;
   int fd = STDOUT_FILENO;
   if (o.output != "-") {
     fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -9,6 +9,15 @@
 
 namespace cudatool::cli {
 
+std::optional<trace::EventFilter> open_filter(const std::string& expr, const TraceInput& in) {
+  auto filter = trace::EventFilter::parse(expr, *in.tables);
+  if (!filter) {
+    print_error(filter.error());
+    return std::nullopt;
+  }
+  return std::move(*filter);
+}
+
 std::string branch_option_help() {
   std::string ids;
   for (const rm::Tables& t : rm::all_branches()) {

@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/error.hpp"
 #include "rm/tables.hpp"
+#include "trace/event_filter.hpp"
 #include "trace/trace_file.hpp"
 
 namespace CLI {
@@ -35,6 +37,10 @@ struct TraceInput {
 // Opens the trace and picks the branch; prints a one-line error and returns null on failure
 // (unreadable trace, unknown --branch).
 std::unique_ptr<TraceInput> open_trace_input(const std::string& path, const std::string& branch);
+
+// --filter's expression compiled against the input's tables; prints the error and returns
+// nullopt when it does not parse.
+std::optional<trace::EventFilter> open_filter(const std::string& expr, const TraceInput& in);
 
 // The --branch option text, shared by the three commands.
 std::string branch_option_help();
