@@ -195,6 +195,20 @@ Status choose_criterion(const BisectOptions& o, const Recording& good, const Rec
   return Status::success();
 }
 
+// "BAD's answer to #12 (…: …) alone makes the program fail as BAD failed (…)".
+std::string culprit_message(const BisectReport& rep) {
+  std::string list;
+  for (uint32_t k : rep.culprit) {
+    const AnswerDiff& a = rep.diffs[k];
+    if (!list.empty()) list += "; ";
+    list += fmt::format("#{} ({}{}{})", a.bad_seq, a.what, a.change.empty() ? "" : ": ", a.change);
+  }
+  return fmt::format("BAD's answer{} to {} {} make{} the program fail as BAD failed ({})",
+                     rep.culprit.size() == 1 ? "" : "s", list,
+                     rep.culprit.size() == 1 ? "alone" : "together",
+                     rep.culprit.size() == 1 ? "s" : "", rep.criterion);
+}
+
 }  // namespace
 
 Result<BisectReport> run_bisect(const BisectOptions& o) {
@@ -285,16 +299,7 @@ Result<BisectReport> run_bisect(const BisectOptions& o) {
   });
   if (failure) return *failure;
   rep.found = true;
-  std::string list;
-  for (uint32_t k : rep.culprit) {
-    const AnswerDiff& a = rep.diffs[k];
-    if (!list.empty()) list += "; ";
-    list += fmt::format("#{} ({}{}{})", a.bad_seq, a.what, a.change.empty() ? "" : ": ", a.change);
-  }
-  rep.message = fmt::format("BAD's answer{} to {} {} make{} the program fail as BAD failed ({})",
-                            rep.culprit.size() == 1 ? "" : "s", list,
-                            rep.culprit.size() == 1 ? "alone" : "together",
-                            rep.culprit.size() == 1 ? "s" : "", rep.criterion);
+  rep.message = culprit_message(rep);
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
