@@ -139,11 +139,16 @@ void diff_buffer(const Namer& na, const NormBuffer& x, const Namer& nb, const No
   std::string role(x.member.empty() ? role_name(x.role) : x.member);
   std::string side = x.role == Role::kCall ? "" : (x.after ? "out" : "in");
   if (x.unreadable != y.unreadable) {
-    out.push_back(
-        {role, side, x.unreadable ? "unreadable" : "read", y.unreadable ? "unreadable" : "read"});
+    out.push_back({.field = role,
+                   .side = side,
+                   .a = x.unreadable ? "unreadable" : "read",
+                   .b = y.unreadable ? "unreadable" : "read"});
   }
   if (x.compared != y.compared) {
-    out.push_back({role + " size", side, std::to_string(x.compared), std::to_string(y.compared)});
+    out.push_back({.field = role + " size",
+                   .side = side,
+                   .a = std::to_string(x.compared),
+                   .b = std::to_string(y.compared)});
   }
   uint64_t limit = std::min(x.compared, y.compared);
   Side sa{ta, x, na}, sb{nb.t, y, nb};
@@ -151,7 +156,7 @@ void diff_buffer(const Namer& na, const NormBuffer& x, const Namer& nb, const No
     if (out.size() >= kMaxFieldDiffs) return;
     if (l.width == 0 || l.width > limit || l.offset > limit - l.width) return;
     if (sa.same(sb, l, map)) return;
-    out.push_back({l.path, side, sa.value(l), sb.value(l)});
+    out.push_back({.field = l.path, .side = side, .a = sa.value(l), .b = sb.value(l)});
   };
   if (x.role == Role::kCall) {
     for (const CallMember& m : call_layout(sys)) {
@@ -164,7 +169,7 @@ void diff_buffer(const Namer& na, const NormBuffer& x, const Namer& nb, const No
           return std::string(reinterpret_cast<const char*>(s.img()) + m.offset,
                              s.nb.compared - std::min<uint64_t>(s.nb.compared, m.offset));
         };
-        out.push_back({l.path, side, str(sa), str(sb)});
+        out.push_back({.field = l.path, .side = side, .a = str(sa), .b = str(sb)});
         continue;
       }
       if (!text) check(l);
@@ -192,8 +197,10 @@ void diff_buffer(const Namer& na, const NormBuffer& x, const Namer& nb, const No
     return;
   }
   if (x.layout != nullptr || y.layout != nullptr) {
-    out.push_back({role + " structure", side, x.layout ? std::string(x.layout->name) : "bytes",
-                   y.layout ? std::string(y.layout->name) : "bytes"});
+    out.push_back({.field = role + " structure",
+                   .side = side,
+                   .a = x.layout ? std::string(x.layout->name) : "bytes",
+                   .b = y.layout ? std::string(y.layout->name) : "bytes"});
   }
   // Unknown layout: symbols where either side has one, else 4-byte words.
   uint64_t off = 0;
@@ -218,10 +225,11 @@ std::vector<FieldDiff> diff_events(const NormalizedTrace& ta, const NormEvent& a
     return e.ret_sym ? n(e.ret_sym) : std::to_string(e.ret);
   };
   if (a.ret != b.ret || !sym(a.ret_sym, b.ret_sym)) {
-    out.push_back({"ret", "", ret_text(na, a), ret_text(nb, b)});
+    out.push_back({.field = "ret", .side = "", .a = ret_text(na, a), .b = ret_text(nb, b)});
   }
-  if (a.err != b.err) out.push_back({"errno", "", errno_text(a.err), errno_text(b.err)});
-  if (!sym(a.fd, b.fd)) out.push_back({"fd", "", na(a.fd), nb(b.fd)});
+  if (a.err != b.err)
+    out.push_back({.field = "errno", .side = "", .a = errno_text(a.err), .b = errno_text(b.err)});
+  if (!sym(a.fd, b.fd)) out.push_back({.field = "fd", .side = "", .a = na(a.fd), .b = nb(b.fd)});
   std::vector<uint8_t> used(b.buffer_count, 0);
   for (uint32_t i = 0; i < a.buffer_count; ++i) {
     const NormBuffer& x = ta.buffers[a.buffer + i];
@@ -236,7 +244,8 @@ std::vector<FieldDiff> diff_events(const NormalizedTrace& ta, const NormEvent& a
     }
     std::string side = x.role == Role::kCall ? "" : (x.after ? "out" : "in");
     if (y == nullptr) {
-      out.push_back({std::string(role_name(x.role)), side, "recorded", "absent"});
+      out.push_back(
+          {.field = std::string(role_name(x.role)), .side = side, .a = "recorded", .b = "absent"});
       continue;
     }
     diff_buffer(na, x, nb, *y, a.sys, map, out);
@@ -244,8 +253,10 @@ std::vector<FieldDiff> diff_events(const NormalizedTrace& ta, const NormEvent& a
   for (uint32_t j = 0; j < b.buffer_count; ++j) {
     if (used[j]) continue;
     const NormBuffer& y = tb.buffers[b.buffer + j];
-    out.push_back({std::string(role_name(y.role)),
-                   y.role == Role::kCall ? "" : (y.after ? "out" : "in"), "absent", "recorded"});
+    out.push_back({.field = std::string(role_name(y.role)),
+                   .side = y.role == Role::kCall ? "" : (y.after ? "out" : "in"),
+                   .a = "absent",
+                   .b = "recorded"});
   }
   return out;
 }

@@ -239,9 +239,12 @@ struct Walk {
     for (auto [x, y] : path) {
       const FunctionCall& cx = a.threads[th].calls[x];
       const FunctionCall& cy = b.threads[th].calls[y];
-      d.path.push_back({a.names[th][x], std::string(call_end_name(cx.end)),
-                        std::string(call_end_name(cy.end)), cx.ret, cy.ret,
-                        same_value(cx, a.threads[th], cy, b.threads[th])});
+      d.path.push_back({.function = a.names[th][x],
+                        .end_a = std::string(call_end_name(cx.end)),
+                        .end_b = std::string(call_end_name(cy.end)),
+                        .ret_a = cx.ret,
+                        .ret_b = cy.ret,
+                        .same = same_value(cx, a.threads[th], cy, b.threads[th])});
     }
     int64_t at_a = path.empty() ? -1 : path.back().first,
             at_b = path.empty() ? -1 : path.back().second;

@@ -64,9 +64,10 @@ void collect_tables(DriverImage& img, BuildFacts& f) {
   auto& t = img.facet<DriverTables>();
   TableFacts out;
   for (const auto& r : t.procaddress().rows) {
-    out.procaddress.push_back({std::string(r.api), r.cuda_version,
-                               std::string(cuda::proc_flags_name(r.flags)),
-                               std::string(r.export_name)});
+    out.procaddress.push_back({.name = std::string(r.api),
+                               .cuda_version = r.cuda_version,
+                               .flags = std::string(cuda::proc_flags_name(r.flags)),
+                               .implementation = std::string(r.export_name)});
   }
   for (const auto& e : t.export_tables().tables) {
     ExportTableFact x;

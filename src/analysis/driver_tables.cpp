@@ -125,17 +125,20 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
   out.reserve(dm.entries.size() + pa.rows.size() + slots);
   for (const auto& d : dm.entries) {
     if (d.implementation != 0)
-      out.push_back({d.implementation, std::string(d.export_name),
-                     with_sources ? "impl via dispatch" : std::string(),
-                     NamedFunction::Kind::kDispatch});
+      out.push_back({.address = d.implementation,
+                     .name = std::string(d.export_name),
+                     .source = with_sources ? "impl via dispatch" : std::string(),
+                     .kind = NamedFunction::Kind::kDispatch});
   }
   for (const auto& r : pa.rows) {
     if (r.function == 0 || !r.export_name.empty()) continue;
-    out.push_back({r.function, std::string(r.api),
-                   with_sources ? fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
-                                              cuda::proc_flags_name(r.flags))
-                                : std::string(),
-                   NamedFunction::Kind::kProcAddress});
+    out.push_back({.address = r.function,
+                   .name = std::string(r.api),
+                   .source = with_sources
+                                 ? fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
+                                               cuda::proc_flags_name(r.flags))
+                                 : std::string(),
+                   .kind = NamedFunction::Kind::kProcAddress});
   }
   for (const auto& t : et.tables) {
     std::string uuid = cuda::format_uuid(t.uuid);

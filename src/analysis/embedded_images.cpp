@@ -202,7 +202,12 @@ EmbeddedImages::EmbeddedImages(ByteView bytes, const elf::ElfImage* elf,
 
 void EmbeddedImages::reject(uint64_t offset, std::string_view section, std::string_view magic,
                             std::string verdict, std::string reason, std::optional<uint64_t> size) {
-  rejected_.push_back({offset, section, magic, std::move(verdict), std::move(reason), size});
+  rejected_.push_back({.offset = offset,
+                       .section = section,
+                       .magic = magic,
+                       .verdict = std::move(verdict),
+                       .reason = std::move(reason),
+                       .size = size});
 }
 
 uint64_t EmbeddedImages::damaged() const {

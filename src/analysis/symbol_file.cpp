@@ -276,15 +276,22 @@ void add_function_symbols(const FunctionMap& map, const SectionPlan& plan,
       }
       uint32_t name = t.strtab.add(n.name);
       if (name == 0) continue;
-      t.syms.push_back({name, ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT,
-                        static_cast<uint16_t>(shndx), f.start, f.size});
+      t.syms.push_back({.name = name,
+                        .info = ELF64_ST_INFO(STB_LOCAL, STT_FUNC),
+                        .other = STV_DEFAULT,
+                        .shndx = static_cast<uint16_t>(shndx),
+                        .value = f.start,
+                        .size = f.size});
       ++st.other_names;
       other = true;
     }
     if (!exported && !other) {
-      t.syms.push_back({t.strtab.add(FunctionMap::derived_name(f.start)),
-                        ELF64_ST_INFO(STB_LOCAL, STT_FUNC), STV_DEFAULT,
-                        static_cast<uint16_t>(shndx), f.start, f.size});
+      t.syms.push_back({.name = t.strtab.add(FunctionMap::derived_name(f.start)),
+                        .info = ELF64_ST_INFO(STB_LOCAL, STT_FUNC),
+                        .other = STV_DEFAULT,
+                        .shndx = static_cast<uint16_t>(shndx),
+                        .value = f.start,
+                        .size = f.size});
       ++st.derived;
     }
   }
@@ -309,7 +316,12 @@ void add_export_symbols(DriverImage& img, const SectionPlan& plan, const Section
       ++st.unplaced;
       continue;
     }
-    t.syms.push_back({name, s.st_info, s.st_other, shndx, s.st_value, s.st_size});
+    t.syms.push_back({.name = name,
+                      .info = s.st_info,
+                      .other = s.st_other,
+                      .shndx = shndx,
+                      .value = s.st_value,
+                      .size = s.st_size});
     ++st.exported;
   }
 }

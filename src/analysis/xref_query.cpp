@@ -383,7 +383,8 @@ PathResult shortest_paths(const XrefIndex& x, const XrefTarget& from, const Xref
       }
       for (const Edge& e : g.out(u)) {
         if (dist[e.to] != dist[u] + 1 || to_goal[e.to] != to_goal[u] - 1) continue;
-        chain.push_back({u, e.to, e.ref, e.pointer, e.slot});
+        chain.push_back(
+            {.from = u, .to = e.to, .ref = e.ref, .pointer = e.pointer, .slot = e.slot});
         self(self, e.to);
         chain.pop_back();
         if (res.chains.size() >= max_chains) return;

@@ -250,7 +250,7 @@ void XrefIndex::find_plt() {
           // An IBT stub starts with endbr64 (F3 0F 1E FA); callers jump there.
           auto before = off >= 4 ? r.bytes.read<uint32_t>(off - 4) : std::nullopt;
           if (before == 0xfa1e0ff3u) at -= 4;
-          plt_.push_back({at, slot, g->name, r.name});
+          plt_.push_back({.address = at, .got_slot = slot, .name = g->name, .section = r.name});
         }
       }
       off += in->length;
@@ -318,7 +318,12 @@ void XrefIndex::sweep(const FunctionMap::ExecRange& r) {
       return t < lo || t >= hi;
     };
     auto add = [&](uint64_t target, RefKind kind, uint8_t flags) {
-      refs_.push_back({addr, target, from, kind, flags, in->length});
+      refs_.push_back({.site = addr,
+                       .target = target,
+                       .from = from,
+                       .kind = kind,
+                       .flags = flags,
+                       .length = in->length});
     };
     // A jump that stays in its function: kept only when it lands in the function's first bytes.
     auto local = [&](uint64_t target) {
@@ -349,7 +354,8 @@ void XrefIndex::add_pointers(DriverImage& img) {
   const auto& relocs = img.facet<Relocations>().index();
   refs_.reserve(refs_.size() + relocs.all().size());
   pointer_begin_ = refs_.size();
-  for (const auto& t : relocs.all()) refs_.push_back({t.where, t.target, -1, RefKind::kPointer});
+  for (const auto& t : relocs.all())
+    refs_.push_back({.site = t.where, .target = t.target, .from = -1, .kind = RefKind::kPointer});
 }
 
 void XrefIndex::find_strings(DriverImage& img) {

@@ -113,7 +113,10 @@ Status decode_function_block(const FunctionBlock& b, std::vector<FunctionEvent>&
         for (uint64_t i = 0; i < n; ++i) {
           if (!in.u(fn)) return error(at, in.why());
           if (fn > UINT32_MAX) return error(at, "a function number over 32 bits");
-          out.push_back({FunctionEvent::Kind::kInherit, t, static_cast<uint32_t>(fn), 0});
+          out.push_back({.kind = FunctionEvent::Kind::kInherit,
+                         .t_ns = t,
+                         .function = static_cast<uint32_t>(fn),
+                         .value = 0});
         }
         continue;
       }
