@@ -15,17 +15,23 @@ def captures(ctx):
     return d if os.path.exists(os.path.join(d, "trace_a.jsonl.xz")) else None
 
 
+def synthetic_trace(ctx, data, work, events):
+    """A synthetic trace of `events` events in `work` (bench/gen_trace.py on the real capture)."""
+    template = os.path.join(work, "a.jsonl")
+    subprocess.run([ctx.cudatool, "import", os.path.join(data, "trace_a.jsonl.xz"), "-o", template,
+                    "--driver-version", "580.159.04"], check=True, stdout=subprocess.DEVNULL)
+    trace = os.path.join(work, "synth%dk.jsonl" % (events // 1000))
+    subprocess.run([ctx.python, os.path.join(ctx.root, "bench", "gen_trace.py"), template, trace,
+                    "--events", str(events)], check=True)
+    return trace
+
+
 def cases(ctx):
     data = captures(ctx)
     if data is None:
         return []
     work = tempfile.mkdtemp(prefix="cudatool-bench-decode-")
-    template = os.path.join(work, "a.jsonl")
-    subprocess.run([ctx.cudatool, "import", os.path.join(data, "trace_a.jsonl.xz"), "-o", template,
-                    "--driver-version", "580.159.04"], check=True, stdout=subprocess.DEVNULL)
-    trace = os.path.join(work, "synth100k.jsonl")
-    subprocess.run([ctx.python, os.path.join(ctx.root, "bench", "gen_trace.py"), template, trace,
-                    "--events", "100000"], check=True)
+    trace = synthetic_trace(ctx, data, work, 100000)
     py = [ctx.python, os.path.join(ctx.root, "bench", "baselines", "trace_tools_python.py")]
     tables = os.path.join(ctx.root, "src", "rm", "generated", "r580")
     out = os.path.join(work, "out")

@@ -15,7 +15,6 @@ run.py pins every command to one CPU (`--cpu`), so "on one vCPU" holds for all o
 column is baseline / cudatool: the issue's "0.45x" style (cudatool / baseline) is its inverse."""
 import importlib.util
 import os
-import subprocess
 import tempfile
 
 
@@ -36,15 +35,11 @@ def function_cases(ctx, p580):
 
 
 def decode_cases(ctx, work):
-    data = sibling("decode").captures(ctx)
+    decode = sibling("decode")
+    data = decode.captures(ctx)
     if data is None:
         return []
-    template = os.path.join(work, "a.jsonl")
-    subprocess.run([ctx.cudatool, "import", os.path.join(data, "trace_a.jsonl.xz"), "-o", template,
-                    "--driver-version", "580.159.04"], check=True, stdout=subprocess.DEVNULL)
-    trace = os.path.join(work, "synth150k.jsonl")
-    subprocess.run([ctx.python, os.path.join(ctx.root, "bench", "gen_trace.py"), template, trace,
-                    "--events", "150000"], check=True)
+    trace = decode.synthetic_trace(ctx, data, work, 150000)
     jq = {"jq -c . (parse and print only)": "jq -c . %s > /dev/null" % trace}
     return [{"name": "decode (text), 150k events", "file": "synthetic", "shell": True, "runs": 5,
              "cudatool": "%s decode %s > /dev/null" % (ctx.cudatool, trace), "baselines": jq},
@@ -53,13 +48,7 @@ def decode_cases(ctx, work):
 
 
 def trace_cases(ctx, work):
-    loop = os.path.join(work, "trace_loop")
-    subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ctx.root, "bench", "programs", "trace_loop.c")],
-                   check=True)
-    dev = os.path.join(work, "dev")
-    os.mkdir(dev)
-    with open(os.path.join(dev, "nvidiactl"), "wb") as f:
-        f.write(b"\0" * 8192)
+    loop, dev = sibling("trace").trace_loop(ctx, work)
     load = [loop, os.path.join(dev, "nvidiactl"), "5000", "0"]
     common = ["-q", "-o", os.path.join(work, "t.jsonl"), "--devices", dev + "/*"]
     strace = ["strace", "-f", "-o", os.path.join(work, "s.txt")]

@@ -6,8 +6,9 @@ import subprocess
 import tempfile
 
 
-def cases(ctx):
-    work = tempfile.mkdtemp(prefix="cudatool-bench-trace-")
+def trace_loop(ctx, work):
+    """bench/programs/trace_loop.c built in `work`, and a fake device node for it: (program, dev
+    directory)."""
     loop = os.path.join(work, "trace_loop")
     subprocess.run(["cc", "-O2", "-o", loop, os.path.join(ctx.root, "bench", "programs", "trace_loop.c")],
                    check=True)
@@ -15,6 +16,12 @@ def cases(ctx):
     os.mkdir(dev)
     with open(os.path.join(dev, "nvidiactl"), "wb") as f:
         f.write(b"\0" * 8192)
+    return loop, dev
+
+
+def cases(ctx):
+    work = tempfile.mkdtemp(prefix="cudatool-bench-trace-")
+    loop, dev = trace_loop(ctx, work)
     out = os.path.join(work, "t.jsonl")
     load = [loop, os.path.join(dev, "nvidiactl"), "20000", "20000"]
     common = ["-q", "-o", out, "--devices", dev + "/*", "--"]
