@@ -61,6 +61,9 @@ void TraceWriter::try_mapping() {
     (void)!ftruncate(fd_, 0);
     return;
   }
+  // No readahead: a write fault would otherwise have the kernel allocate and zero the pages
+  // around it too, most of them never written in a short trace and freed again at the end.
+  (void)madvise(p, kWindow, MADV_RANDOM);
   windows_.push_back(static_cast<char*>(p));
   reserved_ = kWindow;
   mapped_ = true;
@@ -78,17 +81,31 @@ Status TraceWriter::write_mapped(const char* p, size_t n) {
       if (w == MAP_FAILED) {
         return make_error(path_, "", std::nullopt, fmt::format("mmap: {}", std::strerror(errno)));
       }
+      (void)madvise(w, kWindow, MADV_RANDOM);
       windows_.push_back(static_cast<char*>(w));
       reserved_ += kWindow;
     }
     uint64_t in = off_ % kWindow;
     size_t take = std::min<uint64_t>(n, kWindow - in);
+    if (off_ + take > populated_) populate(off_ + take);
     std::memcpy(windows_[off_ / kWindow] + in, p, take);
     off_ += take;
     p += take;
     n -= take;
   }
   return Status::success();
+}
+
+void TraceWriter::populate(uint64_t end) {
+  // The pages ahead are made writable kPopulate bytes at a time, in one system call, instead of
+  // one write fault per page (readahead, which would batch them, is off: above). Where the
+  // kernel lacks MADV_POPULATE_WRITE (before Linux 5.14) the pages fault in one by one.
+  while (populated_ < end && populated_ < reserved_) {
+    uint64_t in = populated_ % kWindow;
+    uint64_t len = std::min<uint64_t>(kPopulate, kWindow - in);
+    (void)madvise(windows_[populated_ / kWindow] + in, len, MADV_POPULATE_WRITE);
+    populated_ += len;
+  }
 }
 
 std::unique_ptr<TraceWriter> TraceWriter::adopt_fd(int fd, std::string name) {

@@ -97,6 +97,9 @@ class TraceWriter {
   bool mapped_ = false;
   uint64_t off_ = 0;
   uint64_t reserved_ = 0;
+  uint64_t populated_ = 0;  // made writable up to here (populate)
+  static constexpr uint64_t kPopulate = 64u << 10;
+  void populate(uint64_t end);
   std::vector<char*> windows_;
 };
 
