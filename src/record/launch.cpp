@@ -24,6 +24,12 @@ namespace {
 
 constexpr size_t kCaptureMax = 16u << 20;
 
+// Held from a launch's first pipe to the parent's last close of a write end: a child forked by
+// another thread then inherits no end that a launch still waits on. A traced child holds its exec
+// until its parent closes the hold pipe's write end; two children that had each inherited the
+// other's write end waited for each other for ever.
+std::mutex g_start_mu;
+
 // PR_SET_CHILD_SUBREAPER while any launch holds it: parallel launches share the setting.
 std::mutex g_subreaper_mu;
 int g_subreaper_holders = 0;
@@ -173,6 +179,7 @@ Result<Child> Child::start(const LaunchSpec& spec, std::string_view structure) {
   std::vector<std::string> env = child_environment(spec);
   std::vector<char*> argv = pointers(args), envp = pointers(env);
   int out[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
+  std::lock_guard<std::mutex> start_lock(g_start_mu);
   if (spec.output == ChildOutput::kCapture && pipe2(out, O_CLOEXEC) != 0) return fail("pipe");
   if (pipe2(err, O_CLOEXEC | O_NONBLOCK) != 0 ||
       (spec.catch_crashes && pipe2(go, O_CLOEXEC) != 0)) {

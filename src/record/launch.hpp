@@ -19,8 +19,11 @@
 // Parallel launches: each in its own process group (LaunchSpec::own_group) is waited for by
 // that group alone (waitpid(-pgid)), so launches in several threads do not reap each other's
 // processes; the subreaper setting is counted; the child between fork and exec calls only
-// async-signal-safe functions (its argv and environment are built before fork). A Child that is
-// destroyed while its command runs kills it (the group, when it has its own) and reaps it.
+// async-signal-safe functions (its argv and environment are built before fork); one launch at a
+// time makes its pipes and closes its own write ends, so that no child inherits an end another
+// launch waits on (two traced children held before exec once waited for each other for ever). A
+// Child that is destroyed while its command runs kills it (the group, when it has its own) and
+// reaps it.
 #pragma once
 
 #include <sys/types.h>

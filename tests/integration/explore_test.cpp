@@ -125,8 +125,13 @@ TEST(ExploreFixture, TextAndHtmlAndTheSameOrderWhateverTheJobs) {
   Explored two = explore(rec.trace, {"-j", "3"}, lib_cmd(rec.dir));
   ASSERT_TRUE(one.report.is_object() && two.report.is_object()) << one.run.err << two.run.err;
   std::vector<std::string> a, b;
-  for (const json& x : one.report["experiments"]) a.push_back(x["kind"].get<std::string>());
-  for (const json& x : two.report["experiments"]) b.push_back(x["kind"].get<std::string>());
+  // Each entry names its outcome and how the replay ended, so that a difference says which.
+  auto entry = [](const json& x) {
+    return x["kind"].get<std::string>() + " " + x["outcome"].get<std::string>() + " (" +
+           x["end"].dump() + ")";
+  };
+  for (const json& x : one.report["experiments"]) a.push_back(entry(x));
+  for (const json& x : two.report["experiments"]) b.push_back(entry(x));
   EXPECT_EQ(a, b);
   EXPECT_EQ(one.report["jobs"], 1);
   EXPECT_EQ(two.report["jobs"], 3);

@@ -216,5 +216,42 @@ TEST(Launch, ParallelLaunchesReapOnlyTheirOwn) {
   }
 }
 
+TEST(Launch, ParallelTracedLaunchesNeverWaitForEachOther) {
+  // Traced launches (catch_crashes) hold their child before exec until the parent has seized it.
+  // A child forked in one thread while another thread's hold pipe was open kept that pipe's
+  // write end until its own exec: two such children each held the other's, and both waited for
+  // ever (explore's "hangs" that were not the program's). Many small launches at once, each
+  // must end by itself well inside its limit.
+  constexpr int kThreads = 6;
+  constexpr int kEach = 30;
+  std::atomic<int> ready{0}, ended{0}, limited{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      for (int i = 0; i < kEach; ++i) {
+        LaunchSpec s;
+        s.argv = {"/bin/true"};
+        s.own_group = true;
+        s.catch_crashes = true;
+        auto c = Child::start(s, "test");
+        if (!c) continue;
+        Watch w;
+        w.poll_ms = 1;
+        w.time_limit_s = 10;
+        w.end_rest_with_command = true;
+        WaitEnd how = c->wait(w);
+        if (how == WaitEnd::kDone && c->status() == 0) ended.fetch_add(1);
+        if (how == WaitEnd::kTimeLimit) limited.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(limited.load(), 0);
+  EXPECT_EQ(ended.load(), kThreads * kEach);
+}
+
 }  // namespace
 }  // namespace cudatool::record
