@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 namespace cudatool {
 namespace {
 
@@ -65,6 +67,27 @@ std::optional<std::string> glob_list_problem(std::string_view list) {
     start = comma + 1;
   }
   return std::nullopt;
+}
+
+std::string absolute_glob_list(std::string_view list, const std::string& cwd) {
+  std::string out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string_view one =
+        list.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    if (!one.empty()) {
+      if (!out.empty()) out += ',';
+      if (one[0] == '/' || one[0] == '*' || one[0] == '?' || one[0] == '[') {
+        out += one;
+      } else {
+        out += (std::filesystem::path(cwd) / std::string(one)).lexically_normal().string();
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace cudatool

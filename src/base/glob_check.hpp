@@ -20,4 +20,10 @@ std::optional<std::string> glob_problem(std::string_view pattern);
 // naming the glob it is in. Empty entries are skipped, as the matchers skip them.
 std::optional<std::string> glob_list_problem(std::string_view list);
 
+// A list of path globs with each relative entry ("dev/*", "./fake/nvidia*") taken from `cwd`
+// and made lexically normal ("/home/u/fake/nvidia*"): the paths a tracer matches are absolute,
+// so a relative glob would never match. Entries that start with '/' or with a wildcard ('*',
+// '?', '[') are kept as they are; empty entries are dropped.
+std::string absolute_glob_list(std::string_view list, const std::string& cwd);
+
 }  // namespace cudatool

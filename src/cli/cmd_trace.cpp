@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "base/glob_check.hpp"
 #include "base/json_writer.hpp"
@@ -201,6 +202,9 @@ int run_trace(TraceOptions& o) {
       print_error(fmt::format("trace: {} {}: not a glob: {}", option, *globs, *why));
       return kExitBadInput;
     }
+    std::error_code ec;
+    std::filesystem::path cwd = std::filesystem::current_path(ec);
+    if (!ec) *globs = absolute_glob_list(*globs, cwd.string());
   }
   if (!usable_output("-o", o.output, {}, OutputKind::kTrace, o.force)) return kExitBadInput;
   if (o.mode == "preload" && o.pid != 0) {
@@ -270,12 +274,15 @@ void register_trace(CLI::App& app, int* exit_code) {
                                "kernel)")
                    ->capture_default_str();
   cmd->add_option("--devices", o->devices,
-                  "comma-separated globs of the device paths to record ('*' matches '/' too)")
+                  "comma-separated globs of the device paths to record ('*' matches '/' too; a "
+                  "relative glob is taken from the current directory)")
       ->capture_default_str();
-  cmd->add_option("--env", o->env,
-                  "comma-separated globs of the environment paths whose stat, open (with the "
-                  "content read), mknod, symlink, readlink, chmod and unlink are recorded "
-                  "('*' matches '/' too); none: record none")
+  cmd->add_option(
+         "--env", o->env,
+         "comma-separated globs of the environment paths whose stat, open (with the "
+         "content read), mknod, symlink, readlink, chmod and unlink are recorded "
+         "('*' matches '/' too; a relative glob is taken from the current directory); none: "
+         "record none")
       ->capture_default_str();
   cmd->add_option("--cpu", o->cpu,
                   "ptrace placement: same (recorder and program on the CPU cudatool starts on), "

@@ -365,6 +365,26 @@ TEST_P(Trace, SecondSigtermEndsTheRecording) {
   EXPECT_FALSE(running(pid)) << "the traced program should have been killed";
 }
 
+// The recorders match absolute paths: a relative --devices glob is taken from the directory
+// cudatool runs in (it once matched nothing, and the trace held no device call).
+TEST_P(Trace, RelativeDeviceGlobsAreTakenFromTheCurrentDirectory) {
+  std::string dev = make_fake_devices(name("relative"));
+  std::string parent = dev.substr(0, dev.rfind('/'));
+  std::string leaf = dev.substr(dev.rfind('/') + 1);
+  std::string out = temp_dir() + "/" + name("relative.jsonl");
+  RunResult r = run({"sh", "-c",
+                     "cd \"$1\" && exec \"$2\" trace --mode \"$3\" -q -o \"$4\" --devices "
+                     "\"./$5/*\" -- \"$6\" \"$7\" full",
+                     "sh", parent, cudatool_bin(), mode(), out, leaf, nv_client_bin(), dev});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto printed = load_printed(r.out);
+  ASSERT_GT(printed.size(), 40u) << r.out;
+  TraceFile t = load_trace(out);
+  EXPECT_EQ(t.header["devices"], dev + "/*") << t.header.dump();
+  EXPECT_EQ(resolve_uvm_table_sizes(printed, uvm_sizes(branch_of(t.header))), 2u);
+  for (const auto& p : match_exactly(printed, t.events)) ADD_FAILURE() << p;
+}
+
 TEST_P(Trace, CommandThatCannotRun) {
   std::string out = temp_dir() + "/" + name("missing.jsonl");
   RunResult r = run(

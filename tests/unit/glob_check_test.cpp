@@ -50,5 +50,17 @@ TEST(GlobCheck, ListsNameTheBadGlob) {
   EXPECT_EQ(glob_list_problem("/dev/nvidia*,"), std::nullopt);  // empty entries are skipped
 }
 
+// A tracer matches absolute paths: a relative glob is taken from the directory given.
+TEST(GlobCheck, RelativeGlobsAreTakenFromTheDirectory) {
+  EXPECT_EQ(absolute_glob_list("dev/*", "/home/u"), "/home/u/dev/*");
+  EXPECT_EQ(absolute_glob_list("./fake/nvidia*,../x/[ab]", "/home/u/w"),
+            "/home/u/w/fake/nvidia*,/home/u/x/[ab]");
+  EXPECT_EQ(absolute_glob_list("/dev/nvidia*,,*uvm*,?x,[a]b", "/home/u"),
+            "/dev/nvidia*,*uvm*,?x,[a]b");
+  EXPECT_EQ(absolute_glob_list("", "/home/u"), "");
+  // The result matches what the relative glob meant.
+  EXPECT_EQ(fnmatch(absolute_glob_list("dev/*", "/tmp/t").c_str(), "/tmp/t/dev/nvidiactl", 0), 0);
+}
+
 }  // namespace
 }  // namespace cudatool
