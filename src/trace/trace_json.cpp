@@ -6,6 +6,7 @@
 #include "base/hex.hpp"
 #include "base/json_reader.hpp"
 #include "base/json_writer.hpp"
+#include "base/short_key.hpp"
 #include "trace/trace_json_line.hpp"
 
 namespace cudatool::trace {
@@ -126,26 +127,36 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
   while (r.next_member(k)) {
     p.set_field(k, index);
     bool ok = true;
-    if (k == "role") {
-      ok = r.string(b.role);
-    } else if (k == "addr") {
-      ok = p.u64(b.addr);
-    } else if (k == "size") {
-      ok = p.u64(b.size);
-    } else if (k == "bounded") {
-      ok = r.boolean(b.bounded);
-    } else if (k == "sized_by") {
-      ok = r.string(b.sized_by);
-    } else if (k == "pre") {
-      ok = p.hex(b.before);
-    } else if (k == "post") {
-      ok = p.hex(b.after);
-    } else if (k == "pre_error") {
-      ok = r.string(b.before_error);
-    } else if (k == "post_error") {
-      ok = r.string(b.after_error);
-    } else {
-      ok = p.extra(b.extra, k);
+    switch (short_key(k)) {
+      case short_key("role"):
+        ok = r.string(b.role);
+        break;
+      case short_key("addr"):
+        ok = p.u64(b.addr);
+        break;
+      case short_key("size"):
+        ok = p.u64(b.size);
+        break;
+      case short_key("bounded"):
+        ok = r.boolean(b.bounded);
+        break;
+      case short_key("pre"):
+        ok = p.hex(b.before);
+        break;
+      case short_key("post"):
+        ok = p.hex(b.after);
+        break;
+      default:
+        if (k == "sized_by") {
+          ok = r.string(b.sized_by);
+        } else if (k == "pre_error") {
+          ok = r.string(b.before_error);
+        } else if (k == "post_error") {
+          ok = r.string(b.after_error);
+        } else {
+          ok = p.extra(b.extra, k);
+        }
+        break;
     }
     if (!ok) return false;
   }
@@ -386,89 +397,84 @@ bool parse_nested(LineParser& p, Event& e, EventLineState& st) {
 }
 
 // Reads one member of an event line into `e`; false when its value is bad. A key the format does
-// not define is kept in e.extra. Dispatches on the first byte, then compares: most keys are one or
-// two candidates away.
+// not define is kept in e.extra. One switch on the key as an integer (base/short_key.hpp); the
+// three longer keys are compared as strings.
 bool parse_event_member(LineParser& p, std::string_view k, Event& e, EventLineState& st) {
   auto& r = p.r();
-  switch (k.empty() ? '\0' : k[0]) {
-    case 's':
-      if (k == "seq") return p.u64(e.seq);
-      if (k == "sys") {
-        bool ok = r.string(e.sys_raw);
-        e.sys = sys_from_name(e.sys_raw);
-        st.have_sys = ok;
-        return ok;
-      }
-      if (k == "stack") return p.u64_list(e.stack);
+  switch (short_key(k)) {
+    case short_key("seq"):
+      return p.u64(e.seq);
+    case short_key("sys"): {
+      bool ok = r.string(e.sys_raw);
+      e.sys = sys_from_name(e.sys_raw);
+      st.have_sys = ok;
+      return ok;
+    }
+    case short_key("stack"):
+      return p.u64_list(e.stack);
+    case short_key("size"):
+      return e.has_stat = p.u64(e.st_size);
+    case short_key("t"):
+      return p.u64(e.t_ns);
+    case short_key("tid"):
+      return p.i32(e.tid);
+    case short_key("target"):
+      return r.string(e.target);
+    case short_key("dur"):
+      return e.has_duration = p.u64(e.dur_ns);
+    case short_key("pid"):
+      return p.i32(e.pid);
+    case short_key("path"):
+      return p.str(e.path);
+    case short_key("prot"):
+      return p.u64(e.prot);
+    case short_key("fd"):
+      return p.i32(e.fd);
+    case short_key("flags"): {
+      // open(2) flags or mmap(2) flags, by kind; the kind may come later in the line.
+      bool ok = p.u64(e.open_flags);
+      e.map_flags = e.open_flags;
+      return ok;
+    }
+    case short_key("req"):
+      return p.u64(e.request);
+    case short_key("ret"):
+      return p.i64(e.ret);
+    case short_key("rdev"):
+      return p.u64(e.rdev);
+    case short_key("errno"):
+      return p.i32(e.err);
+    case short_key("entries"):
+      return parse_entries(p, e);
+    case short_key("arg"):
+      if (!e.arg) e.arg.emplace();
+      st.have_arg = true;
+      return parse_buffer(p, *e.arg, -1);
+    case short_key("addr"):
+      return p.u64(e.addr);
+    case short_key("len"):
+      return p.u64(e.len);
+    case short_key("mode"):
+      return p.u64(e.mode);
+    case short_key("off"):
+      return p.u64(e.offset);
+    case short_key("op"):
+      return r.string(e.op);
+    case short_key("child"):
+      return p.i32(e.child_pid);
+    case short_key("content"):
+      if (!e.content) e.content.emplace();
+      st.have_content = true;
+      return parse_buffer(p, *e.content, -3);
+    case short_key("nested"):
+      return parse_nested(p, e, st);
+    case kLongKey:
       if (k == "stack_error") return r.string(e.stack_error);
       if (k == "stack_ref") {
         if (!p.u64(e.stack_ref)) return false;
         return e.stack_ref != 0 || p.bad("stack_ref 0 names no stack record");
       }
-      if (k == "size") return e.has_stat = p.u64(e.st_size);
-      break;
-    case 't':
-      if (k == "t") return p.u64(e.t_ns);
-      if (k == "tid") return p.i32(e.tid);
-      if (k == "target") return r.string(e.target);
-      break;
-    case 'd':
-      if (k == "dur") return e.has_duration = p.u64(e.dur_ns);
-      break;
-    case 'p':
-      if (k == "pid") return p.i32(e.pid);
-      if (k == "path") return p.str(e.path);
-      if (k == "prot") return p.u64(e.prot);
-      break;
-    case 'f':
-      if (k == "fd") return p.i32(e.fd);
-      if (k == "flags") {
-        // open(2) flags or mmap(2) flags, by kind; the kind may come later in the line.
-        bool ok = p.u64(e.open_flags);
-        e.map_flags = e.open_flags;
-        return ok;
-      }
-      break;
-    case 'r':
-      if (k == "req") return p.u64(e.request);
-      if (k == "ret") return p.i64(e.ret);
-      if (k == "rdev") return p.u64(e.rdev);
-      break;
-    case 'e':
-      if (k == "errno") return p.i32(e.err);
-      if (k == "entries") return parse_entries(p, e);
-      break;
-    case 'a':
-      if (k == "arg") {
-        if (!e.arg) e.arg.emplace();
-        st.have_arg = true;
-        return parse_buffer(p, *e.arg, -1);
-      }
-      if (k == "addr") return p.u64(e.addr);
-      break;
-    case 'l':
-      if (k == "len") return p.u64(e.len);
-      break;
-    case 'm':
-      if (k == "mode") return p.u64(e.mode);
-      break;
-    case 'u':
       if (k == "unrecorded") return parse_unrecorded(p, e.unrecorded);
-      break;
-    case 'o':
-      if (k == "off") return p.u64(e.offset);
-      if (k == "op") return r.string(e.op);
-      break;
-    case 'c':
-      if (k == "child") return p.i32(e.child_pid);
-      if (k == "content") {
-        if (!e.content) e.content.emplace();
-        st.have_content = true;
-        return parse_buffer(p, *e.content, -3);
-      }
-      break;
-    case 'n':
-      if (k == "nested") return parse_nested(p, e, st);
       break;
     default:
       break;
