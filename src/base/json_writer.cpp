@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace cudatool {
 
@@ -90,11 +91,7 @@ void JsonWriter::newline_indent() {
   out_.append(has_elem_.size() * 2, ' ');
 }
 
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
+void JsonWriter::before_element() {
   if (has_elem_.empty()) return;
   if (has_elem_.back() != 0) out_.push_back(',');
   has_elem_.back() = 1;
@@ -133,9 +130,21 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   before_value();
+  after_key_ = true;
+  // Keys are short names that need no escaping: the quoted key and its ':' in one append (the
+  // general path was a fifth of `decode --json`).
+  if (!pretty_ && k.size() <= 32) {
+    bool clean = true;
+    for (char c : k) clean &= !kNeedsEscape[static_cast<unsigned char>(c)];
+    if (clean) {
+      out_.push_back('"');
+      out_.append(k.data(), k.size());
+      out_.append("\":", 2);
+      return *this;
+    }
+  }
   json_escape_to(out_, k);
   out_ += pretty_ ? ": " : ":";
-  after_key_ = true;
   return *this;
 }
 

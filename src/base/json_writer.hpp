@@ -64,7 +64,16 @@ class JsonWriter {
   void finish() { out_.push_back('\n'); }
 
  private:
-  void before_value();
+  // A value after its key needs nothing (inline: called for every value); an array element or
+  // a member's key needs its ',' (before_element).
+  void before_value() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    before_element();
+  }
+  void before_element();
   void newline_indent();
 
   std::string& out_;

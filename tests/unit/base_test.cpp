@@ -96,6 +96,21 @@ TEST(JsonWriter, ProducesValidJson) {
   EXPECT_EQ(compact, "[1,\"x\",null,true]");
 }
 
+// Compact keys take a one-append path when they need no escaping; the others, and keys too long
+// for it, are escaped as values are.
+TEST(JsonWriter, CompactKeysCleanEscapedAndLong) {
+  std::string out;
+  JsonWriter w(out, false);
+  std::string long_key(40, 'k');
+  w.begin_object().kv("seq", 1).kv("q\"k", 2).kv(std::string_view("n\0", 2), 3).kv(long_key, 4);
+  w.kv("", 5).end_object();
+  EXPECT_EQ(out, "{\"seq\":1,\"q\\\"k\":2,\"n\\u0000\":3,\"" + long_key + "\":4,\"\":5}");
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["q\"k"], 2);
+  EXPECT_EQ(j[std::string("n\0", 2)], 3);
+  EXPECT_EQ(j[long_key], 4);
+}
+
 TEST(Hex, RoundTripAndParse) {
   auto b = parse_hex_bytes("00ff7A");
   ASSERT_TRUE(b);
