@@ -54,38 +54,34 @@ std::optional<std::string> glob_problem(std::string_view p) {
   return std::nullopt;
 }
 
-std::optional<std::string> glob_list_problem(std::string_view list) {
+std::vector<std::string_view> glob_list_entries(std::string_view list) {
+  std::vector<std::string_view> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string_view one =
-        list.substr(start, comma == std::string_view::npos ? comma : comma - start);
-    if (!one.empty()) {
-      if (auto why = glob_problem(one)) return fmt::format("'{}': {}", one, *why);
-    }
-    if (comma == std::string_view::npos) break;
+    if (comma == std::string_view::npos) comma = list.size();
+    if (comma > start) out.push_back(list.substr(start, comma - start));
     start = comma + 1;
+  }
+  return out;
+}
+
+std::optional<std::string> glob_list_problem(std::string_view list) {
+  for (std::string_view one : glob_list_entries(list)) {
+    if (auto why = glob_problem(one)) return fmt::format("'{}': {}", one, *why);
   }
   return std::nullopt;
 }
 
 std::string absolute_glob_list(std::string_view list, const std::string& cwd) {
   std::string out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string_view one =
-        list.substr(start, comma == std::string_view::npos ? comma : comma - start);
-    if (!one.empty()) {
-      if (!out.empty()) out += ',';
-      if (one[0] == '/' || one[0] == '*' || one[0] == '?' || one[0] == '[') {
-        out += one;
-      } else {
-        out += (std::filesystem::path(cwd) / std::string(one)).lexically_normal().string();
-      }
+  for (std::string_view one : glob_list_entries(list)) {
+    if (!out.empty()) out += ',';
+    if (one[0] == '/' || one[0] == '*' || one[0] == '?' || one[0] == '[') {
+      out += one;
+    } else {
+      out += (std::filesystem::path(cwd) / std::string(one)).lexically_normal().string();
     }
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return out;
 }

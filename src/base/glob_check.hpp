@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cudatool {
 
@@ -15,6 +16,10 @@ namespace cudatool {
 // that is never closed, a range that runs backwards ([z-a]), a '\' with nothing after it, an
 // empty pattern.
 std::optional<std::string> glob_problem(std::string_view pattern);
+
+// The non-empty entries of a comma-separated list of globs, in order (views into `list`): the one
+// reading of such a list, for the checks below and the matchers (record/devices).
+std::vector<std::string_view> glob_list_entries(std::string_view list);
 
 // The same for a comma-separated list of globs ("/dev/nvidia*,/tmp/x/*"): the first problem,
 // naming the glob it is in. Empty entries are skipped, as the matchers skip them.

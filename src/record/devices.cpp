@@ -1,17 +1,12 @@
 #include "record/devices.hpp"
 
+#include "base/glob_check.hpp"
 #include "base/glob_match.h"
 
 namespace cudatool::record {
 
 DeviceMatcher::DeviceMatcher(std::string_view globs) : spec_(globs) {
-  size_t start = 0;
-  while (start <= globs.size()) {
-    size_t comma = globs.find(',', start);
-    if (comma == std::string_view::npos) comma = globs.size();
-    if (comma > start) globs_.emplace_back(globs.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (std::string_view g : glob_list_entries(globs)) globs_.emplace_back(g);
 }
 
 bool DeviceMatcher::matches(const std::string& path) const {

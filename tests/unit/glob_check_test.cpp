@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/glob_check.hpp"
 
@@ -48,6 +50,14 @@ TEST(GlobCheck, ListsNameTheBadGlob) {
   ASSERT_TRUE(why);
   EXPECT_EQ(why->rfind("'/tmp/[x': ", 0), 0u) << *why;
   EXPECT_EQ(glob_list_problem("/dev/nvidia*,"), std::nullopt);  // empty entries are skipped
+}
+
+TEST(GlobCheck, ListEntriesSkipEmptyOnes) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(glob_list_entries("/dev/nvidia*,,/tmp/x/*,"), (V{"/dev/nvidia*", "/tmp/x/*"}));
+  EXPECT_EQ(glob_list_entries(""), V{});
+  EXPECT_EQ(glob_list_entries(",,"), V{});
+  EXPECT_EQ(glob_list_entries("a"), V{"a"});
 }
 
 // A tracer matches absolute paths: a relative glob is taken from the directory given.
