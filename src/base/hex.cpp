@@ -78,14 +78,35 @@ bool decode_hex_into(std::string_view hex, uint8_t* out) {
   return decode_hex_scalar(p + 2 * i, n - i, out + i);
 }
 
+void encode_hex_into(const uint8_t* bytes, size_t n, char* out) {
+  size_t i = 0;
+#if defined(__x86_64__)
+  // Each nibble n becomes '0' + n, plus 'a' - '0' - 10 when n > 9; the high and low nibbles of
+  // each byte are then interleaved (high first).
+  const __m128i k0f = _mm_set1_epi8(0x0f), k9 = _mm_set1_epi8(9);
+  const __m128i k0 = _mm_set1_epi8('0'), kletter = _mm_set1_epi8('a' - '0' - 10);
+  auto digits = [&](__m128i nib) {
+    return _mm_add_epi8(_mm_add_epi8(nib, k0), _mm_and_si128(_mm_cmpgt_epi8(nib, k9), kletter));
+  };
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + i));
+    __m128i hi = digits(_mm_and_si128(_mm_srli_epi16(v, 4), k0f));
+    __m128i lo = digits(_mm_and_si128(v, k0f));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), _mm_unpacklo_epi8(hi, lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i + 16), _mm_unpackhi_epi8(hi, lo));
+  }
+#endif
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (; i < n; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+}
+
 void append_hex(std::string& out, ByteView bytes) {
-  static const char kHex[] = "0123456789abcdef";
   size_t at = out.size();
   out.resize(at + 2 * bytes.size());
-  for (uint64_t i = 0; i < bytes.size(); ++i) {
-    out[at + 2 * i] = kHex[bytes.data()[i] >> 4];
-    out[at + 2 * i + 1] = kHex[bytes.data()[i] & 15];
-  }
+  encode_hex_into(bytes.data(), bytes.size(), out.data() + at);
 }
 
 std::string to_hex(ByteView bytes) {

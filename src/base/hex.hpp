@@ -17,6 +17,9 @@ std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex);
 // not a hex digit (out then holds garbage). 16 digits at a time with SSE2 on x86-64: trace readers
 // spend most of their time here on large argument buffers.
 bool decode_hex_into(std::string_view hex, uint8_t* out);
+// Writes the lower-case hex digits of n bytes, 2n characters, to out. 16 bytes at a time with
+// SSE2 on x86-64: the tracer writes every recorded buffer this way, before and after the call.
+void encode_hex_into(const uint8_t* bytes, size_t n, char* out);
 // Appends lower-case hex digits of the bytes to out.
 void append_hex(std::string& out, ByteView bytes);
 std::string to_hex(ByteView bytes);

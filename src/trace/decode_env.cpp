@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "base/hex.hpp"
+
 namespace cudatool::trace::detail {
 
 using rm::Field;
@@ -92,12 +94,8 @@ void append_preview(std::string& text, const std::vector<uint8_t>& b) {
     text += n < b.size() ? "\"…" : "\"";
     return;
   }
-  static constexpr char kDigits[] = "0123456789abcdef";
   text += ' ';
-  for (size_t i = 0; i < n; ++i) {
-    text += kDigits[b[i] >> 4];
-    text += kDigits[b[i] & 15];
-  }
+  append_hex(text, ByteView(b.data(), n));
   if (n < b.size()) text += "…";
 }
 
@@ -131,11 +129,7 @@ void decode_file(const Event& ev, Decoded& d, std::string& text) {
         c.text.assign(b.after.begin(), b.after.end());
       } else {
         c.kind = ValueKind::kBytes;
-        static constexpr char kDigits[] = "0123456789abcdef";
-        for (uint8_t x : b.after) {
-          c.text += kDigits[x >> 4];
-          c.text += kDigits[x & 15];
-        }
+        append_hex(c.text, ByteView(b.after.data(), b.after.size()));
       }
       c.total = b.after.size();
       d.args.push_back(std::move(c));

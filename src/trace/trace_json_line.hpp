@@ -84,16 +84,12 @@ class Line {
     out_.push_back(']');
   }
   void bytes(const std::vector<uint8_t>& b) {
-    static constexpr char kDigits[] = "0123456789abcdef";
     size_t at = out_.size();
     out_.resize(at + 2 * b.size() + 2);
     char* p = out_.data() + at;
-    *p++ = '"';
-    for (uint8_t c : b) {
-      *p++ = kDigits[c >> 4];
-      *p++ = kDigits[c & 15];
-    }
-    *p = '"';
+    p[0] = '"';
+    encode_hex_into(b.data(), b.size(), p + 1);
+    p[2 * b.size() + 1] = '"';
   }
   void raw(std::string_view s) { out_.append(s); }
   void ch(char c) { out_.push_back(c); }
