@@ -107,6 +107,8 @@ class JsonReader {
   }
   bool scan_number(const char*& start, const char*& stop, bool& integer);
   bool parse_string(std::string_view& out);
+  // A member key read in one step when it is short and plain; false (nothing consumed) otherwise.
+  bool plain_key(std::string_view& out);
   bool skip_string();
 
   const char* p_;

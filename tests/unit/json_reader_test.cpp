@@ -300,6 +300,30 @@ TEST(JsonReader, DepthIsBounded) {
   EXPECT_NE(err.find("nested too deeply"), std::string::npos) << err;
 }
 
+// Keys are read 16 bytes at a time when they are short and plain: every length around that
+// window, with an escape or the closing quote at every place, must read as nlohmann reads it.
+TEST(JsonReader, KeysOfEveryLengthAndShape) {
+  for (size_t len = 0; len <= 40; ++len) {
+    std::vector<std::string> keys = {std::string(len, 'k')};
+    for (size_t at = 0; at < len; ++at) {
+      std::string esc(len, 'k'), uni(len, 'k');
+      esc.replace(at, 1, "\\\"");
+      uni.replace(at, 1, "\\u00e9");
+      keys.push_back(esc);
+      keys.push_back(uni);
+    }
+    for (const std::string& k : keys) {
+      for (const std::string& text :
+           {"{\"" + k + "\":1,\"" + k + "x\":[2]}", "{\"" + k + "\":1}", "{ \"" + k + "\" :1}"}) {
+        json mine;
+        std::string err;
+        ASSERT_TRUE(parse_doc(text, mine, &err)) << text << ": " << err;
+        EXPECT_EQ(mine, json::parse(text)) << text;
+      }
+    }
+  }
+}
+
 TEST(JsonReader, NeverReadsPastTheView) {
   // The view ends inside a longer buffer; the bytes after it must not be seen.
   std::string buf = R"({"a":"bcdefghijklmnop"})";
