@@ -417,8 +417,31 @@ bool JsonReader::scan_number(const char*& start, const char*& stop, bool& intege
   return true;
 }
 
+bool JsonReader::plain_integer(uint64_t& magnitude, bool& negative) {
+  // At most 18 digits (below 10^18: no overflow in either type), no leading zero, and no
+  // fraction, exponent or further digit after them: read in the same pass that finds its end.
+  const char* s = p_;
+  negative = s != end_ && *s == '-';
+  if (negative) ++s;
+  if (s == end_ || !is_digit(*s) || (*s == '0' && end_ - s > 1 && is_digit(s[1]))) return false;
+  const char* lim = end_ - s > 18 ? s + 18 : end_;
+  uint64_t v = 0;
+  const char* q = s;
+  while (q != lim && is_digit(*q)) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+  if (q != end_ && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) return false;
+  magnitude = v;
+  p_ = q;
+  return true;
+}
+
 bool JsonReader::i64(int64_t& out) {
   if (!before_value()) return false;
+  uint64_t m = 0;
+  bool negative = false;
+  if (plain_integer(m, negative)) {
+    out = negative ? -static_cast<int64_t>(m) : static_cast<int64_t>(m);
+    return true;
+  }
   const char *a = nullptr, *b = nullptr;
   bool integer = false;
   if (!scan_number(a, b, integer)) return false;
@@ -431,6 +454,16 @@ bool JsonReader::i64(int64_t& out) {
 
 bool JsonReader::u64(uint64_t& out) {
   if (!before_value()) return false;
+  const char* at = p_;
+  uint64_t m = 0;
+  bool negative = false;
+  if (plain_integer(m, negative)) {
+    if (!negative) {
+      out = m;
+      return true;
+    }
+    p_ = at;  // a negative number: the general path below says so
+  }
   const char *a = nullptr, *b = nullptr;
   bool integer = false;
   if (!scan_number(a, b, integer)) return false;

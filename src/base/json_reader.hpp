@@ -106,6 +106,9 @@ class JsonReader {
     return true;
   }
   bool scan_number(const char*& start, const char*& stop, bool& integer);
+  // An integer of at most 18 digits read in one pass (consumed); false, nothing consumed, for
+  // anything else (then scan_number decides).
+  bool plain_integer(uint64_t& magnitude, bool& negative);
   bool parse_string(std::string_view& out);
   // A member key read in one step when it is short and plain; false (nothing consumed) otherwise.
   bool plain_key(std::string_view& out);

@@ -241,6 +241,51 @@ TEST(JsonReader, IntegersAreRangeChecked) {
   EXPECT_FALSE(JsonReader("1e999").f64(d));
 }
 
+// Integers of up to 18 digits are read in one pass; every other number takes the general path.
+// Around that boundary, with signs, leading zeros and every kind of tail, u64() and i64() accept
+// exactly the JSON integers that fit, with nlohmann's value.
+TEST(JsonReader, IntegersAgreeWithNlohmannAroundTheFastPath) {
+  std::mt19937_64 rng(99);
+  std::vector<std::string> texts;
+  for (size_t digits = 1; digits <= 21; ++digits) {
+    for (const char* sign : {"", "-"}) {
+      for (const char* tail : {"", ".5", "e3", "E-1", "0", "x"}) {
+        std::string d;
+        for (size_t i = 0; i < digits; ++i) d += static_cast<char>('0' + rng() % 10);
+        texts.push_back(sign + d + tail);
+        texts.push_back(sign + std::string(digits, '9') + tail);
+        texts.push_back(sign + std::string("1") + std::string(digits - 1, '0') + tail);
+      }
+    }
+  }
+  for (const char* t :
+       {"0", "-0", "00", "-00", "01", "18446744073709551615", "18446744073709551616",
+        "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+        "-9223372036854775809", "999999999999999999", "1000000000000000000"}) {
+    texts.emplace_back(t);
+  }
+  for (const std::string& t : texts) {
+    std::string doc = "[" + t + "]";
+    bool valid = json::accept(doc);
+    json j = valid ? json::parse(doc)[0] : json();
+    bool is_int = valid && (j.is_number_integer() || j.is_number_unsigned());
+    bool fits_u64 = is_int && t[0] != '-';
+    bool fits_i64 = is_int && (j.is_number_integer() &&
+                               !(j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX));
+    uint64_t u = 0;
+    int64_t i = 0;
+    JsonReader ru(doc), ri(doc);
+    bool got_u = ru.enter_array() && ru.next_element() && ru.u64(u) && !ru.next_element() &&
+                 ru.ok() && ru.at_end();
+    bool got_i = ri.enter_array() && ri.next_element() && ri.i64(i) && !ri.next_element() &&
+                 ri.ok() && ri.at_end();
+    EXPECT_EQ(got_u, fits_u64) << t;
+    EXPECT_EQ(got_i, fits_i64) << t;
+    if (got_u && fits_u64) EXPECT_EQ(u, j.get<uint64_t>()) << t;
+    if (got_i && fits_i64) EXPECT_EQ(i, j.get<int64_t>()) << t;
+  }
+}
+
 TEST(JsonReader, UnreadValuesAreSkipped) {
   JsonReader r(R"({"skip":{"x":[1,{"y":"z"}]},"also":[1,2],"want":"yes","tail":null})");
   ASSERT_TRUE(r.enter_object());
