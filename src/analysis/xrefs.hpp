@@ -96,6 +96,8 @@ class XrefIndex {
   [[nodiscard]] std::span<const Ref> refs() const { return refs_; }
   // References whose target lies in [lo, hi), by target then site.
   [[nodiscard]] std::vector<const Ref*> refs_to(uint64_t lo, uint64_t hi) const;
+  // How many different targets the references have.
+  [[nodiscard]] size_t distinct_targets() const;
   // References made by function `index` (FunctionMap order), by site.
   [[nodiscard]] std::vector<const Ref*> refs_from(int32_t index) const;
   // The relocated pointers (kPointer references), by slot; those with lo <= slot < hi.

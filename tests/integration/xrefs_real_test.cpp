@@ -6,9 +6,12 @@
 //  - every lea that objdump prints with a RIP-relative operand landing on a C string (the test's
 //    own scan of the file's bytes, StringOracle) is a string reference of the index, and no
 //    other; every R_X86_64_RELATIVE (readelf -r) whose addend lands on one is its pointer use;
-//  - the names are the function map's (`cudatool functions --json`): one naming source.
+//  - the names are the function map's (`cudatool functions --json`): one naming source;
+//  - the query planner's statistics are the ones SQLite's own ANALYZE writes.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -148,6 +151,28 @@ TEST_P(XrefsReal, NamesAreTheFunctionMapsNames) {
   auto n = sqlite_rows(db, "SELECT count(DISTINCT function_id) FROM function_names");
   EXPECT_EQ(std::stoull(n[0][0]), named);
   EXPECT_EQ(f.json["named"].get<size_t>(), named);
+}
+
+// `index` counts refs' planner statistics while it writes the rows instead of running ANALYZE
+// over them: every sqlite_stat1 row must be what ANALYZE writes on the same file.
+TEST_P(XrefsReal, PlannerStatisticsAreWhatAnalyzeWrites) {
+  const std::string db = build_index(lib_, "stat1-" + GetParam().version);
+  const std::string stat1 = "SELECT tbl, idx, stat FROM sqlite_stat1 ORDER BY tbl, idx";
+  auto ours = sqlite_rows(db, stat1);
+  const std::string copy = db + ".analyzed";
+  std::filesystem::copy_file(db, copy, std::filesystem::copy_options::overwrite_existing);
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(copy.c_str(), &h), SQLITE_OK);
+  char* msg = nullptr;
+  int rc = sqlite3_exec(h, "DELETE FROM sqlite_stat1; ANALYZE;", nullptr, nullptr, &msg);
+  EXPECT_EQ(rc, SQLITE_OK) << (msg != nullptr ? msg : "");
+  sqlite3_free(msg);
+  sqlite3_close(h);
+  auto analyzed = sqlite_rows(copy, stat1);
+  EXPECT_EQ(ours, analyzed);
+  size_t refs_rows = 0;
+  for (const auto& r : ours) refs_rows += r[0] == "refs";
+  EXPECT_EQ(refs_rows, 3u) << "refs_by_target, refs_by_from and refs_by_target_function";
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, XrefsReal, ::testing::ValuesIn(driver_builds()), driver_test_name);
