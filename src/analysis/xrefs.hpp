@@ -133,7 +133,16 @@ class XrefIndex {
  private:
   void read_got(DriverImage& img);
   void find_plt();
-  void sweep(const FunctionMap::ExecRange& r);
+  // What the sweep of one piece of code found (pieces are swept on two threads when allowed).
+  struct SweepPart {
+    std::vector<Ref> refs;
+    std::vector<uint64_t> entry_targets;
+    uint64_t instructions = 0, undecodable = 0;
+  };
+  void sweep(const FunctionMap::ExecRange& r, SweepPart& out) const;
+  // A section at least this large is swept by two threads (when two CPUs may be used).
+  static constexpr uint64_t kParallelSweepBytes = uint64_t{1} << 20;
+  void sweep_all(const std::vector<FunctionMap::ExecRange>& ranges);
   void add_pointers(DriverImage& img);
   void find_strings(DriverImage& img);
 

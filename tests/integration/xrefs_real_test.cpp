@@ -7,8 +7,10 @@
 //    own scan of the file's bytes, StringOracle) is a string reference of the index, and no
 //    other; every R_X86_64_RELATIVE (readelf -r) whose addend lands on one is its pointer use;
 //  - the names are the function map's (`cudatool functions --json`): one naming source;
-//  - the query planner's statistics are the ones SQLite's own ANALYZE writes.
+//  - the query planner's statistics are the ones SQLite's own ANALYZE writes;
+//  - the sweep on two threads finds exactly what it finds on one.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -16,6 +18,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/driver_image.hpp"
+#include "analysis/xrefs.hpp"
 #include "frames_helpers.hpp"
 #include "harness.hpp"
 #include "xrefs_support.hpp"
@@ -173,6 +177,50 @@ TEST_P(XrefsReal, PlannerStatisticsAreWhatAnalyzeWrites) {
   size_t refs_rows = 0;
   for (const auto& r : ours) refs_rows += r[0] == "refs";
   EXPECT_EQ(refs_rows, 3u) << "refs_by_target, refs_by_from and refs_by_target_function";
+}
+
+// The sweep cuts .text at a function start and sweeps the halves on two threads when the process
+// may use two CPUs: limited to one CPU (affinity) it sweeps in one piece. Both must give the same
+// references, in the same order, and the same counts.
+TEST_P(XrefsReal, TwoThreadSweepIsTheOneThreadSweep) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "SKIPPED: this process may use one CPU only";
+  auto sweep = [&](bool one_cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &all)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    }
+    EXPECT_EQ(sched_setaffinity(0, sizeof(cpu_set_t), one_cpu ? &one : &all), 0);
+    auto img = DriverImage::open(lib_);
+    EXPECT_TRUE(img) << lib_;
+    const XrefIndex& x = (*img)->facet<XrefIndex>();
+    std::vector<Ref> refs(x.refs().begin(), x.refs().end());
+    std::vector<uint64_t> entry(x.entry_window_targets().begin(), x.entry_window_targets().end());
+    XrefStats st = x.stats();
+    EXPECT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+    return std::make_tuple(refs, entry, st);
+  };
+  auto [r1, e1, s1] = sweep(true);
+  auto [r2, e2, s2] = sweep(false);
+  ASSERT_EQ(r1.size(), r2.size());
+  for (size_t i = 0; i < r1.size(); ++i) {
+    ASSERT_TRUE(r1[i].site == r2[i].site && r1[i].target == r2[i].target &&
+                r1[i].from == r2[i].from && r1[i].kind == r2[i].kind &&
+                r1[i].flags == r2[i].flags && r1[i].length == r2[i].length)
+        << "reference " << i << " at " << fmt_hex(r1[i].site) << " / " << fmt_hex(r2[i].site);
+  }
+  EXPECT_EQ(e1, e2);
+  EXPECT_EQ(s1.instructions, s2.instructions);
+  EXPECT_EQ(s1.undecodable, s2.undecodable);
+  EXPECT_EQ(s1.code_bytes, s2.code_bytes);
+  EXPECT_EQ(s1.sections, s2.sections);
+  EXPECT_GT(s1.instructions, 100000u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, XrefsReal, ::testing::ValuesIn(driver_builds()), driver_test_name);
