@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "analysis/driver_tables.hpp"
@@ -169,6 +170,134 @@ std::string section_flags(const elf::SectionHeader& s) {
 }
 
 // Fills the tables of the index, one group at a time.
+// The rows of `refs` as an eponymous virtual table over the XrefIndex's references, so that one
+// INSERT ... SELECT copies them inside SQLite's own loop: binding seven values and stepping a
+// prepared INSERT per row took 0.145 s of `index` on 580.159.04 (359k rows).
+struct RefsSource {
+  std::span<const Ref> refs;
+  std::span<const int32_t> target_fn;
+};
+
+struct RefsVtab : sqlite3_vtab {
+  const RefsSource* src = nullptr;
+};
+
+struct RefsCursor : sqlite3_vtab_cursor {
+  size_t i = 0;
+};
+
+int refs_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
+  int rc = sqlite3_declare_vtab(db,
+                                "CREATE TABLE x(site, target, kind, conditional, branch, "
+                                "from_function, target_function)");
+  if (rc != SQLITE_OK) return rc;
+  auto* v = new RefsVtab();
+  v->src = static_cast<const RefsSource*>(aux);
+  *out = v;
+  return SQLITE_OK;
+}
+int refs_disconnect(sqlite3_vtab* v) {
+  delete static_cast<RefsVtab*>(v);
+  return SQLITE_OK;
+}
+int refs_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+  info->estimatedCost = 1e6;
+  return SQLITE_OK;
+}
+int refs_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+  *out = new RefsCursor();
+  return SQLITE_OK;
+}
+int refs_close(sqlite3_vtab_cursor* c) {
+  delete static_cast<RefsCursor*>(c);
+  return SQLITE_OK;
+}
+int refs_filter(sqlite3_vtab_cursor* c, int, const char*, int, sqlite3_value**) {
+  static_cast<RefsCursor*>(c)->i = 0;
+  return SQLITE_OK;
+}
+int refs_next(sqlite3_vtab_cursor* c) {
+  ++static_cast<RefsCursor*>(c)->i;
+  return SQLITE_OK;
+}
+int refs_eof(sqlite3_vtab_cursor* c) {
+  auto* cur = static_cast<RefsCursor*>(c);
+  return cur->i >= static_cast<RefsVtab*>(cur->pVtab)->src->refs.size() ? 1 : 0;
+}
+int refs_column(sqlite3_vtab_cursor* c, sqlite3_context* ctx, int col) {
+  auto* cur = static_cast<RefsCursor*>(c);
+  const RefsSource& src = *static_cast<RefsVtab*>(cur->pVtab)->src;
+  const Ref& r = src.refs[cur->i];
+  switch (col) {
+    case 0:
+      sqlite3_result_int64(ctx, static_cast<int64_t>(r.site));
+      break;
+    case 1:
+      sqlite3_result_int64(ctx, static_cast<int64_t>(r.target));
+      break;
+    case 2: {
+      std::string_view k = ref_kind_name(r.kind);  // a literal: no copy
+      sqlite3_result_text(ctx, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
+      break;
+    }
+    case 3:
+      sqlite3_result_int(ctx, (r.flags & Ref::kConditional) != 0);
+      break;
+    case 4:
+      sqlite3_result_int(ctx, (r.flags & Ref::kBranch) != 0);
+      break;
+    case 5:
+      if (r.from >= 0)
+        sqlite3_result_int64(ctx, r.from);
+      else
+        sqlite3_result_null(ctx);
+      break;
+    default:
+      if (src.target_fn[cur->i] >= 0)
+        sqlite3_result_int64(ctx, src.target_fn[cur->i]);
+      else
+        sqlite3_result_null(ctx);
+      break;
+  }
+  return SQLITE_OK;
+}
+int refs_rowid(sqlite3_vtab_cursor* c, sqlite3_int64* out) {
+  *out = static_cast<sqlite3_int64>(static_cast<RefsCursor*>(c)->i);
+  return SQLITE_OK;
+}
+
+// Eponymous only (no xCreate): `SELECT FROM cudatool_refs` works, nothing enters the schema.
+const sqlite3_module* refs_module() {
+  static const sqlite3_module m = [] {
+    sqlite3_module x{};
+    x.xConnect = refs_connect;
+    x.xBestIndex = refs_best_index;
+    x.xDisconnect = refs_disconnect;
+    x.xDestroy = refs_disconnect;
+    x.xOpen = refs_open;
+    x.xClose = refs_close;
+    x.xFilter = refs_filter;
+    x.xNext = refs_next;
+    x.xEof = refs_eof;
+    x.xColumn = refs_column;
+    x.xRowid = refs_rowid;
+    return x;
+  }();
+  return &m;
+}
+
+Status copy_refs(Db& db, std::span<const Ref> refs, std::span<const int32_t> target_fn) {
+  RefsSource src{refs, target_fn};
+  if (sqlite3_create_module_v2(db.get(), "cudatool_refs", refs_module(), &src, nullptr) !=
+      SQLITE_OK) {
+    return db.fail("refs");
+  }
+  Status st = db.exec("INSERT INTO refs SELECT * FROM cudatool_refs");
+  // The module is dropped with the source it points to.
+  sqlite3_create_module_v2(db.get(), "cudatool_refs", nullptr, nullptr, nullptr);
+  return st;
+}
+
 // Index entries and distinct keys, keys being small integers (function ids).
 class KeyCount {
  public:
@@ -256,26 +385,19 @@ struct Filler {
     const XrefIndex& x = img.facet<XrefIndex>();
     Status st;
     {
-      Insert ins(db, "refs", 7);
-      for (const Ref& r : x.refs()) {
-        ins.u(r.site).u(r.target).t(ref_kind_name(r.kind));
-        ins.i((r.flags & Ref::kConditional) != 0).i((r.flags & Ref::kBranch) != 0);
-        if (r.from >= 0) {
-          ins.i(r.from);
-          from_functions.add(static_cast<uint64_t>(r.from));
-        } else {
-          ins.null();
-        }
+      // The function each reference lands in (-1: none, or a PLT entry), and the counts of the
+      // planner's statistics.
+      std::vector<int32_t> target_fn(x.refs().size(), -1);
+      for (size_t i = 0; i < target_fn.size(); ++i) {
+        const Ref& r = x.refs()[i];
+        if (r.from >= 0) from_functions.add(static_cast<uint64_t>(r.from));
         const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
-        if (g != nullptr) {
-          ins.u(static_cast<uint64_t>(g - fns.data()));
-          target_functions.add(static_cast<uint64_t>(g - fns.data()));
-        } else {
-          ins.null();
-        }
-        ins.row();
+        if (g == nullptr) continue;
+        target_fn[i] = static_cast<int32_t>(g - fns.data());
+        target_functions.add(static_cast<uint64_t>(target_fn[i]));
       }
-      if (!(st = done(ins))) return st;
+      if (!(st = copy_refs(db, x.refs(), target_fn))) return st;
+      stats.rows.emplace_back("refs", x.refs().size());
     }
     {
       Insert ins(db, "strings", 3);
