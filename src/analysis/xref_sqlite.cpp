@@ -387,14 +387,21 @@ struct Filler {
     {
       // The function each reference lands in (-1: none, or a PLT entry), and the counts of the
       // planner's statistics.
+      // Looked up once per target (57k of 359k refs on 580.159.04), walking them in order.
       std::vector<int32_t> target_fn(x.refs().size(), -1);
-      for (size_t i = 0; i < target_fn.size(); ++i) {
+      int32_t fn = -1;
+      for (size_t k = 0; k < x.by_target().size(); ++k) {
+        const uint32_t i = x.by_target()[k];
         const Ref& r = x.refs()[i];
-        if (r.from >= 0) from_functions.add(static_cast<uint64_t>(r.from));
-        const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
-        if (g == nullptr) continue;
-        target_fn[i] = static_cast<int32_t>(g - fns.data());
-        target_functions.add(static_cast<uint64_t>(target_fn[i]));
+        if (k == 0 || r.target != x.refs()[x.by_target()[k - 1]].target) {
+          const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
+          fn = g != nullptr ? static_cast<int32_t>(g - fns.data()) : -1;
+        }
+        target_fn[i] = fn;
+      }
+      for (size_t i = 0; i < target_fn.size(); ++i) {
+        if (x.refs()[i].from >= 0) from_functions.add(static_cast<uint64_t>(x.refs()[i].from));
+        if (target_fn[i] >= 0) target_functions.add(static_cast<uint64_t>(target_fn[i]));
       }
       if (!(st = copy_refs(db, x.refs(), target_fn))) return st;
       stats.rows.emplace_back("refs", x.refs().size());
