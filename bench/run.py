@@ -64,6 +64,9 @@ def fmt_time(s):
     return "%.2f s" % s
 
 
+ALL_CPUS = None  # the CPUs the bench may use, before it pins itself (main)
+
+
 def run_case(case, runs):
     cmds = [("cudatool", case["cudatool"])] + list(case["baselines"].items())
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
@@ -82,7 +85,15 @@ def run_case(case, runs):
         names.append(label)
     for label, cmd in cmds:
         argv.append(cmd if isinstance(cmd, str) else " ".join(shlex_quote(a) for a in cmd))
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # A case that says "all_cpus" (a command that uses two threads, against a baseline that uses
+    # one) runs on every CPU the bench was given, not on the pinned one.
+    pinned = os.sched_getaffinity(0)
+    if case.get("all_cpus"):
+        os.sched_setaffinity(0, ALL_CPUS)
+    try:
+        r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.sched_setaffinity(0, pinned)
     if r.returncode != 0:
         print("bench: %s failed:\n%s" % (case["name"], r.stderr), file=sys.stderr)
         return None
@@ -114,6 +125,8 @@ def main():
                          "'none'. On these VMs a wake-up across vCPUs costs more than the fast "
                          "commands themselves and makes medians jump to the 4 ms scheduler tick")
     a = ap.parse_args()
+    global ALL_CPUS
+    ALL_CPUS = os.sched_getaffinity(0)
     if a.cpu != "none":
         cpus = sorted(os.sched_getaffinity(0))
         cpu = cpus[-1] if a.cpu == "last" else int(a.cpu)

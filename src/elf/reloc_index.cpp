@@ -36,7 +36,7 @@ RelocIndex RelocIndex::build(const ElfImage& elf, std::span<const Symbol> dynsym
     ix.walked_ += n;
     for (uint64_t i = 0; i < n; ++i) {
       Rela r = table->at(i);
-      RelocTarget t{r.r_offset, 0, r.type};
+      RelocTarget t{r.r_offset, 0};
       switch (r.type) {
         case R_X86_64_RELATIVE:
           t.target = static_cast<uint64_t>(r.r_addend);
@@ -94,9 +94,10 @@ void RelocIndex::build_buckets() {
   if (entries_.empty()) return;
   base_ = entries_.front().where;
   uint64_t span = entries_.back().where - base_;
-  // At most max(4096, 4n) buckets whatever the spread of offsets; on libcuda (pointer slots
-  // 8 bytes apart over ~1 MiB) 16-byte buckets fit, so a lookup reads one or two entries.
-  uint64_t cap = std::max<uint64_t>(4096, 4 * entries_.size());
+  // At most max(4096, n) buckets whatever the spread of offsets; on libcuda (pointer slots
+  // 8 bytes apart over ~1 MiB) a lookup reads a few entries of one bucket. (4n buckets, one
+  // entry each, made `functions` slower: the table's pages cost more than the lookups save.)
+  uint64_t cap = std::max<uint64_t>(4096, entries_.size());
   shift_ = 3;
   while (shift_ < 63 && (span >> shift_) + 2 > cap) ++shift_;
   size_t nb = static_cast<size_t>((span >> shift_) + 2);
