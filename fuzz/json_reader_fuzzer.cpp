@@ -1,12 +1,14 @@
 // Fuzzes the JSON pull reader (src/base/json_reader.hpp): any input, walked as a generic value
 // with every accessor, in both escape modes. It must never read outside the input, recurse past
 // its depth bound, or accept a document and then fail to walk it the same way twice.
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "base/json_reader.hpp"
+#include "fuzz_check.hpp"
 
 namespace {
 
@@ -22,8 +24,11 @@ uint64_t walk(JsonReader& r, int depth) {
       int i = 0;
       while (r.next_member(k)) {
         h = h * 131 + k.size();
-        // Leave every third value unread: the next call must skip it.
+        // Leave every third value unread: the next call must skip it. A key stays valid while
+        // its value is read, whatever the value holds.
+        const std::string key(k);
         if (++i % 3 != 0) h = h * 131 + walk(r, depth + 1);
+        FUZZ_CHECK(k == key);
       }
       return h;
     }
@@ -50,9 +55,28 @@ uint64_t walk(JsonReader& r, int depth) {
       uint64_t u = 0;
       int64_t i = 0;
       double d = 0;
-      if (probe.u64(u)) return h * 131 + u;
+      // An integer read (short ones take a one-pass path) is the value from_chars gives for the
+      // number's text, and consumes exactly that text.
+      std::string_view text;
+      JsonReader whole = r;
+      const bool have_text = whole.raw(text);
+      if (probe.u64(u)) {
+        uint64_t want = 0;
+        FUZZ_CHECK(have_text);
+        auto rc = std::from_chars(text.data(), text.data() + text.size(), want);
+        FUZZ_CHECK(rc.ec == std::errc() && rc.ptr == text.data() + text.size() && want == u);
+        FUZZ_CHECK(probe.offset() == whole.offset());
+        return h * 131 + u;
+      }
       probe = r;
-      if (probe.i64(i)) return h * 131 + static_cast<uint64_t>(i);
+      if (probe.i64(i)) {
+        int64_t want = 0;
+        FUZZ_CHECK(have_text);
+        auto rc = std::from_chars(text.data(), text.data() + text.size(), want);
+        FUZZ_CHECK(rc.ec == std::errc() && rc.ptr == text.data() + text.size() && want == i);
+        FUZZ_CHECK(probe.offset() == whole.offset());
+        return h * 131 + static_cast<uint64_t>(i);
+      }
       if (r.f64(d)) h = h * 131 + static_cast<uint64_t>(d == d);
       return h;
     }

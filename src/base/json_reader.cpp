@@ -141,9 +141,13 @@ bool JsonReader::next_member(std::string_view& key) {
   if (*p_ != '"') return fail("expected a string key in object");
   if (!plain_key(key) && !parse_string(key)) return false;
   if (key.data() == scratch_.data()) {
-    // A key with escapes must survive the decoding of its own value.
-    key_scratch_.swap(scratch_);
-    key = key_scratch_;
+    // A key with escapes must survive the reading of its own value, escaped keys inside that
+    // value included: one buffer per depth.
+    // Sized once: growing the vector would move the strings (and short ones hold their bytes).
+    if (key_scratch_.empty()) key_scratch_.resize(kMaxDepth + 1);
+    auto d = static_cast<size_t>(depth_);
+    key_scratch_[d].assign(scratch_);
+    key = key_scratch_[d];
   }
   skip_ws();
   if (p_ == end_ || *p_ != ':') return fail("expected ':' after object key");

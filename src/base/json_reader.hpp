@@ -129,7 +129,8 @@ class JsonReader {
   // A member key (or array element) has been announced and its value not read yet.
   bool value_pending_ = false;
   std::string scratch_;
-  std::string key_scratch_;
+  // Escaped keys, decoded: [d] holds the current key of the object open at depth d.
+  std::vector<std::string> key_scratch_;
 };
 
 }  // namespace cudatool

@@ -325,6 +325,26 @@ TEST(JsonReader, KeysWithEscapesSurviveTheirValue) {
   EXPECT_EQ(v, "vB");
 }
 
+// Found by trace_reader_fuzzer: an unknown member kept with raw() kept a key whose bytes the
+// escaped keys inside its own value had overwritten.
+TEST(JsonReader, KeysWithEscapesSurviveEscapedKeysInsideTheirValue) {
+  JsonReader r(R"({"k\u0041":{"a\n":{"b\t":1},"c\r":[{"d\f":2}]},"e\u0042":3})");
+  ASSERT_TRUE(r.enter_object());
+  std::string_view k, raw;
+  ASSERT_TRUE(r.next_member(k));
+  ASSERT_TRUE(r.raw(raw));
+  EXPECT_EQ(k, "kA");
+  ASSERT_TRUE(r.next_member(k));
+  EXPECT_EQ(k, "eB");
+  JsonReader w(R"({"k\u0041":{"a\n":1,"c\r":2},"z":0})");
+  ASSERT_TRUE(w.enter_object());
+  ASSERT_TRUE(w.next_member(k));
+  ASSERT_TRUE(w.enter_object());
+  std::string_view inner;
+  while (w.next_member(inner)) w.skip();
+  EXPECT_EQ(k, "kA");
+}
+
 TEST(JsonReader, ByteEscapesInvertJsonEscapeTo) {
   std::string s;
   ASSERT_TRUE(JsonReader(R"("\u00e9\u00ff")", 0, true).string(s));
