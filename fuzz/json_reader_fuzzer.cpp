@@ -60,23 +60,17 @@ uint64_t walk(JsonReader& r, int depth) {
       std::string_view text;
       JsonReader whole = r;
       const bool have_text = whole.raw(text);
-      if (probe.u64(u)) {
-        uint64_t want = 0;
+      auto agrees = [&](auto got) {
+        decltype(got) want = 0;
         FUZZ_CHECK(have_text);
         auto rc = std::from_chars(text.data(), text.data() + text.size(), want);
-        FUZZ_CHECK(rc.ec == std::errc() && rc.ptr == text.data() + text.size() && want == u);
+        FUZZ_CHECK(rc.ec == std::errc() && rc.ptr == text.data() + text.size() && want == got);
         FUZZ_CHECK(probe.offset() == whole.offset());
-        return h * 131 + u;
-      }
+        return h * 131 + static_cast<uint64_t>(got);
+      };
+      if (probe.u64(u)) return agrees(u);
       probe = r;
-      if (probe.i64(i)) {
-        int64_t want = 0;
-        FUZZ_CHECK(have_text);
-        auto rc = std::from_chars(text.data(), text.data() + text.size(), want);
-        FUZZ_CHECK(rc.ec == std::errc() && rc.ptr == text.data() + text.size() && want == i);
-        FUZZ_CHECK(probe.offset() == whole.offset());
-        return h * 131 + static_cast<uint64_t>(i);
-      }
+      if (probe.i64(i)) return agrees(i);
       if (r.f64(d)) h = h * 131 + static_cast<uint64_t>(d == d);
       return h;
     }
