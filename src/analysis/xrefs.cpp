@@ -440,14 +440,6 @@ const CString* XrefIndex::string_at(uint64_t addr) const {
   return it != strings_.end() && it->address == addr ? &*it : nullptr;
 }
 
-size_t XrefIndex::distinct_targets() const {
-  size_t n = 0;
-  for (size_t i = 0; i < by_target_.size(); ++i) {
-    n += i == 0 || refs_[by_target_[i]].target != refs_[by_target_[i - 1]].target;
-  }
-  return n;
-}
-
 std::vector<const Ref*> XrefIndex::refs_to(uint64_t lo, uint64_t hi) const {
   std::vector<const Ref*> out;
   auto it = std::lower_bound(by_target_.begin(), by_target_.end(), lo,

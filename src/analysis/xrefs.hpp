@@ -96,8 +96,6 @@ class XrefIndex {
   [[nodiscard]] std::span<const Ref> refs() const { return refs_; }
   // References whose target lies in [lo, hi), by target then site.
   [[nodiscard]] std::vector<const Ref*> refs_to(uint64_t lo, uint64_t hi) const;
-  // How many different targets the references have.
-  [[nodiscard]] size_t distinct_targets() const;
   // Indices into refs(), by target then site.
   [[nodiscard]] std::span<const uint32_t> by_target() const { return by_target_; }
   // References made by function `index` (FunctionMap order), by site.
