@@ -32,10 +32,10 @@ std::string ab_functions_text(const ab::FunctionComparison& f) {
   for (const auto& n : f.notes) out += "  note: " + n + "\n";
   if (f.quiet > 0) {
     out += fmt::format(
-        "  note: {} callers went on as in the other run after a difference below them (a return "
-        "value in rax of a function that returns nothing there, {} polling loops that turned "
+        "  note: {} caller{} went on as in the other run after a difference below them (a return "
+        "value in rax of a function that returns nothing there, {} polling loop{} that turned "
         "another number of times): not differences\n",
-        f.quiet, f.loop_counts);
+        f.quiet, f.quiet == 1 ? "" : "s", f.loop_counts, f.loop_counts == 1 ? "" : "s");
   }
   if (!f.first) {
     out += "functions: equivalent: every thread's calls, callees and return values match\n";

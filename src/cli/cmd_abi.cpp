@@ -120,9 +120,10 @@ void register_abi(CLI::App& app, int* exit_code) {
       "abi",
       "Which kernel-driver requests a build's code makes, with their layouts; what changed "
       "between two builds");
+  // Unbounded, checked below: CLI11 2.1 writes a bound of 2 as "LIB(1x)" in the usage line.
   cmd->add_option("LIB", o->libs, "library (LIB), or two (OLD NEW) to compare")
       ->required()
-      ->expected(1, 2);
+      ->expected(1, -1);
   cmd->add_option("--trace", o->traces,
                   "mark the requests seen in these traces and list those the surface misses")
       ->expected(1, -1);
@@ -146,6 +147,12 @@ void register_abi(CLI::App& app, int* exit_code) {
   cmd->callback([o, exit_code] {
     if (o->json && o->markdown) {
       print_error("--json and --markdown exclude each other");
+      *exit_code = kExitBadInput;
+      return;
+    }
+    if (o->libs.size() > 2) {
+      print_error(fmt::format("abi: {} libraries given: one (LIB), or two (OLD NEW) to compare",
+                              o->libs.size()));
       *exit_code = kExitBadInput;
       return;
     }

@@ -214,7 +214,7 @@ constexpr const char* kReplayFooter =
     "  cudatool replay a.trace -o replayed.trace -- ./work && cudatool ab a.trace "
     "replayed.trace\n"
     "  cudatool replay --bisect bare-metal.trace guest.trace -- ./work\n"
-    "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB && cudatool "
+    "  cudatool replay a.trace --functions -o f.trace -- build/cuda_probe LIB ctx && cudatool "
     "decode f.trace --functions\n"
     "  cudatool replay a.trace --execute stop -- ./work kern.cubin\n"
     "The program runs unmodified (the real libcuda), with libcudatool_replay.so preloaded: its\n"

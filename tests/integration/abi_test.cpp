@@ -179,6 +179,14 @@ TEST(AbiFixture, TextMarkdownAndErrors) {
   EXPECT_EQ(
       run({cudatool_bin(), "abi", abi_fixture_lib(), abi_fixture_lib(), "--trace", junk}).status,
       2);
+  // One library or two: a third is refused with the rule, and the usage line says "LIB...".
+  const std::string lib = abi_fixture_lib();
+  RunResult three = run({cudatool_bin(), "abi", lib, lib, lib});
+  EXPECT_EQ(three.status, 2);
+  EXPECT_NE(three.err.find("3 libraries given: one (LIB), or two (OLD NEW)"), std::string::npos)
+      << three.err;
+  RunResult help = run({cudatool_bin(), "abi", "--help"});
+  EXPECT_NE(help.out.find("Usage: cudatool abi [OPTIONS] LIB..."), std::string::npos) << help.out;
   // The same build twice: nothing new, nothing gone, no layout change.
   JsonRun d = cudatool_json_run({"abi", abi_fixture_lib(), abi_fixture_lib(), "--json"});
   ASSERT_EQ(d.status, 0) << d.err;
