@@ -109,7 +109,7 @@ class Line {
 // The parse state of one line: the pull reader plus the first field-level error.
 class LineParser {
  public:
-  LineParser(std::string_view line, uint64_t offset) : r_(line, offset, true) {}
+  LineParser(std::string_view line, uint64_t offset) : line_(line), r_(line, offset, true) {}
 
   JsonReader& r() { return r_; }
 
@@ -179,10 +179,19 @@ class LineParser {
     return false;
   }
   // The member being read, for errors: `buffer` -1 for a member of "arg", i >= 0 for one of
-  // "nested[i]". The view stays valid: parsing stops at the first error.
+  // "nested[i]". A plain key is a view into the line; a key with escapes is decoded into the
+  // reader's buffer for its depth, which the next escaped key there reuses even when reading it
+  // then fails (the error is the last member's): that one is copied.
   void set_field(std::string_view k, int buffer = -2) {
     if (field_reason_ == nullptr && r_.ok()) {
-      key_ = k;
+      auto at = reinterpret_cast<uintptr_t>(k.data());
+      auto begin = reinterpret_cast<uintptr_t>(line_.data());
+      if (at >= begin && at - begin <= line_.size() && k.size() <= line_.size() - (at - begin)) {
+        key_ = k;
+      } else {
+        key_copy_.assign(k);
+        key_ = key_copy_;
+      }
       buffer_ = buffer;
     }
   }
@@ -204,8 +213,10 @@ class LineParser {
   }
 
  private:
+  std::string_view line_;
   JsonReader r_;
   std::string_view key_;
+  std::string key_copy_;  // key_'s bytes when they are not the line's (set_field)
   int buffer_ = -2;
   const char* field_reason_ = nullptr;
   uint64_t field_offset_ = 0;

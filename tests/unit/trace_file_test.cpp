@@ -480,6 +480,28 @@ TEST(TraceJson, EventMembersAndExtrasDoNotOverlap) {
   }
 }
 
+// An error is reported under the last member read. When that member's key had escapes and the
+// next key has escapes too but no ':' after it, reading the next key reused the buffer the first
+// was decoded into before failing: the error named freed memory (function_events_fuzzer, under
+// ASan). Both keys are longer than a short string, so that the second one reallocates.
+TEST(TraceJson, AnErrorAfterAnEscapedKeyNamesThatKey) {
+  // As JSON text (an escaped backslash in each), and the first as the reader decodes it.
+  const std::string first = R"(first_member_with_an_escape_\\_in_its_long_name)";
+  const std::string second = R"(second_member_with_an_escape_\\_and_a_longer_name_than_the_first)";
+  const std::string first_decoded = R"(first_member_with_an_escape_\_in_its_long_name)";
+  Header h;
+  Status st =
+      parse_header_line(R"({"cudatool_trace":4,")" + first + R"(":1,")" + second + R"("})", 0, h);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().field, first_decoded) << st.error().message();
+  EXPECT_EQ(st.error().reason, "expected ':' after object key");
+  Event e;
+  st =
+      parse_event_line(R"({"seq":1,"sys":"ioctl",")" + first + R"(":2,")" + second + R"("})", 0, e);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().field, first_decoded) << st.error().message();
+}
+
 TEST(TraceReader, DamagedModuleLineIsReportedAndSkipped) {
   auto r = TraceReader::from_memory(
       "{\"cudatool_trace\":2,\"argv\":[]}\n"
