@@ -15,15 +15,17 @@ namespace cudatool::cli {
 
 void add_names_option(CLI::App* cmd, NameOptions& o) {
   cmd->add_option("--names", o.names,
-                  "which names to attach: all (exports, and the implementations, procaddress-only "
-                  "functions and export-table slots that the driver tables give) or exports")
+                  "which names to attach: all (exports; the implementations, procaddress-only "
+                  "functions and export-table slots that the driver tables give; and .symtab's "
+                  "functions where the file has one, as nm names them) or exports")
       ->check(CLI::IsMember({"all", "exports"}))
       ->capture_default_str();
 }
 
 const FunctionMap& named_function_map(DriverImage& img, const NameOptions& o) {
   FunctionMap& map = img.facet<FunctionMap>();
-  if (o.names == "all") add_driver_table_names(img, map);
+  // The names decode, ab and stacks give too (function_names.hpp).
+  if (o.names == "all") add_function_names(img, map);
   return map;
 }
 

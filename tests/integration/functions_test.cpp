@@ -2,6 +2,7 @@
 // (count, offset, start, size), the CIE and terminator counts, export names, gaps, `addr`
 // lookups and the `symbolize` output (readelf -s / -n, gdb, addr2line). Every expected value is
 // computed here from those tools' output for the same file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "frames_helpers.hpp"
 #include "harness.hpp"
+#include "stacks_support.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -351,6 +353,35 @@ INSTANTIATE_TEST_SUITE_P(Debian, Functions, ::testing::ValuesIn(driver_builds())
 // libcuda 580.159.04 from the shared test data (skipped, saying how to get it, when absent).
 INSTANTIATE_TEST_SUITE_P(SharedData, Functions, ::testing::ValuesIn(shared_builds()),
                          driver_test_name);
+
+// An unstripped library (the function-recording fixture): `functions`, `addr` and the call trees
+// of decode name its static functions as nm does (.symtab), the same names; `--names exports`
+// leaves them fn_<address>. Every expected name comes from nm of the same file.
+TEST(FunctionsSymtab, AnUnstrippedLibraryIsNamedAsNmNamesIt) {
+  const std::string lib = funcrec_lib();
+  std::vector<NmFunction> nm = nm_functions(lib);
+  JsonRun all = cudatool_json_run({"functions", lib, "--json"});
+  ASSERT_EQ(all.status, 0) << all.err;
+  JsonRun bare = cudatool_json_run({"functions", lib, "--json", "--names", "exports"});
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  std::map<uint64_t, std::string> named, bare_named;
+  for (const json& f : all.json["functions"])
+    named[std::stoull(f["start"].get<std::string>(), nullptr, 16)] = f["name"];
+  for (const json& f : bare.json["functions"])
+    bare_named[std::stoull(f["start"].get<std::string>(), nullptr, 16)] = f["name"];
+  int locals = 0;
+  for (const NmFunction& f : nm) {
+    auto it = named.find(f.start);
+    if (it == named.end()) continue;  // a symbol no FDE starts at (nm lists aliases too)
+    EXPECT_EQ(it->second, f.name) << std::hex << f.start;
+    if (f.global) continue;
+    ++locals;
+    EXPECT_EQ(bare_named[f.start], fmt::format("fn_{:x}", f.start)) << f.name;
+    RunResult addr = run({cudatool_bin(), "addr", lib, fmt::format("{:#x}", f.start + 1)});
+    EXPECT_NE(addr.out.find(" " + f.name + "+0x1 "), std::string::npos) << addr.out;
+  }
+  EXPECT_GE(locals, 5) << "the fixture's static functions (fr_leaf, fr_dev_open, …)";
+}
 
 }  // namespace
 }  // namespace cudatool::test
