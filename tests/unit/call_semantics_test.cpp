@@ -120,8 +120,11 @@ struct Checker {
         }
       }
     }
-    for (const StructEntry* st : {&arg, &s}) {
-      if (st == &s && &s == &arg) break;  // not wrapped: one structure
+    // The call's structure, and the one it wraps (an RM control or alloc behind an escape). Not
+    // wrapped (a UVM call, a plain escape): one structure, read once.
+    std::vector<const StructEntry*> structs{&arg};
+    if (&s != &arg) structs.push_back(&s);
+    for (const StructEntry* st : structs) {
       for (const FieldEntry& f : t.fields(*st)) {
         if (f.size == 4 && ab::is_fd_name(f.name) && !(st == &arg && f.name == r.fd)) {
           fail(r.name, st->name, "fd member " + std::string(f.name) + " is not the row's");
@@ -137,8 +140,11 @@ struct Checker {
     CallIdentity id = call_identity(r);
     if (r.does & kCallCreates)
       needs(!id.object.empty() && !id.parent.empty(), "creates: names no new object or no parent");
-    if (r.does & kCallFrees)
+    if (r.does & kCallFrees) {
       needs(!id.object.empty() && !id.parent.empty(), "frees: names no freed object or no parent");
+      // A free undoes: without kCallFreeLike replay would refuse an unrecorded one.
+      needs((r.does & kCallFreeLike) != 0, "frees: not kCallFreeLike as well");
+    }
     if (r.does & (kCallMapsCpu | kCallMapsGpu | kCallMapsExternal)) {
       needs(!r.map.memory.empty() && !r.map.offset.empty() && !r.map.length.empty() &&
                 !r.map.address.empty(),
