@@ -15,7 +15,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 // Found by comparing tests/data/captures trace_a and trace_b (docs/ab.md, "Fields that vary between
 // identical runs"): each entry is a member that still differed between the two runs after the
-// renaming by name and type. tests/integration/ab_test.cpp checks that each rule is still needed.
+// renaming by name and type. tests/integration/ab_real_test.cpp (AbReal.EachRuleIsNeeded) checks
+// that each rule seen in the captures is still needed; ab_replays_test.cpp the replays' rules.
 constexpr std::array kMaskRules{
     // NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY (events 10, 11 of both captures):
     // libcuda puts its client's handle in the policy's target (0xc1d00034 in trace_a,

@@ -5,7 +5,7 @@
 // (channels), ctrl0000system.h (the build version).
 //
 // To add one: a new escape or UVM call of a generated branch fails
-// tests/unit/call_semantics_test.cpp (CallSemantics.EveryCallOfEveryBranchHasARow) until it has
+// tests/unit/call_semantics_test.cpp (EveryCallOfEveryBranchHasARowThatFitsItsLayouts) until it has
 // a row here — or, when no branch gives it a layout, an entry of kDefaultCalls with the reason.
 // Name its members as the branch's structure does (the test checks each exists, with the size
 // and display kind its role needs, and that every handle, status and fd member of the structure
