@@ -14,6 +14,7 @@
 #include "frames_helpers.hpp"
 #include "harness.hpp"
 #include "stacks_support.hpp"
+#include "xrefs_support.hpp"
 
 namespace cudatool::test {
 namespace {
@@ -354,9 +355,9 @@ INSTANTIATE_TEST_SUITE_P(Debian, Functions, ::testing::ValuesIn(driver_builds())
 INSTANTIATE_TEST_SUITE_P(SharedData, Functions, ::testing::ValuesIn(shared_builds()),
                          driver_test_name);
 
-// An unstripped library (the function-recording fixture): `functions`, `addr` and the call trees
-// of decode name its static functions as nm does (.symtab), the same names; `--names exports`
-// leaves them fn_<address>. Every expected name comes from nm of the same file.
+// An unstripped library (the function-recording fixture): `functions`, `addr`, `index` and the
+// call trees of decode name its static functions as nm does (.symtab), the same names; `--names
+// exports` leaves them fn_<address>. Every expected name comes from nm of the same file.
 TEST(FunctionsSymtab, AnUnstrippedLibraryIsNamedAsNmNamesIt) {
   const std::string lib = funcrec_lib();
   std::vector<NmFunction> nm = nm_functions(lib);
@@ -369,11 +370,17 @@ TEST(FunctionsSymtab, AnUnstrippedLibraryIsNamedAsNmNamesIt) {
     named[std::stoull(f["start"].get<std::string>(), nullptr, 16)] = f["name"];
   for (const json& f : bare.json["functions"])
     bare_named[std::stoull(f["start"].get<std::string>(), nullptr, 16)] = f["name"];
+  // The index's functions table holds the same names.
+  std::map<uint64_t, std::string> indexed;
+  for (const auto& row :
+       sqlite_rows(build_index(lib, "fr_symtab"), "SELECT start, name FROM functions"))
+    indexed[std::stoull(row[0])] = row[1];
   int locals = 0;
   for (const NmFunction& f : nm) {
     auto it = named.find(f.start);
     if (it == named.end()) continue;  // a symbol no FDE starts at (nm lists aliases too)
     EXPECT_EQ(it->second, f.name) << std::hex << f.start;
+    EXPECT_EQ(indexed[f.start], f.name) << std::hex << f.start;
     if (f.global) continue;
     ++locals;
     EXPECT_EQ(bare_named[f.start], fmt::format("fn_{:x}", f.start)) << f.name;
