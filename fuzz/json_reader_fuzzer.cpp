@@ -1,13 +1,16 @@
 // Fuzzes the JSON pull reader (src/base/json_reader.hpp): any input, walked as a generic value
-// with every accessor, in both escape modes. It must never read outside the input, recurse past
-// its depth bound, or accept a document and then fail to walk it the same way twice.
+// with every accessor (the inline fast paths checked against the general ones), in both escape
+// modes. It must never read outside the input, recurse past its depth bound, or accept a
+// document and then fail to walk it the same way twice.
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "base/hex.hpp"
 #include "base/json_reader.hpp"
+#include "base/short_key.hpp"
 #include "fuzz_check.hpp"
 
 namespace {
@@ -24,6 +27,7 @@ uint64_t walk(JsonReader& r, int depth) {
       int i = 0;
       while (r.next_member(k)) {
         h = h * 131 + k.size();
+        FUZZ_CHECK(r.packed_key(k) == cudatool::short_key(k));
         // Leave every third value unread: the next call must skip it. A key stays valid while
         // its value is read, whatever the value holds.
         const std::string key(k);
@@ -46,6 +50,14 @@ uint64_t walk(JsonReader& r, int depth) {
       return h;
     }
     case JsonReader::Kind::kString: {
+      // A "0x…" string read inline holds the value parse_u64 gives its text, and consumes it.
+      JsonReader fast = r, full = r;
+      uint64_t x = 0;
+      std::string_view text;
+      if (fast.small_hex_u64(x)) {
+        FUZZ_CHECK(full.string(text) && cudatool::parse_u64(text, true) == x);
+        FUZZ_CHECK(full.offset() == fast.offset());
+      }
       std::string_view s;
       if (r.string(s)) h = h * 131 + s.size();
       return h;
@@ -68,6 +80,12 @@ uint64_t walk(JsonReader& r, int depth) {
         FUZZ_CHECK(probe.offset() == whole.offset());
         return h * 131 + static_cast<uint64_t>(got);
       };
+      JsonReader fast = r;
+      uint64_t small = 0;
+      if (fast.small_u64(small)) {  // the inline path: as u64() reads it
+        FUZZ_CHECK(probe.u64(u) && u == small && probe.offset() == fast.offset());
+        return agrees(u);
+      }
       if (probe.u64(u)) return agrees(u);
       probe = r;
       if (probe.i64(i)) return agrees(i);

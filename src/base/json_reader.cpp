@@ -24,10 +24,6 @@ inline uint64_t has_less(uint64_t v, uint64_t n) {
   return (v - kOnes * n) & ~v & kHighs;
 }
 
-inline bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
 inline int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -118,7 +114,7 @@ bool JsonReader::enter_array() {
   return true;
 }
 
-bool JsonReader::next_member(std::string_view& key) {
+bool JsonReader::next_member_general(std::string_view& key) {
   if (value_pending_ && !skip()) return false;
   if (error_ != nullptr) return false;
   if (depth_ == 0 || (object_bits_ & (1ULL << (depth_ - 1))) == 0) {
@@ -139,7 +135,12 @@ bool JsonReader::next_member(std::string_view& key) {
     if (p_ == end_) return fail("unexpected end of input inside an object");
   }
   if (*p_ != '"') return fail("expected a string key in object");
-  if (!plain_key(key) && !parse_string(key)) return false;
+  const char* q = p_;
+  if (end_ - p_ >= 17 && plain_key_at(q, key)) {
+    p_ = q;
+  } else if (!parse_string(key)) {
+    return false;
+  }
   if (key.data() == scratch_.data()) {
     // A key with escapes must survive the reading of its own value, escaped keys inside that
     // value included: one buffer per depth.
@@ -183,28 +184,6 @@ bool JsonReader::next_element() {
 bool JsonReader::skip_string() {
   std::string_view ignored;
   return parse_string(ignored);
-}
-
-bool JsonReader::plain_key(std::string_view& out) {
-  // *p_ == '"'. A key that ends within the next 16 bytes without an escape or a control byte
-  // (every key a trace holds) is read with one compare; anything else is left to parse_string.
-#if defined(__x86_64__)
-  if (end_ - p_ < 17) return false;
-  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_ + 1));
-  __m128i hit = _mm_or_si128(
-      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-      _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v));
-  int mask = _mm_movemask_epi8(hit);
-  if (mask == 0) return false;
-  int i = __builtin_ctz(static_cast<unsigned>(mask));
-  if (p_[1 + i] != '"') return false;
-  out = std::string_view(p_ + 1, static_cast<size_t>(i));
-  p_ += i + 2;
-  return true;
-#else
-  (void)out;
-  return false;
-#endif
 }
 
 bool JsonReader::parse_string(std::string_view& out) {
@@ -418,23 +397,6 @@ bool JsonReader::scan_number(const char*& start, const char*& stop, bool& intege
     integer = false;
   }
   stop = s;
-  return true;
-}
-
-bool JsonReader::plain_integer(uint64_t& magnitude, bool& negative) {
-  // At most 18 digits (below 10^18: no overflow in either type), no leading zero, and no
-  // fraction, exponent or further digit after them: read in the same pass that finds its end.
-  const char* s = p_;
-  negative = s != end_ && *s == '-';
-  if (negative) ++s;
-  if (s == end_ || !is_digit(*s) || (*s == '0' && end_ - s > 1 && is_digit(s[1]))) return false;
-  const char* lim = end_ - s > 18 ? s + 18 : end_;
-  uint64_t v = 0;
-  const char* q = s;
-  while (q != lim && is_digit(*q)) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
-  if (q != end_ && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) return false;
-  magnitude = v;
-  p_ = q;
   return true;
 }
 

@@ -18,9 +18,16 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/short_key.hpp"
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace cudatool {
 
@@ -50,7 +57,43 @@ class JsonReader {
   // consumes the ':'), or false after consuming the closing '}' (or on error). The member's value
   // must then be read (or skip()ped); a value left unread is skipped by the next call.
   bool enter_object();
-  bool next_member(std::string_view& key);
+  bool next_member(std::string_view& key) {
+    // Inline, what is most of every trace line: a member with a short plain key and no
+    // whitespace,  "key":  first or  ,"key":  after another, and the object's closing brace
+    // (anything else: the general path below).
+    if (!value_pending_ && error_ == nullptr && depth_ > 0 && end_ - p_ >= 19) {
+      uint64_t bit = 1ULL << (depth_ - 1);
+      if ((object_bits_ & bit) != 0) {
+        if (*p_ == '}') {
+          ++p_;
+          --depth_;
+          return false;
+        }
+        bool seen = (seen_bits_ & bit) != 0;
+        const char* q = p_ + (seen ? 1 : 0);
+        if ((!seen || *p_ == ',') && *q == '"' && plain_key_at(q, key) && *q == ':') {
+          p_ = q + 1;
+          seen_bits_ |= bit;
+          value_pending_ = true;
+          return true;
+        }
+      }
+    }
+    return next_member_general(key);
+  }
+  // short_key(key) (base/short_key.hpp) of a key next_member() returned, with one 8-byte load
+  // when the text goes on for 8 bytes from the key (it does for all but a line's last few).
+  [[nodiscard]] uint64_t packed_key(std::string_view key) const {
+    auto at = reinterpret_cast<uintptr_t>(key.data());
+    auto begin = reinterpret_cast<uintptr_t>(begin_), end = reinterpret_cast<uintptr_t>(end_);
+    if (key.size() > 7 || at < begin || at > end || end - at < 8) {
+      return short_key(key);
+    }
+    uint64_t v = 0;
+    std::memcpy(&v, key.data(), 8);
+    uint64_t mask = key.empty() ? 0 : ~uint64_t{0} >> (64 - 8 * key.size());
+    return (v & mask) | static_cast<uint64_t>(key.size()) << 56;
+  }
   // Arrays: enter_array() consumes '['; next_element() returns true when another element
   // follows, false after consuming ']' (or on error).
   bool enter_array();
@@ -70,6 +113,42 @@ class JsonReader {
   // Integers in plain integer syntax (no fraction or exponent), range-checked.
   bool i64(int64_t& out);
   bool u64(uint64_t& out);
+  // A non-negative integer of at most 18 digits in plain syntax with no whitespace before it,
+  // read inline (most numbers of a trace line); false, nothing consumed, for anything else,
+  // which u64() or i64() then reads or rejects.
+  bool small_u64(uint64_t& out) {
+    bool negative = false;
+    if (error_ != nullptr || p_ == end_ || static_cast<unsigned>(*p_ - '0') > 9 ||
+        !plain_integer(out, negative)) {
+      return false;
+    }
+    value_pending_ = false;
+    return true;
+  }
+  // A string "0x…" of 1 to 16 lower-case hex digits (how traces write requests and addresses)
+  // with no whitespace before it, read inline; false, nothing consumed, for anything else.
+  bool small_hex_u64(uint64_t& out) {
+    if (error_ != nullptr || end_ - p_ < 5 || p_[0] != '"' || p_[1] != '0' || p_[2] != 'x') {
+      return false;
+    }
+    const char* q = p_ + 3;
+    const char* lim = end_ - q > 16 ? q + 16 : end_;
+    uint64_t v = 0;
+    for (; q != lim; ++q) {
+      unsigned d = static_cast<unsigned char>(*q) - unsigned{'0'};
+      if (d > 9) {
+        d = static_cast<unsigned char>(*q) - unsigned{'a'};
+        if (d > 5) break;
+        d += 10;
+      }
+      v = v << 4 | d;
+    }
+    if (q == p_ + 3 || q == end_ || *q != '"') return false;
+    out = v;
+    p_ = q + 1;
+    value_pending_ = false;
+    return true;
+  }
   bool f64(double& out);
   // Any value, including containers (bounded by kMaxDepth).
   bool skip();
@@ -105,13 +184,49 @@ class JsonReader {
     if (p_ == end_) return fail("unexpected end of input, expected a value");
     return true;
   }
+  bool next_member_general(std::string_view& key);
   bool scan_number(const char*& start, const char*& stop, bool& integer);
   // An integer of at most 18 digits read in one pass (consumed); false, nothing consumed, for
   // anything else (then scan_number decides).
-  bool plain_integer(uint64_t& magnitude, bool& negative);
+  bool plain_integer(uint64_t& magnitude, bool& negative) {
+    // No leading zero, and no fraction, exponent or further digit after the digits.
+    const char* s = p_;
+    negative = s != end_ && *s == '-';
+    if (negative) ++s;
+    if (s == end_ || !is_digit(*s) || (*s == '0' && end_ - s > 1 && is_digit(s[1]))) return false;
+    const char* lim = end_ - s > 18 ? s + 18 : end_;
+    uint64_t v = 0;
+    const char* q = s;
+    while (q != lim && is_digit(*q)) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    if (q != end_ && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) return false;
+    magnitude = v;
+    p_ = q;
+    return true;
+  }
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
   bool parse_string(std::string_view& out);
-  // A member key read in one step when it is short and plain; false (nothing consumed) otherwise.
-  bool plain_key(std::string_view& out);
+  // A member key at `q` (its opening quote) read in one step when it ends within the next 16
+  // bytes without an escape or a control byte (every key a trace holds): `q` moves past its
+  // closing quote. False, nothing moved, otherwise; the caller makes sure 17 bytes are there.
+  static bool plain_key_at(const char*& q, std::string_view& out) {
+#if defined(__x86_64__)
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 1));
+    __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask == 0) return false;
+    int i = __builtin_ctz(static_cast<unsigned>(mask));
+    if (q[1 + i] != '"') return false;
+    out = std::string_view(q + 1, static_cast<size_t>(i));
+    q += i + 2;
+    return true;
+#else
+    (void)q;
+    (void)out;
+    return false;
+#endif
+  }
   bool skip_string();
 
   const char* p_;

@@ -127,7 +127,7 @@ bool parse_buffer(LineParser& p, Buffer& b, int index) {
   while (r.next_member(k)) {
     p.set_field(k, index);
     bool ok = true;
-    switch (short_key(k)) {
+    switch (r.packed_key(k)) {
       case short_key("role"):
         ok = r.string(b.role);
         break;
@@ -401,7 +401,7 @@ bool parse_nested(LineParser& p, Event& e, EventLineState& st) {
 // three longer keys are compared as strings.
 bool parse_event_member(LineParser& p, std::string_view k, Event& e, EventLineState& st) {
   auto& r = p.r();
-  switch (short_key(k)) {
+  switch (r.packed_key(k)) {
     case short_key("seq"):
       return p.u64(e.seq);
     case short_key("sys"): {

@@ -116,6 +116,7 @@ class LineParser {
   // A numeric field: a JSON number, or a string "0x…" (hex) / decimal, as the capture format and
   // older tools write them.
   bool u64(uint64_t& v) {
+    if (r_.small_u64(v) || r_.small_hex_u64(v)) return true;
     if (r_.peek() == JsonReader::Kind::kString) {
       std::string_view s;
       if (!r_.string(s)) return false;
@@ -127,6 +128,11 @@ class LineParser {
     return r_.u64(v);
   }
   bool i64(int64_t& v) {
+    uint64_t small = 0;
+    if (r_.small_u64(small) || r_.small_hex_u64(small)) {  // as u64() reads it
+      v = static_cast<int64_t>(small);
+      return true;
+    }
     if (r_.peek() == JsonReader::Kind::kString) {
       uint64_t u = 0;
       if (!u64(u)) return false;

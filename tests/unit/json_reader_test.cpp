@@ -9,6 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <vector>
+
+#include "base/hex.hpp"
+#include "base/short_key.hpp"
 
 namespace cudatool {
 namespace {
@@ -207,6 +211,26 @@ TEST(JsonReader, RejectsWhatNlohmannRejects) {
   }
 }
 
+// The same faults with a long document after them, where the inline paths of next_member() (a
+// member or the closing brace, when 19 bytes remain) read them.
+TEST(JsonReader, RejectsWhatNlohmannRejectsWithALongTail) {
+  const std::string tail = ",\"padding-padding-padding\",[1,2,3,4,5,6,7,8,9]]";
+  const char* bad[] = {
+      "{\"a\"}",           "{\"a\":}",           "{\"a\":1,}",       "{a:1}",
+      "{\"a\":1 \"b\":2}", "{\"a\":1,,\"b\":2}", "{,\"a\":1}",       "{\"a\";1}",
+      "{\"a\"  1}",        "{\"a\":1]",          "{\"a\\x\":1}",     "{\"\x01\":1}",
+      "{\"a\":1}}",        "{\"a\":1,\"b\"}",    "{\"a\":1,\"b\":}", "{\"a\":1\"b\":2}",
+  };
+  for (const char* d : bad) {
+    std::string doc = "[" + std::string(d) + tail;
+    EXPECT_FALSE(json::accept(doc)) << "test input should be invalid: " << doc;
+    json mine;
+    std::string err;
+    EXPECT_FALSE(parse_doc(doc, mine, &err)) << doc;
+    EXPECT_FALSE(err.empty()) << doc;
+  }
+}
+
 TEST(JsonReader, ErrorsNameOffsetAndReason) {
   JsonReader r(R"({"a":1,"b" 2})", 1000);
   ASSERT_TRUE(r.enter_object());
@@ -387,6 +411,73 @@ TEST(JsonReader, KeysOfEveryLengthAndShape) {
       }
     }
   }
+}
+
+// packed_key() is short_key() of every key, read with one load or not, at every distance from
+// the end of the text and from escaped keys (decoded into the reader's own buffer).
+TEST(JsonReader, PackedKeysAreShortKeys) {
+  for (size_t len = 0; len <= 9; ++len) {
+    for (const std::string& k : {std::string(len, 'k'), std::string(len, 'k') + "\\u00e9"}) {
+      for (size_t pad = 0; pad <= 10; ++pad) {
+        std::string text = "{\"" + k + "\":1,\"" + k + "\":" + std::string(pad, '1') + "2}";
+        JsonReader r(text);
+        ASSERT_TRUE(r.enter_object());
+        std::string_view key;
+        int n = 0;
+        while (r.next_member(key)) {
+          EXPECT_EQ(r.packed_key(key), short_key(key)) << text;
+          ++n;
+        }
+        EXPECT_TRUE(r.ok() && r.at_end()) << text;
+        EXPECT_EQ(n, 2) << text;
+      }
+    }
+  }
+}
+
+// small_hex_u64() reads exactly the strings "0x" + 1..16 lower-case hex digits, with the value
+// parse_u64 gives them, and leaves everything else (unread) to the general path.
+TEST(JsonReader, SmallHexStringsAreReadAsParseU64ReadsThem) {
+  std::vector<std::string> hex = {"0x0",
+                                  "0x1",
+                                  "0xf",
+                                  "0xc020462a",
+                                  "0x7ffe9e9e37a0",
+                                  "0xffffffffffffffff",
+                                  "0x0000000000000001"};
+  std::vector<std::string> other = {"0x",
+                                    "0X1",
+                                    "0xF",
+                                    "0x1g",
+                                    "0x-1",
+                                    "0x 1",
+                                    "1",
+                                    "",
+                                    "0x1ffffffffffffffff",
+                                    "0x00000000000000001",
+                                    "0x\\u0031"};
+  for (const std::string& s : hex) {
+    for (const std::string& after : {std::string(), std::string(",1]")}) {
+      std::string text = "\"" + s + "\"" + after;
+      JsonReader r(text);
+      uint64_t v = 0;
+      ASSERT_TRUE(r.small_hex_u64(v)) << text;
+      EXPECT_EQ(v, *parse_u64(s, true)) << text;
+      EXPECT_EQ(r.offset(), s.size() + 2) << text;
+    }
+  }
+  for (const std::string& s : other) {
+    std::string text = "\"" + s + "\",1]";
+    JsonReader r(text);
+    uint64_t v = 7;
+    EXPECT_FALSE(r.small_hex_u64(v)) << text;
+    EXPECT_EQ(v, 7u) << text;
+    EXPECT_EQ(r.offset(), 0u) << text;
+    std::string_view read;
+    EXPECT_TRUE(r.string(read)) << text;  // nothing consumed: the string is still there
+  }
+  uint64_t v = 0;
+  for (const char* cut : {"\"0x1", "\"0x", "\"0"}) EXPECT_FALSE(JsonReader(cut).small_hex_u64(v));
 }
 
 TEST(JsonReader, NeverReadsPastTheView) {
