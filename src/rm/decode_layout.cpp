@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
+#include <mutex>
+#include <span>
 
 #include "base/hex.hpp"
 
@@ -124,33 +127,62 @@ ValueKind member_kind_uncached(const StructEntry& s, const FieldEntry& m) {
   return ov ? ov->kind : scalar_kind(m.name, m.type, m.elem_size);
 }
 
-// Kinds of every member of every generated branch, computed once: choosing a kind (string tests
-// on names and types) cost more than reading the member.
-struct KindCache {
-  std::vector<std::vector<ValueKind>> by_branch;
-  KindCache() {
-    for (const Tables& t : all_branches()) {
-      std::vector<ValueKind> kinds(t.all_fields().size(), ValueKind::kHex);
-      for (const StructEntry& s : t.structs()) {
-        for (const FieldEntry& m : t.fields(s)) {
-          kinds[static_cast<size_t>(&m - t.all_fields().data())] = member_kind_uncached(s, m);
-        }
-      }
-      by_branch.push_back(std::move(kinds));
-    }
-  }
+// What decoding needs of one member besides its layout: its display kind (string tests on names
+// and types cost more than reading the member) and the structure its type names, if any (a
+// search by name).
+struct MemberFacts {
+  ValueKind kind = ValueKind::kHex;
+  const StructEntry* inner = nullptr;
 };
 
-ValueKind member_kind(const Tables& t, const StructEntry& s, const FieldEntry& m) {
-  static const KindCache cache;
-  auto branches = all_branches();
-  auto b = static_cast<size_t>(&t - branches.data());
-  if (&t >= branches.data() && b < cache.by_branch.size()) {
-    auto i = static_cast<size_t>(&m - t.all_fields().data());
-    if (&m >= t.all_fields().data() && i < cache.by_branch[b].size()) return cache.by_branch[b][i];
-  }
-  return member_kind_uncached(s, m);  // tables built elsewhere (tests)
+MemberFacts member_facts_uncached(const Tables& t, const StructEntry& s, const FieldEntry& m) {
+  bool scalar = m.size == m.elem_size && (m.size == 1 || m.size == 2 || m.size == 4 || m.size == 8);
+  return {member_kind_uncached(s, m), scalar ? nullptr : t.find_struct(m.type)};
 }
+
+// The facts of every member of a generated branch, computed once, when a structure of that
+// branch is first decoded.
+class FactsCache {
+ public:
+  FactsCache() : by_branch_(all_branches().size()), once_(by_branch_.size()) {}
+  std::span<const MemberFacts> of(size_t branch, const Tables& t) {
+    std::call_once(once_[branch], [&] {
+      std::vector<MemberFacts>& facts = by_branch_[branch];
+      facts.resize(t.all_fields().size());
+      for (const StructEntry& s : t.structs()) {
+        for (const FieldEntry& m : t.fields(s)) {
+          facts[static_cast<size_t>(&m - t.all_fields().data())] = member_facts_uncached(t, s, m);
+        }
+      }
+    });
+    return by_branch_[branch];
+  }
+
+ private:
+  std::vector<std::vector<MemberFacts>> by_branch_;
+  std::deque<std::once_flag> once_;
+};
+
+// The members' facts of one branch's tables, by position in all_fields(); empty for tables built
+// elsewhere (tests). Looked up once per structure decoded, not per member.
+class Facts {
+ public:
+  explicit Facts(const Tables& t) : t_(t) {
+    static FactsCache cache;
+    auto branches = all_branches();
+    auto b = static_cast<size_t>(&t - branches.data());
+    if (&t >= branches.data() && b < branches.size()) all_ = cache.of(b, t);
+  }
+  MemberFacts of(const StructEntry& s, const FieldEntry& m) const {
+    auto i = static_cast<size_t>(&m - t_.all_fields().data());
+    if (&m >= t_.all_fields().data() && i < all_.size()) return all_[i];
+    return member_facts_uncached(t_, s, m);
+  }
+
+ private:
+  const Tables& t_;
+  std::span<const MemberFacts> all_;
+};
 
 void add_scalar(std::vector<Field>& out, std::string_view name, ValueKind kind, uint64_t value) {
   Field& f = out.emplace_back();
@@ -159,8 +191,9 @@ void add_scalar(std::vector<Field>& out, std::string_view name, ValueKind kind, 
   f.value = value;
 }
 
-void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, ByteView bytes,
-                  std::vector<Field>& out, std::vector<std::string>& partial, int depth) {
+void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, MemberFacts facts,
+                  ByteView bytes, std::vector<Field>& out, std::vector<std::string>& partial,
+                  int depth) {
   Field f;
   f.name = m.name;
   ByteView body = bytes.clamp(m.offset, m.size);
@@ -171,7 +204,7 @@ void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, By
     out.push_back(std::move(f));
     return;
   }
-  const StructEntry* elem_struct = t.find_struct(m.type);
+  const StructEntry* elem_struct = facts.inner;
   bool scalar_elems = m.elem_size == 1 || m.elem_size == 2 || m.elem_size == 4 || m.elem_size == 8;
   if ((elem_struct == nullptr || depth >= kMaxDepth) && (!scalar_elems || m.elem_size == 1)) {
     f.kind = ValueKind::kBytes;
@@ -188,7 +221,7 @@ void decode_array(const Tables& t, const StructEntry& s, const FieldEntry& m, By
     count = std::min<uint64_t>(read_uint(bytes, c->offset, c->size), capacity);
     counted = true;
   }
-  ValueKind kind = member_kind(t, s, m);
+  ValueKind kind = facts.kind;
   if (!counted && elem_struct == nullptr) {
     // No count: drop the unused tail (zeros, or all-ones "invalid id" fillers).
     uint64_t ones = m.elem_size >= 8 ? ~0ULL : (1ULL << (8 * m.elem_size)) - 1;
@@ -224,17 +257,19 @@ void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::v
   size_t missing = 0;
   std::span<const FieldEntry> members = t.fields(s);
   out.reserve(out.size() + members.size());  // one allocation for a nested structure's members
+  const Facts all_facts(t);
   for (const FieldEntry& m : members) {
     if (!bytes.contains(m.offset, m.size)) {
       ++missing;
       continue;
     }
+    MemberFacts facts = all_facts.of(s, m);
     if (m.size != m.elem_size) {
-      decode_array(t, s, m, bytes, out, partial, depth);
+      decode_array(t, s, m, facts, bytes, out, partial, depth);
       continue;
     }
     if (m.size == 1 || m.size == 2 || m.size == 4 || m.size == 8) {
-      ValueKind kind = member_kind(t, s, m);
+      ValueKind kind = facts.kind;
       uint64_t v = read_uint(bytes, m.offset, m.size);
       if (kind == ValueKind::kSigned) {
         v = static_cast<uint64_t>(m.size == 8   ? static_cast<int64_t>(v)
@@ -247,7 +282,7 @@ void decode_struct(const Tables& t, const StructEntry& s, ByteView bytes, std::v
     }
     Field f;
     f.name = m.name;
-    const StructEntry* inner = t.find_struct(m.type);
+    const StructEntry* inner = facts.inner;
     if (inner != nullptr && depth < kMaxDepth) {
       f.kind = ValueKind::kStruct;
       decode_struct(t, *inner, *bytes.sub(m.offset, m.size), f.items, partial, m.name, depth + 1);
