@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -34,44 +35,41 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-// Right-aligned in `width` columns.
-void append_padded(std::string& out, std::string_view s, size_t width) {
-  if (s.size() < width) out.append(width - s.size(), ' ');
-  out += s;
-}
-void append_uint(std::string& out, uint64_t v, size_t width, size_t zero_pad = 0) {
+// `v` right-aligned in `width` columns (spaces), with at least `zero_pad` digits (zeros), written
+// at p; returns the end. p has room for width + 20 bytes.
+char* put_uint(char* p, uint64_t v, size_t width, size_t zero_pad = 0) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
-  std::string_view digits(buf, static_cast<size_t>(r.ptr - buf));
-  if (digits.size() < zero_pad) {
-    if (width > zero_pad) out.append(width - zero_pad, ' ');
-    out.append(zero_pad - digits.size(), '0');
-    out += digits;
-    return;
-  }
-  append_padded(out, digits, width);
+  auto n = static_cast<size_t>(r.ptr - buf);
+  size_t digits = std::max(n, zero_pad);
+  if (digits < width) p = std::fill_n(p, width - digits, ' ');
+  if (n < digits) p = std::fill_n(p, digits - n, '0');
+  return std::copy(buf, r.ptr, p);
 }
 
 // "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
 // (written without a format library: this is the command's inner loop).
 void append_text(std::string& out, const trace::Event& ev, const trace::Decoded& d,
                  std::string_view api) {
-  append_uint(out, ev.seq, 7);
-  out += ' ';
-  append_uint(out, ev.t_ns / 1000000000, 6);
-  out += '.';
-  append_uint(out, ev.t_ns / 1000 % 1000000, 6, 6);
-  out += ' ';
+  // The columns before the call, composed in one buffer and appended at once.
+  char head[160];
+  char* p = put_uint(head, ev.seq, 7);
+  *p++ = ' ';
+  p = put_uint(p, ev.t_ns / 1000000000, 6);
+  *p++ = '.';
+  p = put_uint(p, ev.t_ns / 1000 % 1000000, 6, 6);
+  *p++ = ' ';
   if (ev.has_duration) {
-    append_uint(out, ev.dur_ns / 1000, 7);
-    out += '.';
-    append_uint(out, ev.dur_ns / 100 % 10, 1);
-    out += "us ";
+    p = put_uint(p, ev.dur_ns / 1000, 7);
+    *p++ = '.';
+    p = put_uint(p, ev.dur_ns / 100 % 10, 1);
+    p = std::copy_n("us ", 3, p);
   } else {
-    out += "        -   ";
+    p = std::copy_n("        -   ", 12, p);
   }
-  append_uint(out, static_cast<uint32_t>(ev.tid), 7);
-  out += ' ';
+  p = put_uint(p, static_cast<uint32_t>(ev.tid), 7);
+  *p++ = ' ';
+  out.append(head, p);
   std::string_view dev = ev.path.empty() ? std::string_view("-") : base_name(ev.path);
   out += dev;
   out.append(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
