@@ -155,7 +155,7 @@ static int read_cie(uint64_t at, struct fde_info* f) {
   if (get_n(&c, 4) != 0) return 0; /* CIE id */
   uint8_t version = get_u8(&c);
   if (version != 1 && version != 3 && version != 4) return 0;
-  char aug[16];
+  char aug[16] = {0};
   int n = 0;
   for (;;) {
     uint8_t ch = get_u8(&c);
@@ -175,7 +175,8 @@ static int read_cie(uint64_t at, struct fde_info* f) {
   f->signal = 0;
   f->has_z = aug[0] == 'z';
   uint64_t aug_end = 0;
-  for (int i = 0; aug[i] != 0 && !c.err; ++i) {
+  int skipped = 0; /* an unknown augmentation: the rest is skipped by its length */
+  for (int i = 0; aug[i] != 0 && !c.err && !skipped; ++i) {
     switch (aug[i]) {
       case 'z':
         aug_end = get_uleb(&c);
@@ -203,7 +204,7 @@ static int read_cie(uint64_t at, struct fde_info* f) {
       default:
         if (aug_end == 0) return 0; /* unknown augmentation without 'z': cannot go on */
         c.p = aug_end;              /* the rest is skipped by length, as libgcc does */
-        i = (int)sizeof aug - 2;
+        skipped = 1;
         break;
     }
   }
