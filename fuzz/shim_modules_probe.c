@@ -6,6 +6,7 @@
  * program headers (PT_NOTE, PT_GNU_EH_FRAME, offsets, sizes) is the fuzzer's. */
 #define _GNU_SOURCE
 #include "shim_modules_probe.h"
+#include "shim_probe_paint.h"
 
 #include <link.h>
 #include <string.h>
@@ -19,14 +20,6 @@ int rt_pid = 1;
 void shim_emit_line(const char* line, size_t len) {
   (void)line;
   (void)len;
-}
-
-/* Fills the stack below the caller's frame with nonzero bytes, so that the code under test reading
- * a local it never wrote sees the same garbage every run instead of whatever happens to be there
- * (a CIE's augmentation string read one byte past its end looped only now and then). */
-static __attribute__((noinline)) void paint_stack(void) {
-  volatile unsigned char pad[16384];
-  for (size_t i = 0; i < sizeof pad; ++i) pad[i] = 0xa5;
 }
 
 const char* shim_modules_probe(const uint8_t* image, size_t n, const uint8_t* phdrs, size_t nph,

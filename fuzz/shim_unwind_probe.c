@@ -1,6 +1,7 @@
 /* shim_unwind_probe.h: the shim's eh_frame.c over an image, with shim_module_read bounded by it
  * (the role modules.c plays in the shim, where the bounds are the object's readable segments). */
 #include "shim_unwind_probe.h"
+#include "shim_probe_paint.h"
 
 #include <string.h>
 
@@ -29,14 +30,6 @@ static const char* check(const struct uw_rule* r) {
     return "expression longer than the rule holds";
   }
   return NULL;
-}
-
-/* Fills the stack below the caller's frame with nonzero bytes, so that the code under test reading
- * a local it never wrote sees the same garbage every run instead of whatever happens to be there
- * (a CIE's augmentation string read one byte past its end looped only now and then). */
-static __attribute__((noinline)) void paint_stack(void) {
-  volatile unsigned char pad[16384];
-  for (size_t i = 0; i < sizeof pad; ++i) pad[i] = 0xa5;
 }
 
 const char* shim_unwind_probe(const uint8_t* image, size_t n, uint64_t hdr, uint64_t lookup,

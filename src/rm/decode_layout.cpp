@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
-#include <mutex>
 #include <span>
 
 #include "base/hex.hpp"
@@ -140,38 +138,23 @@ MemberFacts member_facts_uncached(const Tables& t, const StructEntry& s, const F
   return {member_kind_uncached(s, m), scalar ? nullptr : t.find_struct(m.type)};
 }
 
-// The facts of every member of a generated branch, computed once, when a structure of that
-// branch is first decoded.
-class FactsCache {
- public:
-  FactsCache() : by_branch_(all_branches().size()), once_(by_branch_.size()) {}
-  std::span<const MemberFacts> of(size_t branch, const Tables& t) {
-    std::call_once(once_[branch], [&] {
-      std::vector<MemberFacts>& facts = by_branch_[branch];
-      facts.resize(t.all_fields().size());
-      for (const StructEntry& s : t.structs()) {
-        for (const FieldEntry& m : t.fields(s)) {
-          facts[static_cast<size_t>(&m - t.all_fields().data())] = member_facts_uncached(t, s, m);
-        }
-      }
-    });
-    return by_branch_[branch];
-  }
-
- private:
-  std::vector<std::vector<MemberFacts>> by_branch_;
-  std::deque<std::once_flag> once_;
-};
-
-// The members' facts of one branch's tables, by position in all_fields(); empty for tables built
-// elsewhere (tests). Looked up once per structure decoded, not per member.
+// The members' facts of one branch's tables, by position in all_fields(), computed for every
+// member when a structure of a generated branch is first decoded (tables a test built have none:
+// each member is then looked at on its own). Looked up once per structure decoded, not per member.
 class Facts {
  public:
   explicit Facts(const Tables& t) : t_(t) {
-    static FactsCache cache;
-    auto branches = all_branches();
-    auto b = static_cast<size_t>(&t - branches.data());
-    if (&t >= branches.data() && b < branches.size()) all_ = cache.of(b, t);
+    static PerBranch<std::vector<MemberFacts>> cache;
+    const auto* all = cache.of(t, [](const Tables& tables, std::vector<MemberFacts>& facts) {
+      facts.resize(tables.all_fields().size());
+      for (const StructEntry& s : tables.structs()) {
+        for (const FieldEntry& m : tables.fields(s)) {
+          facts[static_cast<size_t>(&m - tables.all_fields().data())] =
+              member_facts_uncached(tables, s, m);
+        }
+      }
+    });
+    if (all != nullptr) all_ = *all;
   }
   MemberFacts of(const StructEntry& s, const FieldEntry& m) const {
     auto i = static_cast<size_t>(&m - t_.all_fields().data());

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <deque>
-#include <mutex>
 #include <unordered_map>
-#include <vector>
 
 namespace cudatool::rm {
 namespace {
@@ -45,28 +42,10 @@ std::string_view find_version(std::string_view text) {
   return {};
 }
 
-// Structures by name of each generated branch, indexed when the branch's first structure is
-// looked up: decoding asks for the same structures again and again, and a binary search by name
-// compares their long common prefixes (NV2080_CTRL_…) a dozen times.
-class StructIndex {
- public:
-  StructIndex() : by_branch_(all_branches().size()), once_(by_branch_.size()) {}
-  // The index of branch `b` (all_branches()[b]).
-  const std::unordered_map<std::string_view, const StructEntry*>& of(size_t b) {
-    std::call_once(once_[b], [&] {
-      std::span<const StructEntry> structs = all_branches()[b].structs();
-      auto& m = by_branch_[b];
-      m.reserve(structs.size());
-      // The first of equal names, as the binary search finds it.
-      for (const StructEntry& e : structs) m.emplace(e.name, &e);
-    });
-    return by_branch_[b];
-  }
-
- private:
-  std::vector<std::unordered_map<std::string_view, const StructEntry*>> by_branch_;
-  std::deque<std::once_flag> once_;
-};
+// Structures by name, of a generated branch: decoding asks for the same structures again and
+// again, and a binary search by name compares their long common prefixes (NV2080_CTRL_…) a dozen
+// times.
+using StructIndex = std::unordered_map<std::string_view, const StructEntry*>;
 
 }  // namespace
 
@@ -93,13 +72,14 @@ const UvmEntry* Tables::find_uvm(uint32_t nr) const {
   return bsearch_key(d_.uvm, nr, [](const UvmEntry& e) { return e.nr; });
 }
 const StructEntry* Tables::find_struct(std::string_view name) const {
-  auto branches = all_branches();
-  auto b = static_cast<size_t>(this - branches.data());
-  if (this >= branches.data() && b < branches.size()) {
-    static StructIndex index;
-    const auto& m = index.of(b);
-    auto it = m.find(name);
-    return it == m.end() ? nullptr : it->second;
+  static PerBranch<StructIndex> index;
+  const StructIndex* m = index.of(*this, [](const Tables& t, StructIndex& out) {
+    out.reserve(t.structs().size());
+    for (const StructEntry& e : t.structs()) out.emplace(e.name, &e);  // the first of equal names
+  });
+  if (m != nullptr) {
+    auto it = m->find(name);
+    return it == m->end() ? nullptr : it->second;
   }
   return bsearch_key(d_.structs, name,
                      [](const StructEntry& e) { return e.name; });  // tests' tables

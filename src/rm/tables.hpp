@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace cudatool::rm {
 
@@ -209,6 +212,28 @@ class Tables {
 
 // Every generated branch, oldest first.
 std::span<const Tables> all_branches();
+
+// A value derived from a generated branch's tables, built the first time that branch asks for it
+// (once, thread-safe): what decoding would otherwise search for again on every event.
+template <class T>
+class PerBranch {
+ public:
+  PerBranch() : values_(all_branches().size()), once_(values_.size()) {}
+  // The value of `t`, made by build(t, value) at the first call; nullptr when `t` is not one of
+  // all_branches() (tables a test built), which the caller then searches directly.
+  template <class Build>
+  const T* of(const Tables& t, Build build) {
+    auto branches = all_branches();
+    auto b = static_cast<size_t>(&t - branches.data());
+    if (&t < branches.data() || b >= values_.size()) return nullptr;
+    std::call_once(once_[b], [&] { build(t, values_[b]); });
+    return &values_[b];
+  }
+
+ private:
+  std::vector<T> values_;
+  std::deque<std::once_flag> once_;
+};
 
 // The branch for a driver version string ("580.159.04", "NVRM version: … 550.163.01 …"): the
 // branch of the same major version when there is one, else the nearest major (ties go to the
