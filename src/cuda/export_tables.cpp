@@ -36,13 +36,20 @@ bool looks_like_text(ByteView b) {
   return true;
 }
 
+// The sections the last pair's two words pointed into (SectionMap::at's hints).
+struct PairHints {
+  const elf::MappedSection* uuid = nullptr;
+  const elf::MappedSection* table = nullptr;
+};
+
 // The pair whose two words the relocations `u` (at p) and `t` (at p + 8) fill.
-bool is_pair(const TableInput& in, const elf::RelocTarget* u, const elf::RelocTarget* t,
-             Uuid* uuid = nullptr, uint64_t* uuid_at = nullptr, uint64_t* table_at = nullptr) {
+bool is_pair(const TableInput& in, PairHints& hints, const elf::RelocTarget* u,
+             const elf::RelocTarget* t, Uuid* uuid = nullptr, uint64_t* uuid_at = nullptr,
+             uint64_t* table_at = nullptr) {
   if (u == nullptr || t == nullptr) return false;
-  const auto* us = in.sections->at(u->target);
+  const auto* us = in.sections->at(u->target, hints.uuid);
   if (us == nullptr || us->exec) return false;
-  const auto* ts = in.sections->at(t->target);
+  const auto* ts = in.sections->at(t->target, hints.table);
   if (ts == nullptr || ts->exec) return false;
   auto bytes = us->bytes.sub(u->target - us->addr, 16);  // SectionMap::bytes, section known
   if (!bytes || looks_like_text(*bytes)) return false;
@@ -112,6 +119,7 @@ void read_slots(const TableInput& in, ExportTable& et, uint64_t limit, uint64_t*
   *budget -= et.slot_count;
   et.slots.reserve(et.slot_count);
   const KnownExportTable* k = et.known;
+  const elf::MappedSection* target_hint = nullptr;
   for (uint32_t i = 0; i < et.slot_count; ++i) {
     ExportSlot s;
     s.index = i;
@@ -125,7 +133,7 @@ void read_slots(const TableInput& in, ExportTable& et, uint64_t limit, uint64_t*
       s.value = *et.declared_size;
     } else if (const auto* r = in.relocs->find(s.vaddr)) {
       s.value = r->target;
-      const auto* ts = in.sections->at(r->target);
+      const auto* ts = in.sections->at(r->target, target_hint);
       if (ts == nullptr) {
         s.kind = SlotKind::kNowhere;
         if (in.diag) {
@@ -159,11 +167,12 @@ ExportTables find_export_tables(const TableInput& in) {
   // A pair needs p and p+8 relocated: with the index sorted by slot, one entry per slot, that
   // is the next entry, read before anything else is looked up.
   auto all = in.relocs->all();
+  PairHints hints;
   for (size_t i = 0; i + 1 < all.size(); ++i) {
     const auto& r = all[i];
     if (r.where % 8 != 0 || all[i + 1].where != r.where + 8) continue;
     Uuid u;
-    if (!is_pair(in, &r, &all[i + 1], &u)) continue;
+    if (!is_pair(in, hints, &r, &all[i + 1], &u)) continue;
     int ph = static_cast<int>((r.where >> 3) & 1);
     if (cur[ph].len > 0 && r.where == prev[ph] + kPair) {
       ++cur[ph].len;
@@ -209,8 +218,8 @@ ExportTables find_export_tables(const TableInput& in) {
     ExportTable et;
     et.index = static_cast<uint32_t>(i);
     et.entry_vaddr = best->start + i * kPair;
-    is_pair(in, in.relocs->find(et.entry_vaddr), in.relocs->find(et.entry_vaddr + 8), &et.uuid,
-            &et.uuid_vaddr, &et.table_vaddr);
+    is_pair(in, hints, in.relocs->find(et.entry_vaddr), in.relocs->find(et.entry_vaddr + 8),
+            &et.uuid, &et.uuid_vaddr, &et.table_vaddr);
     et.known = find_known_export_table(et.uuid);
     out.tables.push_back(std::move(et));
   }

@@ -6,6 +6,7 @@
 // macro, i.e. the 16 bytes in memory order, the form format_uuid() prints. Its slot [0] is the
 // size word ("SIZE_OF"), which is how cudatool numbers slots too.
 #include <algorithm>
+#include <cstring>
 
 #include "cuda/driver_tables.hpp"
 
@@ -72,8 +73,16 @@ std::span<const KnownExportTable> known_export_tables() {
 }
 
 const KnownExportTable* find_known_export_table(const Uuid& u) {
+  // Called for every pair-shaped place among ~35k relocations: two word compares per entry,
+  // not Uuid's byte-wise operator==.
+  auto word = [](const Uuid& x, size_t at) {
+    uint64_t w;
+    std::memcpy(&w, x.data() + at, sizeof w);
+    return w;
+  };
+  const uint64_t lo = word(u, 0), hi = word(u, 8);
   for (const auto& k : kKnown)
-    if (k.uuid == u) return &k;
+    if (word(k.uuid, 0) == lo && word(k.uuid, 8) == hi) return &k;
   return nullptr;
 }
 

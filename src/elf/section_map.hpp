@@ -32,6 +32,12 @@ class SectionMap {
 
   // The section holding vaddr, or null (sorted by address; overlapping sections: the first).
   [[nodiscard]] const MappedSection* at(uint64_t vaddr) const;
+  // at(), trying first the section a caller found last (`hint`, updated): a scan over tens of
+  // thousands of relocations meets the same two or three sections again and again.
+  [[nodiscard]] const MappedSection* at(uint64_t vaddr, const MappedSection*& hint) const {
+    if (hint == nullptr || !hint->contains(vaddr) || !disjoint_) hint = at(vaddr);
+    return hint;
+  }
   // No two sections overlap (every real file): a section known to contain an address is then
   // the one at() returns, and a caller walking nearby addresses may keep it.
   [[nodiscard]] bool disjoint() const { return disjoint_; }
