@@ -112,6 +112,17 @@ class DriverImage {
     }
     return *static_cast<T*>(it->second.get());
   }
+  // A facet built elsewhere (on another thread, with its own diagnostics): kept unless one of
+  // its type is already there. Returns the one kept.
+  template <class T>
+  T& adopt_facet(std::shared_ptr<T> p) {
+    auto it = facets_.emplace(std::type_index(typeid(T)), std::move(p)).first;
+    return *static_cast<T*>(it->second.get());
+  }
+  template <class T>
+  [[nodiscard]] bool has_facet() const {
+    return facets_.count(std::type_index(typeid(T))) != 0;
+  }
 
  private:
   DriverImage() = default;

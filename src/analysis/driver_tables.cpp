@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <latch>
+#include <optional>
+#include <system_error>
 #include <unordered_map>
 
 #include "analysis/relocations.hpp"
+#include "base/helper_thread.hpp"
 
 namespace cudatool {
 namespace {
@@ -44,22 +49,92 @@ const cuda::ErrorTable& DriverTables::errors() {
   return *errors_;
 }
 
+std::vector<cuda::ExportedFunction> DriverTables::exported_code(const cuda::TableInput& in) {
+  std::vector<cuda::ExportedFunction> fns;
+  for (const auto& e : img_.exports()) {
+    if (!is_function(e)) continue;
+    const auto* s = in.sections->at(e.sym.st_value);
+    if (s == nullptr || !s->exec) continue;
+    fns.push_back({e.sym.st_value, e.sym.name});
+  }
+  return fns;
+}
+
+cuda::DispatchMap DriverTables::resolve_dispatch(const cuda::TableInput& in,
+                                                 std::span<const cuda::ExportedFunction> fns) {
+  cuda::DispatchMap m = cuda::resolve_dispatch(in, fns);
+  if (!m.error.empty() && in.diag) {
+    in.diag->report(make_error("dispatch", "", std::nullopt, m.error));
+  }
+  return m;
+}
+
 const cuda::DispatchMap& DriverTables::dispatch() {
   if (!dispatch_) {
     auto in = input();
-    std::vector<cuda::ExportedFunction> fns;
-    for (const auto& e : img_.exports()) {
-      if (!is_function(e)) continue;
-      const auto* s = in.sections->at(e.sym.st_value);
-      if (s == nullptr || !s->exec) continue;
-      fns.push_back({e.sym.st_value, e.sym.name});
-    }
-    dispatch_ = cuda::resolve_dispatch(in, fns);
-    if (!dispatch_->error.empty()) {
-      img_.diagnostics().report(make_error("dispatch", "", std::nullopt, dispatch_->error));
-    }
+    dispatch_ = resolve_dispatch(in, exported_code(in));
   }
   return *dispatch_;
+}
+
+void DriverTables::build_name_tables(const std::function<void()>& alongside) {
+  if (dispatch_ || procaddress_ || export_tables_) {
+    if (alongside) alongside();
+    dispatch();
+    procaddress();
+    export_tables();
+    return;
+  }
+  // Each table reports to its own diagnostics, appended in the order of the calls above.
+  Diagnostics dispatch_diag, tables_diag;
+  cuda::TableInput in;
+  std::vector<cuda::ExportedFunction> fns;
+  std::optional<cuda::DispatchResolver> stubs;
+  std::latch input_ready(1);
+  std::exception_ptr helper_failed;
+  // The helper: `alongside`, the two tables, then whatever dispatch stubs are left.
+  auto helper_work = [&] {
+    try {
+      if (alongside) alongside();
+      input_ready.wait();
+      if (!stubs) return;
+      cuda::TableInput tables_in = in;
+      tables_in.diag = &tables_diag;
+      procaddress_ = cuda::find_procaddress_table(tables_in);
+      export_tables_ = cuda::find_export_tables(tables_in);
+      stubs->resolve_some();
+    } catch (...) {
+      helper_failed = std::current_exception();
+    }
+  };
+  {
+    std::optional<HelperThread> helper;  // joined on leaving the block, by an exception too
+    try {
+      helper.emplace(helper_work);
+    } catch (const std::system_error&) {
+      input_ready.count_down();  // no thread to be had: its work is done here, after ours
+    }
+    try {
+      in = input();  // the relocation index and the export names, read by both threads
+      fns = exported_code(in);
+      cuda::TableInput dispatch_in = in;
+      dispatch_in.diag = &dispatch_diag;
+      stubs.emplace(dispatch_in, fns);
+    } catch (...) {
+      if (helper) input_ready.count_down();
+      throw;
+    }
+    if (helper) input_ready.count_down();
+    // From here on, what `in` points to no longer changes.
+    stubs->resolve_some();
+    if (!helper) helper_work();
+  }
+  if (helper_failed) std::rethrow_exception(helper_failed);
+  dispatch_ = stubs->finish();
+  if (!dispatch_->error.empty())
+    dispatch_diag.report(make_error("dispatch", "", std::nullopt, dispatch_->error));
+  img_.diagnostics().insert(img_.diagnostics().items().size(), dispatch_diag);
+  img_.diagnostics().insert(img_.diagnostics().items().size(), tables_diag);
 }
 
 uint64_t DriverTables::relocations_walked() {
@@ -116,7 +191,7 @@ const std::vector<DriverTables::ApiCoverage>& DriverTables::coverage() {
 
 std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_sources) {
   std::vector<NamedFunction> out;
-  // In this order: each reports its damage to the diagnostics as it is first built.
+  build_name_tables();
   const auto& dm = dispatch();
   const auto& pa = procaddress();
   const auto& et = export_tables();
@@ -142,27 +217,38 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
   }
   for (const auto& t : et.tables) {
     std::string uuid = cuda::format_uuid(t.uuid);
+    // "<TABLE>.", "<TABLE>.slot" or "etbl_<uuid's first 8 digits>_": ~2,000 names on 550, so
+    // appended rather than formatted.
+    std::string prefix =
+        t.known ? std::string(t.known->name) + "." : "etbl_" + uuid.substr(0, 8) + "_";
     for (const auto& s : t.slots) {
       if (s.kind != cuda::SlotKind::kFunction || !s.export_name.empty()) continue;
-      std::string name = t.known && !s.known_name.empty()
-                             ? fmt::format("{}.{}", t.known->name, s.known_name)
-                         : t.known ? fmt::format("{}.slot{}", t.known->name, s.index)
-                                   : fmt::format("etbl_{}_{}", uuid.substr(0, 8), s.index);
+      std::string name = prefix;
+      if (t.known && !s.known_name.empty()) {
+        name += s.known_name;
+      } else {
+        if (t.known) name += "slot";
+        name += std::to_string(s.index);
+      }
       out.push_back(
           {s.value, std::move(name),
            with_sources ? fmt::format("export table {} slot {}", uuid, s.index) : std::string(),
            NamedFunction::Kind::kExportTable});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const NamedFunction& a, const NamedFunction& b) {
-    return a.address < b.address;
-  });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const NamedFunction& a, const NamedFunction& b) {
-                          return a.address == b.address && a.name == b.name;
-                        }),
-            out.end());
-  return out;
+  // By address, in the order found within one address (a stable sort), moving each string once.
+  std::vector<std::pair<uint64_t, uint32_t>> order(out.size());
+  for (size_t i = 0; i < out.size(); ++i) order[i] = {out[i].address, static_cast<uint32_t>(i)};
+  std::sort(order.begin(), order.end());
+  std::vector<NamedFunction> sorted;
+  sorted.reserve(out.size());
+  for (const auto& [address, i] : order) {
+    NamedFunction& n = out[i];
+    if (!sorted.empty() && sorted.back().address == address && sorted.back().name == n.name)
+      continue;  // the same name twice at one address
+    sorted.push_back(std::move(n));
+  }
+  return sorted;
 }
 
 }  // namespace cudatool

@@ -6,6 +6,7 @@
 //   for (const auto& f : t.function_names()) …   // names for the function map / symbolizer
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,11 +54,22 @@ class DriverTables {
   // ~2,700 of them was a tenth of `functions` on 580.
   std::vector<NamedFunction> function_names(bool with_sources = true);
 
+  // dispatch(), procaddress() and export_tables() built at once, on two threads: a helper runs
+  // `alongside` (the caller's own work, which must touch neither this facet nor anything of
+  // the image that is computed on first use) and then reads the two tables, while this thread
+  // builds the relocation index and decodes the dispatch stubs. Damage is reported as if the
+  // three were built one after the other, in that order.
+  void build_name_tables(const std::function<void()>& alongside = {});
+
   // Relocation entries read to build the index (all RELA tables, all types).
   uint64_t relocations_walked();
 
  private:
   cuda::TableInput input();
+  // The exported functions in executable sections: what dispatch() decodes.
+  std::vector<cuda::ExportedFunction> exported_code(const cuda::TableInput& in);
+  static cuda::DispatchMap resolve_dispatch(const cuda::TableInput& in,
+                                            std::span<const cuda::ExportedFunction> fns);
 
   DriverImage& img_;
   cuda::ExportNames names_;

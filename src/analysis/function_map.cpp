@@ -86,8 +86,10 @@ std::string_view gap_kind_name(Gap::Kind k) {
   return "?";
 }
 
-FunctionMap::FunctionMap(DriverImage& img) {
-  build(img);
+FunctionMap::FunctionMap(DriverImage& img) : FunctionMap(img, img.diagnostics()) {}
+
+FunctionMap::FunctionMap(DriverImage& img, Diagnostics& diag) {
+  build(img, diag);
 }
 
 bool is_plt_section_name(std::string_view section) {
@@ -98,12 +100,12 @@ std::string FunctionMap::derived_name(uint64_t start) {
   return fmt::format("fn_{:x}", start);
 }
 
-void FunctionMap::build(DriverImage& img) {
+void FunctionMap::build(DriverImage& img, Diagnostics& diag) {
   find_exec_ranges(img.elf());
   Table table = read_hdr_table(img);
   ByteView eh_bytes;
   uint64_t eh_vaddr = 0;
-  read_fdes(img, table, eh_bytes, eh_vaddr);
+  read_fdes(img, diag, table, eh_bytes, eh_vaddr);
   sort_and_place();
   if (hdr_.has_table) check_against_table(table, eh_vaddr, eh_bytes.size());
   name_exports(img);
@@ -170,10 +172,9 @@ FunctionMap::Table FunctionMap::read_hdr_table(DriverImage& img) {
 
 // .eh_frame: the section, or (without section headers) where the header points, up to the end
 // of the segment holding it; its FDEs go straight into the map (one copy, not two).
-void FunctionMap::read_fdes(DriverImage& img, const Table& table, ByteView& eh_bytes,
-                            uint64_t& eh_vaddr) {
+void FunctionMap::read_fdes(DriverImage& img, Diagnostics& diag, const Table& table,
+                            ByteView& eh_bytes, uint64_t& eh_vaddr) {
   const elf::ElfImage& elf = img.elf();
-  Diagnostics& diag = img.diagnostics();
   const auto& hdr = img.eh_frame_hdr();
   elf::EhFrameOptions opts;
   const auto* eh_sec = elf.section(".eh_frame");

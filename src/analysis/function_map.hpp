@@ -78,6 +78,10 @@ struct HdrCheck {
 class FunctionMap {
  public:
   explicit FunctionMap(DriverImage& img);
+  // Reporting damage to `diag` instead of img.diagnostics(), for a map built on another thread
+  // (named_function_map): it reads img.elf(), and img.eh_frame_hdr() and img.dynamic_symbols(),
+  // which must then be computed already.
+  FunctionMap(DriverImage& img, Diagnostics& diag);
 
   // Sorted by start (then by FDE offset).
   [[nodiscard]] std::span<const Function> functions() const { return functions_; }
@@ -143,10 +147,11 @@ class FunctionMap {
   };
 
   // build()'s phases, in order.
-  void build(DriverImage& img);
+  void build(DriverImage& img, Diagnostics& diag);
   void find_exec_ranges(const elf::ElfImage& elf);
   Table read_hdr_table(DriverImage& img);
-  void read_fdes(DriverImage& img, const Table& table, ByteView& eh_bytes, uint64_t& eh_vaddr);
+  void read_fdes(DriverImage& img, Diagnostics& diag, const Table& table, ByteView& eh_bytes,
+                 uint64_t& eh_vaddr);
   void sort_and_place();
   void name_exports(DriverImage& img);
   void check_against_table(const Table& table, uint64_t eh_vaddr, uint64_t eh_size);

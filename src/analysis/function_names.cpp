@@ -7,14 +7,17 @@
 
 namespace cudatool {
 
-uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map) {
-  auto& tables = img.facet<DriverTables>();
+namespace {
+
+uint64_t place_names(FunctionMap& map, const std::vector<DriverTables::NamedFunction>& names) {
   uint64_t placed = 0;
   using Kind = DriverTables::NamedFunction::Kind;
-  for (const auto& n : tables.function_names(/*with_sources=*/false)) {
+  std::string impl;
+  for (const auto& n : names) {
     switch (n.kind) {
       case Kind::kDispatch:
-        placed += map.add_name(n.address, n.name + ".impl", kImplSource);
+        impl.assign(n.name).append(".impl");
+        placed += map.add_name(n.address, impl, kImplSource);
         break;
       case Kind::kProcAddress:
         placed += map.add_name(n.address, n.name, kProcAddressSource);
@@ -25,6 +28,35 @@ uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map) {
     }
   }
   return placed;
+}
+
+}  // namespace
+
+uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map) {
+  return place_names(map, img.facet<DriverTables>().function_names(/*with_sources=*/false));
+}
+
+FunctionMap& function_map_with_names(DriverImage& img) {
+  if (img.has_facet<FunctionMap>()) {
+    FunctionMap& map = img.facet<FunctionMap>();
+    add_function_names(img, map);
+    return map;
+  }
+  // What the map's builder reads of `img` that is computed on first use, computed now; it then
+  // reads only what no longer changes, and reports to its own diagnostics, placed where
+  // building the map first would have put them.
+  img.eh_frame_hdr();
+  img.dynamic_symbols();
+  const size_t at = img.diagnostics().items().size();
+  Diagnostics map_diag;
+  std::shared_ptr<FunctionMap> built;
+  auto& tables = img.facet<DriverTables>();
+  tables.build_name_tables([&] { built = std::make_shared<FunctionMap>(img, map_diag); });
+  img.diagnostics().insert(at, map_diag);
+  FunctionMap& map = img.adopt_facet(std::move(built));
+  place_names(map, tables.function_names(/*with_sources=*/false));
+  add_symtab_names(img, map);
+  return map;
 }
 
 uint64_t add_symtab_names(DriverImage& img, FunctionMap& map) {

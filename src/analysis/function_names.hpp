@@ -30,4 +30,10 @@ inline uint64_t add_function_names(DriverImage& img, FunctionMap& map) {
   return add_driver_table_names(img, map) + add_symtab_names(img, map);
 }
 
+// img.facet<FunctionMap>() with add_function_names() done, the same map and diagnostics in the
+// same order, sooner: when the map is not built yet, its FDEs are read on a helper thread while
+// this one reads the driver tables (DriverTables::build_name_tables). Call it before any other
+// thread uses `img`.
+FunctionMap& function_map_with_names(DriverImage& img);
+
 }  // namespace cudatool

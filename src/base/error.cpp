@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace cudatool {
 
 std::string Error::message() const {
@@ -20,6 +22,14 @@ Error make_error(std::string structure, std::string field, std::optional<uint64_
 void Diagnostics::report(Error e) {
   ++count_;
   if (items_.size() < kMaxKept) items_.push_back(std::move(e));
+}
+
+void Diagnostics::insert(size_t at, const Diagnostics& other) {
+  at = std::min(at, items_.size());
+  items_.insert(items_.begin() + static_cast<std::ptrdiff_t>(at), other.items_.begin(),
+                other.items_.end());
+  if (items_.size() > kMaxKept) items_.resize(kMaxKept);
+  count_ += other.count_;
 }
 
 }  // namespace cudatool

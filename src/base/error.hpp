@@ -76,6 +76,9 @@ class Diagnostics {
   static constexpr size_t kMaxKept = 1000;
 
   void report(Error e);
+  // What `other` collected, placed as if it had been reported when items().size() was `at`
+  // (work done on another thread keeps the order it would have had done in turn).
+  void insert(size_t at, const Diagnostics& other);
   [[nodiscard]] const std::vector<Error>& items() const { return items_; }
   [[nodiscard]] uint64_t count() const { return count_; }
   [[nodiscard]] bool empty() const { return count_ == 0; }

@@ -23,10 +23,9 @@ void add_names_option(CLI::App* cmd, NameOptions& o) {
 }
 
 const FunctionMap& named_function_map(DriverImage& img, const NameOptions& o) {
-  FunctionMap& map = img.facet<FunctionMap>();
   // The names decode, ab and stacks give too (function_names.hpp).
-  if (o.names == "all") add_function_names(img, map);
-  return map;
+  if (o.names == "all") return function_map_with_names(img);
+  return img.facet<FunctionMap>();
 }
 
 void write_function_json(JsonWriter& w, const FunctionMap& map, const Function& f) {

@@ -148,7 +148,7 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
   std::optional<uint64_t> frame_at;  // the first push of a prologue
   const elf::MappedSection* sec = nullptr;
   for (int step = 0; step < kMaxSteps; ++step) {
-    if (sec == nullptr || !sec->contains(pc) || !in.sections->disjoint()) sec = in.sections->at(pc);
+    sec = in.sections->at(pc, sec);
     if (sec == nullptr || !sec->exec || sec->bytes.empty()) {
       r.why = PathResult::Note::kOutside;
       r.at = pc;
@@ -247,90 +247,124 @@ PathResult decode_wrapper(const TableInput& in, StubDecoder& dis, uint64_t addre
 
 }  // namespace
 
-DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunction> functions) {
-  DispatchMap m;
+DispatchResolver::DispatchResolver(const TableInput& in,
+                                   std::span<const ExportedFunction> functions)
+    : in_(in), functions_(functions), entries_(functions.size()), damage_(functions.size()) {}
+
+void DispatchResolver::resolve_some() {
   StubDecoder dis;
   if (!dis.ok()) {
+    no_disassembler_ = true;
+    return;
+  }
+  uint64_t decoded = 0;
+  constexpr size_t kBatch = 8;
+  for (;;) {
+    size_t first = next_.fetch_add(kBatch, std::memory_order_relaxed);
+    if (first >= functions_.size()) break;
+    for (size_t i = first; i < std::min(first + kBatch, functions_.size()); ++i)
+      resolve(dis, i, &decoded);
+  }
+  instructions_ += decoded;
+}
+
+void DispatchResolver::resolve(StubDecoder& dis, size_t i, uint64_t* decoded) {
+  const TableInput& in = in_;
+  const ExportedFunction& f = functions_[i];
+  DispatchEntry& e = entries_[i];
+  auto report = [&](Error err) { damage_[i].push_back(std::move(err)); };
+  e.export_name = f.name;
+  e.wrapper = f.address;
+  PathResult p = decode_wrapper(in, dis, f.address, decoded);
+  e.kind = p.kind;
+  e.guard_vaddr = p.guard_vaddr;
+  e.guard_value = p.guard_value;
+  e.constant = p.constant;
+  e.hops = p.hops;
+  e.note = note(p, in, dis);
+  e.slot = p.slot;
+  if (p.kind != WrapperKind::kSlotJump && p.kind != WrapperKind::kSlotCall) return;
+  std::vector<uint64_t> chain{f.address};
+  uint64_t slot = p.slot;
+  auto structure = [&] { return fmt::format("dispatch {}", f.name); };
+  for (uint32_t depth = 0;; ++depth) {
+    const auto* rel = in.relocs->find(slot);
+    if (rel == nullptr) {
+      e.note = fmt::format("slot {:#x} has no relocation (filled at run time)", slot);
+      break;
+    }
+    uint64_t target = rel->target;
+    const auto* ts = in.sections->at(target);
+    if (ts == nullptr || !ts->exec) {
+      // A guarded libcuda stub whose slot holds no code, or a pointer to nowhere, is damage;
+      // an ordinary function that jumps through a data pointer is just not a stub.
+      if (ts == nullptr || e.guard_vaddr) {
+        report(make_error(structure(), "slot", in.sections->offset_of(slot),
+                          fmt::format("relocation at vaddr {:#x} points to {:#x}, {}", slot, target,
+                                      ts ? fmt::format("in non-executable {}", ts->name())
+                                         : std::string("outside every section"))));
+      }
+      e.note = fmt::format("slot {:#x} points to {:#x}, not code", slot, target);
+      break;
+    }
+    if (std::find(chain.begin(), chain.end(), target) != chain.end()) {
+      if (e.guard_vaddr) {
+        report(make_error(
+            structure(), "slot", in.sections->offset_of(slot),
+            fmt::format("dispatch cycle: slot {:#x} leads back to {:#x} after {} wrapper(s)", slot,
+                        target, chain.size())));
+      }
+      e.note = fmt::format("cycle back to {:#x}", target);
+      break;
+    }
+    e.implementation = target;
+    e.implementation_section = ts->name();
+    if (depth + 1 >= kMaxChain) break;
+    // A slot may land on another forwarding stub (a wrapper behind a wrapper).
+    std::vector<uint64_t> unused;
+    PathResult again = follow(in, dis, target, decoded, unused);
+    if (again.kind != WrapperKind::kSlotJump) break;
+    chain.push_back(target);
+    ++e.hops;
+    slot = again.slot;
+    e.implementation = 0;
+  }
+}
+
+DispatchMap DispatchResolver::finish() {
+  DispatchMap m;
+  if (no_disassembler_) {
     m.error = "Capstone could not open an x86-64 disassembler";
     return m;
   }
+  m.instructions = instructions_;
   uint64_t lo = UINT64_MAX, hi = 0;
-  m.entries.reserve(functions.size());
-  for (const auto& f : functions) {
-    DispatchEntry e;
-    e.export_name = f.name;
-    e.wrapper = f.address;
-    PathResult p = decode_wrapper(in, dis, f.address, &m.instructions);
-    e.kind = p.kind;
-    e.guard_vaddr = p.guard_vaddr;
-    e.guard_value = p.guard_value;
-    e.constant = p.constant;
-    e.hops = p.hops;
-    e.note = note(p, in, dis);
-    e.slot = p.slot;
-    if (p.kind == WrapperKind::kSlotJump || p.kind == WrapperKind::kSlotCall) {
-      // The dispatch table is made of the slots the loader fills; a slot filled at run time
-      // (a pointer in .bss) is not part of it.
-      if (in.relocs->find(p.slot) != nullptr) {
-        lo = std::min(lo, p.slot);
-        hi = std::max(hi, p.slot);
-      }
-      std::vector<uint64_t> chain{f.address};
-      uint64_t slot = p.slot;
-      auto structure = [&] { return fmt::format("dispatch {}", f.name); };
-      for (uint32_t depth = 0;; ++depth) {
-        const auto* rel = in.relocs->find(slot);
-        if (rel == nullptr) {
-          e.note = fmt::format("slot {:#x} has no relocation (filled at run time)", slot);
-          break;
-        }
-        uint64_t target = rel->target;
-        const auto* ts = in.sections->at(target);
-        if (ts == nullptr || !ts->exec) {
-          // A guarded libcuda stub whose slot holds no code, or a pointer to nowhere, is damage;
-          // an ordinary function that jumps through a data pointer is just not a stub.
-          if (in.diag && (ts == nullptr || e.guard_vaddr)) {
-            in.diag->report(make_error(
-                structure(), "slot", in.sections->offset_of(slot),
-                fmt::format("relocation at vaddr {:#x} points to {:#x}, {}", slot, target,
-                            ts ? fmt::format("in non-executable {}", ts->name())
-                               : std::string("outside every section"))));
-          }
-          e.note = fmt::format("slot {:#x} points to {:#x}, not code", slot, target);
-          break;
-        }
-        if (std::find(chain.begin(), chain.end(), target) != chain.end()) {
-          if (in.diag && e.guard_vaddr) {
-            in.diag->report(make_error(
-                structure(), "slot", in.sections->offset_of(slot),
-                fmt::format("dispatch cycle: slot {:#x} leads back to {:#x} after {} wrapper(s)",
-                            slot, target, chain.size())));
-          }
-          e.note = fmt::format("cycle back to {:#x}", target);
-          break;
-        }
-        e.implementation = target;
-        e.implementation_section = ts->name();
-        if (depth + 1 >= kMaxChain) break;
-        // A slot may land on another forwarding stub (a wrapper behind a wrapper).
-        std::vector<uint64_t> unused;
-        PathResult again = follow(in, dis, target, &m.instructions, unused);
-        if (again.kind != WrapperKind::kSlotJump) break;
-        chain.push_back(target);
-        ++e.hops;
-        slot = again.slot;
-        e.implementation = 0;
-      }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const DispatchEntry& e = entries_[i];
+    // The dispatch table is made of the slots the loader fills; a slot filled at run time (a
+    // pointer in .bss) is not part of it.
+    if ((e.kind == WrapperKind::kSlotJump || e.kind == WrapperKind::kSlotCall) &&
+        in_.relocs->find(e.slot) != nullptr) {
+      lo = std::min(lo, e.slot);
+      hi = std::max(hi, e.slot);
     }
-    m.entries.push_back(std::move(e));
+    if (in_.diag)
+      for (auto& err : damage_[i]) in_.diag->report(std::move(err));
   }
+  m.entries = std::move(entries_);
   if (lo <= hi) {
     m.slot_lo = lo;
     m.slot_hi = hi;
-    if (const auto* s = in.sections->at(lo)) m.slot_section = s->name();
-    m.relocated_slots_in_range = in.relocs->range(lo, hi + 8).size();
+    if (const auto* s = in_.sections->at(lo)) m.slot_section = s->name();
+    m.relocated_slots_in_range = in_.relocs->range(lo, hi + 8).size();
   }
   return m;
+}
+
+DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunction> functions) {
+  DispatchResolver r(in, functions);
+  r.resolve_some();
+  return r.finish();
 }
 
 }  // namespace cudatool::cuda

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -217,5 +218,28 @@ struct DispatchMap {
 };
 
 DispatchMap resolve_dispatch(const TableInput& in, std::span<const ExportedFunction> functions);
+
+class StubDecoder;
+
+// resolve_dispatch() shared by threads: each calls resolve_some(), which takes the next entries
+// no thread has taken (its own disassembler) until none is left; then one calls finish(), which
+// reports the damage met to in.diag in the order of `functions`, as one thread would.
+class DispatchResolver {
+ public:
+  DispatchResolver(const TableInput& in, std::span<const ExportedFunction> functions);
+  void resolve_some();
+  DispatchMap finish();
+
+ private:
+  void resolve(StubDecoder& dis, size_t i, uint64_t* decoded);
+
+  TableInput in_;
+  std::span<const ExportedFunction> functions_;
+  std::vector<DispatchEntry> entries_;
+  std::vector<std::vector<Error>> damage_;  // per entry
+  std::atomic<size_t> next_{0};
+  std::atomic<uint64_t> instructions_{0};
+  std::atomic<bool> no_disassembler_{false};
+};
 
 }  // namespace cudatool::cuda

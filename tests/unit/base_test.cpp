@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bytes.hpp"
+#include "base/error.hpp"
+#include "base/helper_thread.hpp"
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
 #include "base/regex.hpp"
@@ -253,6 +255,54 @@ TEST(PosixRegex, MatchesAndRefusesAndDoesNotBacktrack) {
   EXPECT_TRUE(tail->search_lines(output + "xxy"));
   EXPECT_FALSE(tail->search_lines(output + "x\ny"));
   EXPECT_TRUE(tail->search_lines("xy"));
+}
+
+TEST(Diagnostics, InsertPlacesItemsWhereTheyWouldHaveBeenReported) {
+  auto e = [](const char* name) { return make_error(name, "", std::nullopt, "damage"); };
+  Diagnostics d, other;
+  d.report(e("a"));
+  d.report(e("d"));
+  other.report(e("b"));
+  other.report(e("c"));
+  d.insert(1, other);
+  ASSERT_EQ(d.items().size(), 4u);
+  std::string order;
+  for (const auto& i : d.items()) order += i.structure;
+  EXPECT_EQ(order, "abcd");
+  EXPECT_EQ(d.count(), 4u);
+  // Past the end means at the end; nothing kept beyond kMaxKept, every report counted.
+  d.insert(99, other);
+  EXPECT_EQ(d.items().back().structure, "c");
+  Diagnostics full, many;
+  for (size_t i = 0; i < Diagnostics::kMaxKept; ++i) full.report(e("x"));
+  for (int i = 0; i < 5; ++i) many.report(e("y"));
+  full.insert(0, many);
+  EXPECT_EQ(full.items().size(), Diagnostics::kMaxKept);
+  EXPECT_EQ(full.items().front().structure, "y");
+  EXPECT_EQ(full.items().back().structure, "x");
+  EXPECT_EQ(full.count(), Diagnostics::kMaxKept + 5);
+}
+
+TEST(HelperThread, RunsTheWorkJoinsAndLeavesItFreeToRunAnywhere) {
+  cpu_set_t process{};
+  ASSERT_EQ(sched_getaffinity(0, sizeof process, &process), 0);
+  bool ran = false;
+  cpu_set_t helper{};
+  int helper_rc = -1;
+  {
+    HelperThread h([&] {
+      ran = true;
+      helper_rc = sched_getaffinity(0, sizeof helper, &helper);
+    });
+  }  // the destructor joins
+  EXPECT_TRUE(ran);
+  ASSERT_EQ(helper_rc, 0);
+  EXPECT_TRUE(CPU_EQUAL(&helper, &process)) << "the helper kept its start-up CPU set";
+  int runs = 0;
+  HelperThread twice([&] { ++runs; });
+  twice.join();
+  twice.join();  // joining again is nothing
+  EXPECT_EQ(runs, 1);
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+// function_map_with_names() reads the FDEs and two of the driver tables on a helper thread. Its
+// map, names and diagnostics must be exactly those of building the map and then adding the names
+// on one thread, in the same order: on every real build, and on damaged copies of one whose
+// damage is met by both threads.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "analysis/driver_image.hpp"
+#include "analysis/function_map.hpp"
+#include "analysis/function_names.hpp"
+#include "harness.hpp"
+
+namespace cudatool::test {
+namespace {
+
+std::vector<std::string> describe(const FunctionMap& map) {
+  std::vector<std::string> out;
+  for (const auto& f : map.functions()) {
+    std::string line = fmt::format("{:x} {:x} {:x} {}", f.start, f.size, f.fde, f.in_hdr_table);
+    for (const auto& n : map.names(f)) line += fmt::format(" [{} / {}]", n.name, n.source);
+    out.push_back(std::move(line));
+  }
+  for (const auto& u : map.unplaced())
+    out.push_back(fmt::format("unplaced {:x} {} / {}", u.address, u.name.name, u.name.source));
+  out.push_back(fmt::format("hdr disagreements {}", map.hdr_check().disagreement_count));
+  return out;
+}
+
+std::vector<std::string> messages(const Diagnostics& d) {
+  std::vector<std::string> out;
+  for (const auto& e : d.items()) out.push_back(e.message());
+  out.push_back(fmt::format("count {}", d.count()));
+  return out;
+}
+
+struct Both {
+  std::vector<std::string> serial_map, threaded_map, serial_diag, threaded_diag;
+};
+
+Both build_both(const std::string& path) {
+  Both b;
+  auto one = DriverImage::open(path);
+  auto two = DriverImage::open(path);
+  if (!one || !two) {
+    ADD_FAILURE() << path << ": cannot open";
+    return b;
+  }
+  FunctionMap& serial = (*one)->facet<FunctionMap>();
+  add_function_names(**one, serial);
+  FunctionMap& threaded = function_map_with_names(**two);
+  EXPECT_EQ(&threaded, &(*two)->facet<FunctionMap>()) << "the map is the image's facet";
+  b.serial_map = describe(serial);
+  b.threaded_map = describe(threaded);
+  b.serial_diag = messages((*one)->diagnostics());
+  b.threaded_diag = messages((*two)->diagnostics());
+  return b;
+}
+
+class NamesOnTwoThreads : public ::testing::TestWithParam<DriverBuild> {
+ protected:
+  void SetUp() override { CUDATOOL_REQUIRE_BUILD(GetParam()); }
+};
+
+TEST_P(NamesOnTwoThreads, AreTheNamesOfOneThread) {
+  Both b = build_both(GetParam().lib_path);
+  ASSERT_GT(b.serial_map.size(), 10000u);
+  EXPECT_EQ(b.threaded_map, b.serial_map);
+  EXPECT_EQ(b.threaded_diag, b.serial_diag);
+}
+
+INSTANTIATE_TEST_SUITE_P(Debian, NamesOnTwoThreads, ::testing::ValuesIn(driver_builds()),
+                         driver_test_name);
+INSTANTIATE_TEST_SUITE_P(SharedData, NamesOnTwoThreads, ::testing::ValuesIn(shared_builds()),
+                         driver_test_name);
+
+// Damage in .eh_frame (met by the helper reading the FDEs) and in the relocations' addends (met
+// by both threads' tables): every report in the order one thread gives.
+TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
+  auto builds = driver_builds();
+  ASSERT_FALSE(builds.empty());
+  std::string src = builds.front().lib_path;
+  for (const auto& b : builds)
+    if (b.version.rfind("550.", 0) == 0) src = b.lib_path;
+  CUDATOOL_REQUIRE_BUILD(builds.front());
+  const std::string orig = read_file(src);
+  const auto secs = readelf_sections(src);
+  const ReadelfSection* eh = nullptr;
+  const ReadelfSection* rela = nullptr;
+  for (const auto& s : secs) {
+    if (s.name == ".eh_frame") eh = &s;
+    if (s.name == ".rela.dyn") rela = &s;
+  }
+  ASSERT_NE(eh, nullptr);
+  ASSERT_NE(rela, nullptr);
+  std::mt19937_64 rng(20261205);
+  int mixed = 0;  // rounds whose reports come from the map and from the tables
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::string m = orig;
+    for (int k = 0; k < 4; ++k) m[eh->offset + rng() % eh->size] = static_cast<char>(rng());
+    // The top byte of some addends: those slots now point outside every section.
+    for (int k = 0; k < 40; ++k) m[rela->offset + (rng() % (rela->size / 24)) * 24 + 23] = '\x7f';
+    std::string path = write_temp("names-threads-" + std::to_string(round) + ".so", m);
+    Both b = build_both(path);
+    std::remove(path.c_str());
+    EXPECT_EQ(b.threaded_map, b.serial_map);
+    EXPECT_EQ(b.threaded_diag, b.serial_diag);
+    bool from_map = false, from_tables = false;
+    for (const auto& msg : b.serial_diag) {
+      from_map |= msg.find(".eh_frame") != std::string::npos || msg.rfind("FDE", 0) == 0;
+      from_tables |= msg.find("export table") != std::string::npos ||
+                     msg.find("dispatch") != std::string::npos ||
+                     msg.find("procaddress") != std::string::npos;
+    }
+    mixed += from_map && from_tables;
+  }
+  EXPECT_GT(mixed, 0) << "no round was damaged where both threads look: the test tests nothing";
+}
+
+}  // namespace
+}  // namespace cudatool::test
