@@ -568,8 +568,8 @@ Result<IndexStats> write_xref_database(DriverImage& img, const std::string& path
   {
     Db db;
     Status st = db.open(tmp);
-    FunctionMap& map = img.facet<FunctionMap>();
-    add_function_names(img, map);  // as functions and xrefs name them (function_names.hpp)
+    // As functions and xrefs name them (function_names.hpp).
+    FunctionMap& map = function_map_with_names(img);
     Filler f{db, img, map, stats};
     // No journal and no syncs while the file is built: it is renamed into place only when
     // complete, so a crash leaves FILE.tmp, never a half-written FILE. 16 KiB pages: 0.012 s

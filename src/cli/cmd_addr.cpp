@@ -186,7 +186,7 @@ int run_addr(const AddrOptions& o) {
       return kExitBadInput;
     }
   }
-  auto img = open_library(o.lib);
+  DriverImage* img = open_library_until_exit(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
   const uint64_t page = first_load_page(img->elf());

@@ -311,7 +311,7 @@ void render_text(DriverImage& img, const FunctionMap& map, const FunctionsOption
 }
 
 int run_functions(const FunctionsOptions& o) {
-  auto img = open_library(o.lib);
+  DriverImage* img = open_library_until_exit(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
   if (!o.patch_plan.empty()) return run_patch_plan(*img, map, o);

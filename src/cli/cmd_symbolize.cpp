@@ -58,7 +58,7 @@ int run_uftrace(const SymbolizeOptions& o) {
     print_error("symbolize --format uftrace: say the directory with -o DIR (no --debug-dir)");
     return kExitBadInput;
   }
-  auto img = open_library(o.lib);
+  DriverImage* img = open_library_until_exit(o.lib);
   if (!img) return kExitBadInput;
   if (!usable_symbol_dir(o.out)) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
@@ -125,7 +125,7 @@ int run_symbolize(const SymbolizeOptions& o) {
   }
   if (!o.out.empty() && !usable_output("-o", o.out, {o.lib}, OutputKind::kSymbolFile, o.force))
     return kExitBadInput;
-  auto img = open_library(o.lib);
+  DriverImage* img = open_library_until_exit(o.lib);
   if (!img) return kExitBadInput;
   const FunctionMap& map = named_function_map(*img, o.names);
   SymbolFileStats st;

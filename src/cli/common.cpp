@@ -67,6 +67,15 @@ bool stdout_written = false;
 
 }  // namespace
 
+DriverImage* open_library_until_exit(const std::string& path) {
+  // Reachable from here until exit, so a leak checker does not count them.
+  static auto* kept = new std::vector<std::unique_ptr<DriverImage>>();
+  auto img = open_library(path);
+  if (!img) return nullptr;
+  kept->push_back(std::move(img));
+  return kept->back().get();
+}
+
 int report_diagnostics(const Diagnostics& diag) {
   for (const auto& e : diag.items()) {
     fmt::print(stderr, "cudatool: warning: {}\n", e.message());

@@ -36,8 +36,7 @@ FunctionNamer::Library* FunctionNamer::library_for(const FunctionTable& t) {
                         (*img)->build_id().value_or("none"), t.build_id);
       continue;
     }
-    FunctionMap& map = (*img)->facet<FunctionMap>();
-    add_function_names(**img, map);
+    FunctionMap& map = function_map_with_names(**img);
     slot->map = &map;
     slot->img = std::move(*img);
     return slot.get();
