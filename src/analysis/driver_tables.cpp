@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <exception>
 #include <latch>
 #include <optional>
@@ -198,57 +199,56 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
   size_t slots = 0;
   for (const auto& t : et.tables) slots += t.slots.size();
   out.reserve(dm.entries.size() + pa.rows.size() + slots);
+  auto made = [&](const std::string& s) { return names_made_.intern(s); };
   for (const auto& d : dm.entries) {
     if (d.implementation != 0)
       out.push_back({.address = d.implementation,
-                     .name = std::string(d.export_name),
-                     .source = with_sources ? "impl via dispatch" : std::string(),
+                     .name = d.export_name,
+                     .source = with_sources ? "impl via dispatch" : "",
                      .kind = NamedFunction::Kind::kDispatch});
   }
   for (const auto& r : pa.rows) {
     if (r.function == 0 || !r.export_name.empty()) continue;
     out.push_back({.address = r.function,
-                   .name = std::string(r.api),
+                   .name = r.api,
                    .source = with_sources
-                                 ? fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
-                                               cuda::proc_flags_name(r.flags))
-                                 : std::string(),
+                                 ? made(fmt::format("procaddress {} v{} {}", r.api, r.cuda_version,
+                                                    cuda::proc_flags_name(r.flags)))
+                                 : "",
                    .kind = NamedFunction::Kind::kProcAddress});
   }
   for (const auto& t : et.tables) {
     std::string uuid = cuda::format_uuid(t.uuid);
-    // "<TABLE>.", "<TABLE>.slot" or "etbl_<uuid's first 8 digits>_": ~2,000 names on 550, so
-    // appended rather than formatted.
-    std::string prefix =
-        t.known ? std::string(t.known->name) + "." : "etbl_" + uuid.substr(0, 8) + "_";
+    // "<TABLE>.<slot name>", "<TABLE>.slot<n>" or "etbl_<uuid's first 8 digits>_<n>": ~2,000
+    // names on 550, so put together rather than formatted.
+    std::string_view prefix = t.known ? t.known->name : std::string_view("etbl_");
+    std::string_view uuid8 = t.known ? std::string_view() : std::string_view(uuid).substr(0, 8);
     for (const auto& s : t.slots) {
       if (s.kind != cuda::SlotKind::kFunction || !s.export_name.empty()) continue;
-      std::string name = prefix;
-      if (t.known && !s.known_name.empty()) {
-        name += s.known_name;
-      } else {
-        if (t.known) name += "slot";
-        name += std::to_string(s.index);
-      }
+      char index[12];
+      std::string_view number(
+          index,
+          static_cast<size_t>(std::to_chars(index, index + sizeof index, s.index).ptr - index));
+      std::string_view name = t.known && !s.known_name.empty()
+                                  ? names_made_.concat({prefix, ".", s.known_name})
+                              : t.known ? names_made_.concat({prefix, ".slot", number})
+                                        : names_made_.concat({prefix, uuid8, "_", number});
       out.push_back(
-          {s.value, std::move(name),
-           with_sources ? fmt::format("export table {} slot {}", uuid, s.index) : std::string(),
+          {s.value, name,
+           with_sources ? made(fmt::format("export table {} slot {}", uuid, s.index)) : "",
            NamedFunction::Kind::kExportTable});
     }
   }
-  // By address, in the order found within one address (a stable sort), moving each string once.
-  std::vector<std::pair<uint64_t, uint32_t>> order(out.size());
-  for (size_t i = 0; i < out.size(); ++i) order[i] = {out[i].address, static_cast<uint32_t>(i)};
-  std::sort(order.begin(), order.end());
-  std::vector<NamedFunction> sorted;
-  sorted.reserve(out.size());
-  for (const auto& [address, i] : order) {
-    NamedFunction& n = out[i];
-    if (!sorted.empty() && sorted.back().address == address && sorted.back().name == n.name)
-      continue;  // the same name twice at one address
-    sorted.push_back(std::move(n));
-  }
-  return sorted;
+  // By address, in the order found within one address; the same name twice at one address once.
+  std::stable_sort(out.begin(), out.end(), [](const NamedFunction& a, const NamedFunction& b) {
+    return a.address < b.address;
+  });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const NamedFunction& a, const NamedFunction& b) {
+                          return a.address == b.address && a.name == b.name;
+                        }),
+            out.end());
+  return out;
 }
 
 }  // namespace cudatool

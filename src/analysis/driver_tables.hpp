@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/driver_image.hpp"
+#include "base/string_arena.hpp"
 #include "cuda/driver_tables.hpp"
 
 namespace cudatool {
@@ -43,11 +44,12 @@ class DriverTables {
   //   {0x…,      "cuFoo",        "procaddress cuFoo v12000 per-thread"}  returned, not exported
   //   {0x…,      "CUDART_INTERFACE.get_module_from_cubin", "export table 6bd5fb6c-… slot 1"}
   //   {0x…,      "etbl_2c8e0ad8_3", "export table 2c8e0ad8-… slot 3"}  unnamed slot
+  // The strings live as long as this facet.
   struct NamedFunction {
     enum class Kind : uint8_t { kDispatch, kProcAddress, kExportTable };
     uint64_t address = 0;
-    std::string name;
-    std::string source;
+    std::string_view name;
+    std::string_view source;
     Kind kind = Kind::kDispatch;
   };
   // Without sources (`source` left empty) for callers that only place the names: formatting
@@ -79,6 +81,7 @@ class DriverTables {
   std::optional<cuda::DispatchMap> dispatch_;
   std::optional<cuda::ErrorTable> errors_;
   std::optional<std::vector<ApiCoverage>> coverage_;
+  StringArena names_made_;  // function_names()' export-table names and sources
 };
 
 }  // namespace cudatool

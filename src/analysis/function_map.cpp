@@ -415,20 +415,6 @@ std::string_view FunctionMap::exec_section(uint64_t addr) const {
   return {};
 }
 
-std::string_view FunctionMap::intern(std::string_view s) {
-  if (s.size() > arena_left_) {
-    size_t block = std::max<size_t>(s.size(), 64 * 1024);
-    arena_.push_back(std::make_unique<char[]>(block));
-    arena_next_ = arena_.back().get();
-    arena_left_ = block;
-  }
-  if (!s.empty()) std::memcpy(arena_next_, s.data(), s.size());
-  std::string_view v(arena_next_, s.size());
-  arena_next_ += s.size();
-  arena_left_ -= s.size();
-  return v;
-}
-
 bool FunctionMap::add_name(uint64_t start, std::string_view name, std::string_view source) {
   // Sources are few: keep one copy of each.
   auto src = std::find(sources_.begin(), sources_.end(), source);

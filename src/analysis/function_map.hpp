@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/string_arena.hpp"
 #include "elf/eh_frame.hpp"
 
 namespace cudatool {
@@ -166,11 +167,9 @@ class FunctionMap {
   // max end() over functions_[0..i]; only built when FDE ranges overlap (else ends ascend).
   std::vector<uint64_t> max_end_;
   std::vector<std::vector<FunctionName>> name_lists_;
-  // Storage of name and source strings: bump-allocated blocks, never moved.
-  std::string_view intern(std::string_view s);
-  std::vector<std::unique_ptr<char[]>> arena_;
-  size_t arena_left_ = 0;
-  char* arena_next_ = nullptr;
+  // Storage of name and source strings.
+  std::string_view intern(std::string_view s) { return strings_.intern(s); }
+  StringArena strings_;
   std::vector<std::string_view> sources_;
   std::vector<Unplaced> unplaced_;
   std::vector<ExecRange> exec_;

@@ -346,7 +346,7 @@ TEST_P(TablesReal, FunctionNamesForTheSymbolizer) {
   auto& t = (*img)->facet<DriverTables>();
   auto names = t.function_names();
   json j = tables_json(lib(), {"--kind", "dispatch"});
-  std::map<std::string, uint64_t> impl;
+  std::map<std::string, uint64_t, std::less<>> impl;
   for (const auto& e : j["dispatch"]["entries"])
     if (!e["implementation"].is_null()) impl[e["export"]] = json_hex(e["implementation"]);
   ASSERT_TRUE(impl.count("cuMemAlloc_v2"));
@@ -356,7 +356,7 @@ TEST_P(TablesReal, FunctionNamesForTheSymbolizer) {
     if (n.source != "impl via dispatch") continue;
     ++via_dispatch;
     ASSERT_TRUE(impl.count(n.name)) << n.name;
-    EXPECT_EQ(impl[n.name], n.address) << n.name;
+    EXPECT_EQ(impl.find(n.name)->second, n.address) << n.name;
     mem_alloc |= n.name == "cuMemAlloc_v2";
   }
   EXPECT_TRUE(mem_alloc);
