@@ -51,22 +51,26 @@ std::vector<uint32_t> sort_by_start(const std::vector<Function>& fns) {
     if (i > 0 && fns[i].start < fns[i - 1].start) sorted = false;
   }
   if (sorted) return {};
-  constexpr unsigned kBits = 11;
-  constexpr size_t kBuckets = size_t{1} << kBits;
+  // LSD radix sort in as few passes of at most 13 bits as the largest start needs (two for a
+  // libcuda: .text spans less than 2^26 bytes); 8,192 counters stay in L1.
+  constexpr unsigned kMaxBits = 13;
   std::vector<uint32_t> a(n), b(n);
   for (size_t i = 0; i < n; ++i) a[i] = static_cast<uint32_t>(i);
   const unsigned key_bits = 64 - static_cast<unsigned>(__builtin_clzll(max_key | 1));
-  std::vector<uint32_t> count(kBuckets);
-  for (unsigned shift = 0; shift < key_bits; shift += kBits) {
+  const unsigned passes = (key_bits + kMaxBits - 1) / kMaxBits;
+  const unsigned bits = (key_bits + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  std::vector<uint32_t> count(size_t{1} << bits);
+  for (unsigned shift = 0; shift < key_bits; shift += bits) {
     std::fill(count.begin(), count.end(), 0);
-    for (uint32_t i : a) ++count[(fns[i].start >> shift) & (kBuckets - 1)];
+    for (uint32_t i : a) ++count[(fns[i].start >> shift) & mask];
     uint32_t sum = 0;
     for (auto& c : count) {
       uint32_t k = c;
       c = sum;
       sum += k;
     }
-    for (uint32_t i : a) b[count[(fns[i].start >> shift) & (kBuckets - 1)]++] = i;
+    for (uint32_t i : a) b[count[(fns[i].start >> shift) & mask]++] = i;
     a.swap(b);
   }
   return a;

@@ -20,7 +20,8 @@ class StringArena {
     for (auto p : parts) n += p.size();
     if (n > left_) {
       size_t block = std::max<size_t>(n, kBlock);
-      blocks_.push_back(std::make_unique<char[]>(block));
+      // Not zeroed (make_unique<char[]> would write all of it): a page is touched when used.
+      blocks_.push_back(std::unique_ptr<char[]>(new char[block]));
       next_ = blocks_.back().get();
       left_ = block;
     }
