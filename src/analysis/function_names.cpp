@@ -44,10 +44,11 @@ FunctionMap& function_map_with_names(DriverImage& img) {
   }
   // What the map's builder reads of `img` that is computed on first use, computed now; it then
   // reads only what no longer changes, and reports to its own diagnostics, placed where
-  // building the map first would have put them.
+  // building the map on this thread would have put them: after the search table's damage (read
+  // first) and before the dynamic symbols' (read last, to name the exports).
   img.eh_frame_hdr();
-  img.dynamic_symbols();
   const size_t at = img.diagnostics().items().size();
+  img.dynamic_symbols();
   Diagnostics map_diag;
   std::shared_ptr<FunctionMap> built;
   auto& tables = img.facet<DriverTables>();

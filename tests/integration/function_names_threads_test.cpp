@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -118,6 +119,46 @@ TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
     mixed += from_map && from_tables;
   }
   EXPECT_GT(mixed, 0) << "no round was damaged where both threads look: the test tests nothing";
+
+  // .dynsym linked to a section that is no string table: the dynamic symbols' report comes
+  // after the map's (one thread reads them last, to name the exports), and the exports are gone.
+  const ReadelfSection* dynsym = nullptr;
+  const ReadelfSection* text = nullptr;
+  for (const auto& s : secs) {
+    if (s.name == ".dynsym") dynsym = &s;
+    if (s.name == ".text") text = &s;
+  }
+  ASSERT_NE(dynsym, nullptr);
+  ASSERT_NE(text, nullptr);
+  std::string m = orig;
+  uint64_t shoff = 0;
+  std::memcpy(&shoff, m.data() + 0x28, 8);
+  uint32_t link = static_cast<uint32_t>(text->index);
+  std::memcpy(m.data() + shoff + static_cast<uint64_t>(dynsym->index) * 64 + 40, &link, 4);
+  // The 100th record of .eh_frame (an FDE) gets a CIE pointer to before the section: one report.
+  uint64_t rec = eh->offset;
+  for (int k = 0; k < 100; ++k) {
+    uint32_t len = 0;
+    std::memcpy(&len, m.data() + rec, 4);
+    ASSERT_TRUE(len != 0 && len != 0xffffffffu && rec + 4 + len < eh->offset + eh->size);
+    rec += 4 + len;
+  }
+  const uint32_t before_start = 0x7ffffff0;
+  std::memcpy(m.data() + rec + 4, &before_start, 4);
+  std::string path = write_temp("names-threads-dynsym.so", m);
+  Both b = build_both(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(b.threaded_map, b.serial_map);
+  EXPECT_EQ(b.threaded_diag, b.serial_diag);
+  size_t eh_at = b.serial_diag.size(), sym_at = b.serial_diag.size();
+  for (size_t i = 0; i < b.serial_diag.size(); ++i) {
+    if (eh_at == b.serial_diag.size() && b.serial_diag[i].find(".eh_frame") != std::string::npos)
+      eh_at = i;
+    if (b.serial_diag[i].find("does not name a string table") != std::string::npos) sym_at = i;
+  }
+  ASSERT_LT(eh_at, b.serial_diag.size()) << "the .eh_frame damage was not met";
+  ASSERT_LT(sym_at, b.serial_diag.size()) << "the .dynsym damage was not met";
+  EXPECT_LT(eh_at, sym_at);
 }
 
 }  // namespace
