@@ -111,10 +111,12 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
   {
     std::optional<HelperThread> helper;  // joined on leaving the block, by an exception too
     try {
-      helper.emplace(helper_work);
+      // With one CPU the two would only take turns: the helper's work is then done here, after
+      // ours (as when no thread can be had).
+      if (HelperThread::another_cpu()) helper.emplace(helper_work);
     } catch (const std::system_error&) {
-      input_ready.count_down();  // no thread to be had: its work is done here, after ours
     }
+    if (!helper) input_ready.count_down();
     try {
       in = input();  // the relocation index and the export names, read by both threads
       fns = exported_code(in);

@@ -2,15 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <thread>
+#include <system_error>
 
 #include "analysis/relocations.hpp"
+#include "base/helper_thread.hpp"
 #include "base/x86_length.hpp"
 #include "elf/relocations.hpp"
 
@@ -285,9 +284,7 @@ void XrefIndex::sweep_all(const std::vector<FunctionMap::ExecRange>& ranges) {
     stats_.code_bytes += r.bytes.empty() ? 0 : std::min<uint64_t>(r.bytes.size(), r.end - r.start);
     if (r.bytes.size() > ranges[big].bytes.size()) big = i;
   }
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const bool two_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+  const bool two_cpus = HelperThread::another_cpu();
   const auto fns = map_->functions();
   if (two_cpus && !ranges.empty() && ranges[big].bytes.size() >= kParallelSweepBytes) {
     const auto& r = ranges[big];
@@ -311,10 +308,17 @@ void XrefIndex::sweep_all(const std::vector<FunctionMap::ExecRange>& ranges) {
   auto run = [this](const std::vector<FunctionMap::ExecRange>& rs, SweepPart& out) {
     for (const auto& r : rs) sweep(r, out);
   };
-  std::optional<std::thread> helper;
-  if (!second.empty()) helper.emplace(run, std::cref(second), std::ref(b));
-  run(first, a);
-  if (helper) helper->join();
+  {
+    std::optional<HelperThread> helper;  // joined on leaving the block
+    if (!second.empty()) {
+      try {
+        helper.emplace([&] { run(second, b); });
+      } catch (const std::system_error&) {
+        run(second, b);  // no thread to be had: one after the other
+      }
+    }
+    run(first, a);
+  }
   for (SweepPart* part : {&a, &b}) {
     refs_.insert(refs_.end(), part->refs.begin(), part->refs.end());
     entry_targets_.insert(entry_targets_.end(), part->entry_targets.begin(),

@@ -21,6 +21,12 @@ HelperThread::HelperThread(std::function<void()> work) : work_(std::move(work)) 
   joinable_ = true;
 }
 
+bool HelperThread::another_cpu() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+}
+
 HelperThread::~HelperThread() {
   join();
 }

@@ -25,6 +25,9 @@ class HelperThread {
 
   void join();
 
+  // Whether this thread may run on more than one CPU: with one, a helper only takes turns.
+  static bool another_cpu();
+
  private:
   static void* run(void* self);
 
