@@ -14,6 +14,7 @@
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
 #include "base/helper_thread.hpp"
+#include "frames_helpers.hpp"
 #include "harness.hpp"
 
 namespace cudatool::test {
@@ -106,12 +107,8 @@ TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
   CUDATOOL_REQUIRE_BUILD(builds.front());
   const std::string orig = read_file(src);
   const auto secs = readelf_sections(src);
-  const ReadelfSection* eh = nullptr;
-  const ReadelfSection* rela = nullptr;
-  for (const auto& s : secs) {
-    if (s.name == ".eh_frame") eh = &s;
-    if (s.name == ".rela.dyn") rela = &s;
-  }
+  const ReadelfSection* eh = find_section(secs, ".eh_frame");
+  const ReadelfSection* rela = find_section(secs, ".rela.dyn");
   ASSERT_NE(eh, nullptr);
   ASSERT_NE(rela, nullptr);
   std::mt19937_64 rng(20261205);
@@ -140,12 +137,8 @@ TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
 
   // .dynsym linked to a section that is no string table: the dynamic symbols' report comes
   // after the map's (one thread reads them last, to name the exports), and the exports are gone.
-  const ReadelfSection* dynsym = nullptr;
-  const ReadelfSection* text = nullptr;
-  for (const auto& s : secs) {
-    if (s.name == ".dynsym") dynsym = &s;
-    if (s.name == ".text") text = &s;
-  }
+  const ReadelfSection* dynsym = find_section(secs, ".dynsym");
+  const ReadelfSection* text = find_section(secs, ".text");
   ASSERT_NE(dynsym, nullptr);
   ASSERT_NE(text, nullptr);
   std::string m = orig;
