@@ -61,19 +61,10 @@ std::vector<cuda::ExportedFunction> DriverTables::exported_code(const cuda::Tabl
   return fns;
 }
 
-cuda::DispatchMap DriverTables::resolve_dispatch(const cuda::TableInput& in,
-                                                 std::span<const cuda::ExportedFunction> fns) {
-  cuda::DispatchMap m = cuda::resolve_dispatch(in, fns);
-  if (!m.error.empty() && in.diag) {
-    in.diag->report(make_error("dispatch", "", std::nullopt, m.error));
-  }
-  return m;
-}
-
 const cuda::DispatchMap& DriverTables::dispatch() {
   if (!dispatch_) {
     auto in = input();
-    dispatch_ = resolve_dispatch(in, exported_code(in));
+    dispatch_ = cuda::resolve_dispatch(in, exported_code(in));
   }
   return *dispatch_;
 }
@@ -134,8 +125,6 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
   }
   if (helper_failed) std::rethrow_exception(helper_failed);
   dispatch_ = stubs->finish();
-  if (!dispatch_->error.empty())
-    dispatch_diag.report(make_error("dispatch", "", std::nullopt, dispatch_->error));
   img_.diagnostics().insert(img_.diagnostics().items().size(), dispatch_diag);
   img_.diagnostics().insert(img_.diagnostics().items().size(), tables_diag);
 }

@@ -70,8 +70,6 @@ class DriverTables {
   cuda::TableInput input();
   // The exported functions in executable sections: what dispatch() decodes.
   std::vector<cuda::ExportedFunction> exported_code(const cuda::TableInput& in);
-  static cuda::DispatchMap resolve_dispatch(const cuda::TableInput& in,
-                                            std::span<const cuda::ExportedFunction> fns);
 
   DriverImage& img_;
   cuda::ExportNames names_;

@@ -252,6 +252,7 @@ DispatchResolver::DispatchResolver(const TableInput& in,
     : in_(in), functions_(functions), entries_(functions.size()), damage_(functions.size()) {}
 
 void DispatchResolver::resolve_some() {
+  if (next_.load(std::memory_order_relaxed) >= functions_.size()) return;  // all taken
   StubDecoder dis;
   if (!dis.ok()) {
     no_disassembler_ = true;
@@ -335,6 +336,7 @@ DispatchMap DispatchResolver::finish() {
   DispatchMap m;
   if (no_disassembler_) {
     m.error = "Capstone could not open an x86-64 disassembler";
+    if (in_.diag) in_.diag->report(make_error("dispatch", "", std::nullopt, m.error));
     return m;
   }
   m.instructions = instructions_;

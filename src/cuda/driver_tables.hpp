@@ -223,7 +223,8 @@ class StubDecoder;
 
 // resolve_dispatch() shared by threads: each calls resolve_some(), which takes the next entries
 // no thread has taken (its own disassembler) until none is left; then one calls finish(), which
-// reports the damage met to in.diag in the order of `functions`, as one thread would.
+// reports the damage met (and a disassembler that would not start, in `error` too) to in.diag in
+// the order of `functions`, as one thread would.
 class DispatchResolver {
  public:
   DispatchResolver(const TableInput& in, std::span<const ExportedFunction> functions);
