@@ -156,6 +156,15 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   return *this;
 }
 
+JsonWriter& JsonWriter::key(JsonKey k) {
+  if (pretty_ || after_key_ || has_elem_.empty()) return key(k.name());
+  size_t skip = has_elem_.back() != 0 ? 0 : 1;  // the comma
+  has_elem_.back() = 1;
+  out_.append(k.rendered + skip, k.size - skip);
+  after_key_ = true;
+  return *this;
+}
+
 JsonWriter& JsonWriter::value(std::string_view s) {
   before_value();
   json_escape_to(out_, s);

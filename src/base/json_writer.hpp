@@ -11,6 +11,43 @@
 
 namespace cudatool {
 
+// A member name fixed when the program is compiled, kept rendered with its comma (`,"seq":`) so
+// that a compact writer copies it in one piece: `w.kv("seq"_key, n)` (using namespace
+// cudatool::json_literals). For the keys of the hot paths (decode --json writes ~30 per event);
+// a plain string key is checked for escapes and assembled on every call.
+struct JsonKey {
+  const char* rendered;  // ,"name":
+  size_t size;
+  [[nodiscard]] std::string_view name() const { return {rendered + 2, size - 4}; }
+};
+
+namespace json_literals {
+
+template <size_t N>
+struct JsonKeyText {
+  char text[N + 3] = {};  // N counts the literal's NUL: ',' '"' name '"' ':'
+  // A name that needs escaping, or an empty one, does not compile (the throw is not constant).
+  consteval JsonKeyText(const char (&name)[N]) {  // NOLINT(google-explicit-constructor)
+    if (N < 2) throw "an empty JSON key";
+    text[0] = ',';
+    text[1] = '"';
+    for (size_t i = 0; i + 1 < N; ++i) {
+      auto c = static_cast<unsigned char>(name[i]);
+      if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) throw "a JSON key that needs escaping";
+      text[2 + i] = name[i];
+    }
+    text[N + 1] = '"';
+    text[N + 2] = ':';
+  }
+};
+
+template <JsonKeyText T>
+constexpr JsonKey operator""_key() {
+  return {T.text, sizeof T.text};
+}
+
+}  // namespace json_literals
+
 class JsonWriter {
  public:
   // pretty: two-space indentation (human-facing --json); compact: one line (JSON lines).
@@ -23,6 +60,7 @@ class JsonWriter {
   JsonWriter& begin_array();
   JsonWriter& end_array();
   JsonWriter& key(std::string_view k);
+  JsonWriter& key(JsonKey k);
 
   JsonWriter& value(std::string_view s);
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
@@ -45,17 +83,20 @@ class JsonWriter {
   // Inserts already-serialised JSON as a value.
   JsonWriter& raw(std::string_view json);
 
-  template <class T>
-  JsonWriter& kv(std::string_view k, const T& v) {
+  // K: a std::string_view or a JsonKey ("name"_key).
+  template <class K, class T>
+  JsonWriter& kv(const K& k, const T& v) {
     key(k);
     return value(v);
   }
   // k: v, or k: null when v is empty (an absent version, library, name).
-  JsonWriter& kv_or_null(std::string_view k, std::string_view v) {
+  template <class K>
+  JsonWriter& kv_or_null(const K& k, std::string_view v) {
     key(k);
     return v.empty() ? null() : value(v);
   }
-  JsonWriter& kv_hex(std::string_view k, uint64_t v) {
+  template <class K>
+  JsonWriter& kv_hex(const K& k, uint64_t v) {
     key(k);
     return hex(v);
   }

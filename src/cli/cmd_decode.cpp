@@ -18,6 +18,8 @@
 #include "trace/event_filter.hpp"
 
 namespace cudatool::cli {
+
+using namespace json_literals;  // NOLINT(google-build-using-namespace): "name"_key
 namespace {
 
 struct DecodeOptions {
@@ -110,30 +112,30 @@ void append_text(std::string& out, const trace::Event& ev, const trace::Decoded&
 void append_json(JsonWriter& w, const trace::Event& ev, const trace::Decoded& d, bool with_api,
                  std::string_view api, const std::vector<trace::ResolvedFrame>* frames) {
   w.begin_object();
-  w.kv("seq", ev.seq).kv("t", ev.t_ns);
-  w.key("dur");
+  w.kv("seq"_key, ev.seq).kv("t"_key, ev.t_ns);
+  w.key("dur"_key);
   if (ev.has_duration) {
     w.value(ev.dur_ns);
   } else {
     w.null();
   }
-  w.kv("pid", ev.pid).kv("tid", ev.tid);
-  w.kv("sys",
+  w.kv("pid"_key, ev.pid).kv("tid"_key, ev.tid);
+  w.kv("sys"_key,
        ev.sys == trace::Sys::kUnknown ? std::string_view(ev.sys_raw) : trace::sys_name(ev.sys));
-  w.key("path");
+  w.key("path"_key);
   if (ev.path.empty()) {
     w.null();
   } else {
     w.value(ev.path);
   }
-  w.key("fd");
+  w.key("fd"_key);
   if (ev.fd >= 0) {
     w.value(ev.fd);
   } else {
     w.null();
   }
-  w.kv("ret", ev.ret);
-  w.key("errno");
+  w.kv("ret"_key, ev.ret);
+  w.key("errno"_key);
   if (ev.err != 0) {
     const char* name = strerrorname_np(ev.err);
     w.value(name != nullptr ? std::string_view(name) : std::string_view("?"));
@@ -141,7 +143,7 @@ void append_json(JsonWriter& w, const trace::Event& ev, const trace::Decoded& d,
     w.null();
   }
   trace::write_json_members(w, d);
-  if (with_api) w.kv_or_null("api", api);
+  if (with_api) w.kv_or_null("api"_key, api);
   if (frames != nullptr) write_frames_json(w, *frames, ev.stack_error);
   w.end_object();
   w.finish();

@@ -7,6 +7,8 @@
 
 namespace cudatool::trace {
 
+using namespace json_literals;  // NOLINT(google-build-using-namespace): "name"_key
+
 using rm::device_name;
 using rm::Field;
 using rm::ValueKind;
@@ -235,7 +237,7 @@ void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
   w.raw(text);
 }
 
-void kv_opt_hex(JsonWriter& w, std::string_view k, const std::optional<uint32_t>& v) {
+void kv_opt_hex(JsonWriter& w, JsonKey k, const std::optional<uint32_t>& v) {
   w.key(k);
   if (v) {
     w.hex(*v);
@@ -307,53 +309,53 @@ void write_json(JsonWriter& w, const Decoded& d) {
 }
 
 void write_json_members(JsonWriter& w, const Decoded& d) {
-  w.key("call");
+  w.key("call"_key);
   if (d.call.empty()) {
     w.null();
   } else {
     w.value(d.call);
   }
-  w.kv("known", d.known);
-  w.kv("device", device_name(d.device));
+  w.kv("known"_key, d.known);
+  w.kv("device"_key, device_name(d.device));
   if (d.sys == Sys::kIoctl) {
-    w.kv_hex("request", d.request);
-    w.kv_hex("nr", d.nr);
-    w.kv("size", d.ioc_size);
+    w.kv_hex("request"_key, d.request);
+    w.kv_hex("nr"_key, d.nr);
+    w.kv("size"_key, d.ioc_size);
   }
-  w.key("arg_struct");
+  w.key("arg_struct"_key);
   if (d.arg_struct.empty()) {
     w.null();
   } else {
     w.value(d.arg_struct);
   }
-  w.key("args");
+  w.key("args"_key);
   write_fields(w, d.args);
-  w.key("params_struct");
+  w.key("params_struct"_key);
   if (d.params_struct.empty()) {
     w.null();
   } else {
     w.value(d.params_struct);
   }
-  w.key("params");
+  w.key("params"_key);
   write_fields(w, d.params);
   if (!d.wrapped_struct.empty()) {  // NV_ESC_IOCTL_XFER_CMD only
-    w.kv("wrapped_struct", d.wrapped_struct);
-    w.key("wrapped");
+    w.kv("wrapped_struct"_key, d.wrapped_struct);
+    w.key("wrapped"_key);
     write_fields(w, d.wrapped);
   }
-  w.key("pointees");
+  w.key("pointees"_key);
   w.begin_array();
   for (const Pointee& p : d.pointees) {
     w.begin_object();
-    w.kv("role", p.role);
-    w.key("struct");
+    w.kv("role"_key, p.role);
+    w.key("struct"_key);
     if (p.elem_type.empty()) {
       w.null();
     } else {
       w.value(p.elem_type);
     }
-    w.kv("known", p.known);
-    w.key("value");
+    w.kv("known"_key, p.known);
+    w.key("value"_key);
     thread_local std::string text;
     text.clear();
     json_field_value(text, p.value);
@@ -361,38 +363,38 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
     w.end_object();
   }
   w.end_array();
-  kv_opt_hex(w, "status", d.status);
-  w.key("status_name");
+  kv_opt_hex(w, "status"_key, d.status);
+  w.key("status_name"_key);
   if (d.status_name.empty()) {
     w.null();
   } else {
     w.value(d.status_name);
   }
-  kv_opt_hex(w, "h_client", d.h_client);
-  kv_opt_hex(w, "h_parent", d.h_parent);
-  kv_opt_hex(w, "h_object", d.h_object);
-  kv_opt_hex(w, "h_class", d.h_class);
-  kv_opt_hex(w, "cmd", d.cmd);
-  w.key("hex");
+  kv_opt_hex(w, "h_client"_key, d.h_client);
+  kv_opt_hex(w, "h_parent"_key, d.h_parent);
+  kv_opt_hex(w, "h_object"_key, d.h_object);
+  kv_opt_hex(w, "h_class"_key, d.h_class);
+  kv_opt_hex(w, "cmd"_key, d.cmd);
+  w.key("hex"_key);
   if (d.hex.empty()) {
     w.null();
   } else {
     w.value(d.hex);
   }
-  w.key("notes");
+  w.key("notes"_key);
   w.begin_array();
   for (const std::string& n : d.notes) w.value(n);
   w.end_array();
-  w.key("partial");
+  w.key("partial"_key);
   w.begin_array();
   for (const std::string& n : d.partial) w.value(n);
   w.end_array();
-  w.key("unrecorded");
+  w.key("unrecorded"_key);
   w.begin_array();
   for (const Unrecorded& u : d.unrecorded) {
     w.begin_object();
-    w.kv("what", u.what);
-    w.kv("why", u.why);
+    w.kv("what"_key, u.what);
+    w.kv("why"_key, u.why);
     w.end_object();
   }
   w.end_array();

@@ -114,6 +114,28 @@ TEST(JsonWriter, CompactKeysCleanEscapedAndLong) {
   EXPECT_EQ(j[long_key], 4);
 }
 
+// A compile-time key ("seq"_key) writes what the same key as a string writes: with its comma
+// after the first member, at the start of an object and of a nested one, and indented when pretty.
+TEST(JsonWriter, CompileTimeKeysWriteWhatStringKeysWrite) {
+  using namespace json_literals;  // NOLINT(google-build-using-namespace)
+  for (bool pretty : {false, true}) {
+    std::string by_key, by_string;
+    JsonWriter a(by_key, pretty), b(by_string, pretty);
+    a.begin_object().kv("seq"_key, 1).kv_hex("h_client"_key, 0xc1d0).key("o"_key).begin_object();
+    a.kv_or_null("path"_key, "").kv("x"_key, "y").end_object().key("args"_key).begin_array();
+    a.end_array().end_object();
+    b.begin_object().kv("seq", 1).kv_hex("h_client", 0xc1d0).key("o").begin_object();
+    b.kv_or_null("path", "").kv("x", "y").end_object().key("args").begin_array();
+    b.end_array().end_object();
+    EXPECT_EQ(by_key, by_string) << pretty;
+  }
+  std::string out;
+  JsonWriter c(out, false);
+  c.begin_object().kv("a"_key, 1).end_object();
+  EXPECT_EQ(out, "{\"a\":1}");
+  EXPECT_EQ(("status_name"_key).name(), "status_name");
+}
+
 TEST(Hex, RoundTripAndParse) {
   auto b = parse_hex_bytes("00ff7A");
   ASSERT_TRUE(b);
