@@ -14,9 +14,12 @@ namespace cudatool {
 // "0a1b…" (even length, upper or lower case, no prefix) to bytes; nothing on bad input.
 std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex);
 // Decodes hex.size() / 2 bytes of "0a1B…" (hex.size() even) into out; false when a character is
-// not a hex digit (out then holds garbage). 16 digits at a time with SSE2 on x86-64: trace readers
-// spend most of their time here on large argument buffers.
+// not a hex digit (out then holds garbage). 32 digits at a time with AVX2 where the processor has
+// it, else 16 with SSE2, on x86-64: trace readers spend much of their time here on large argument
+// buffers.
 bool decode_hex_into(std::string_view hex, uint8_t* out);
+// The same without AVX2 (tests compare both paths on a processor that has it).
+bool decode_hex_into_sse2(std::string_view hex, uint8_t* out);
 // Writes the lower-case hex digits of n bytes, 2n characters, to out. 16 bytes at a time with
 // SSE2 on x86-64: the tracer writes every recorded buffer this way, before and after the call.
 void encode_hex_into(const uint8_t* bytes, size_t n, char* out);

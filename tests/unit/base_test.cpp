@@ -149,8 +149,10 @@ TEST(Hex, RoundTripAndParse) {
   EXPECT_FALSE(parse_u64("0x1ffffffffffffffff"));
 }
 
-// The SSE2 decoder against a plain one, on every length up to 80 digits, with one bad character
-// (each kind that could pass a careless range check) planted at every position.
+// The decoder (AVX2 where the processor has it, then SSE2 and bytes) and its SSE2 path against a
+// plain one, on every length up to 160 digits (several 32- and 16-digit steps and their tails),
+// with one bad character (each kind that could pass a careless range check) planted at every
+// position.
 TEST(Hex, FastDecoderAgreesWithPlainOne) {
   auto plain = [](std::string_view s, std::vector<uint8_t>& out) {
     out.resize(s.size() / 2);
@@ -185,20 +187,22 @@ TEST(Hex, FastDecoderAgreesWithPlainOne) {
                       static_cast<char>(0xb0),
                       static_cast<char>(0xe1),
                       'x'};
-  for (size_t len = 0; len <= 80; len += 2) {
-    std::string s(len, '0');
-    for (char& c : s) c = digits[rng() % 22];
-    std::vector<uint8_t> got(len / 2 + 1), want;
-    ASSERT_TRUE(decode_hex_into(s, got.data()));
-    ASSERT_TRUE(plain(s, want));
-    got.resize(len / 2);
-    EXPECT_EQ(got, want) << s;
-    for (size_t at = 0; at < len; ++at) {
-      for (char b : bad) {
-        std::string t = s;
-        t[at] = b;
-        std::vector<uint8_t> o(len / 2 + 1);
-        EXPECT_FALSE(decode_hex_into(t, o.data())) << len << " " << at << " " << int(b);
+  for (auto* decode : {&decode_hex_into, &decode_hex_into_sse2}) {
+    for (size_t len = 0; len <= 160; len += 2) {
+      std::string s(len, '0');
+      for (char& c : s) c = digits[rng() % 22];
+      std::vector<uint8_t> got(len / 2 + 1), want;
+      ASSERT_TRUE(decode(s, got.data()));
+      ASSERT_TRUE(plain(s, want));
+      got.resize(len / 2);
+      EXPECT_EQ(got, want) << s;
+      for (size_t at = 0; at < len; ++at) {
+        for (char b : bad) {
+          std::string t = s;
+          t[at] = b;
+          std::vector<uint8_t> o(len / 2 + 1);
+          EXPECT_FALSE(decode(t, o.data())) << len << " " << at << " " << int(b);
+        }
       }
     }
   }
