@@ -51,7 +51,7 @@ namespace {
 // 32 digits -> 16 bytes: the SSE2 steps below on 256-bit vectors, the pairs packed with one
 // multiply-add (even * 16 + odd). The bytes done so far; stops early at a bad digit.
 __attribute__((target("avx2"))) size_t decode_hex_avx2(const unsigned char* p, size_t n,
-                                                        uint8_t* out) {
+                                                       uint8_t* out) {
   const __m256i k20 = _mm256_set1_epi8(0x20);
   const __m256i k0m1 = _mm256_set1_epi8('0' - 1), k9p1 = _mm256_set1_epi8('9' + 1);
   const __m256i kam1 = _mm256_set1_epi8('a' - 1), kfp1 = _mm256_set1_epi8('f' + 1);
@@ -121,8 +121,8 @@ bool decode_hex_into(std::string_view hex, uint8_t* out) {
   // AVX2 where the processor has it (the trace readers' largest single cost: every recorded
   // buffer, before and after the call); a bad digit is left to the SSE2 path to find.
   if (hex.size() >= 32 && have_avx2()) {
-    size_t done = decode_hex_avx2(reinterpret_cast<const unsigned char*>(hex.data()),
-                                  hex.size() / 2, out);
+    size_t done =
+        decode_hex_avx2(reinterpret_cast<const unsigned char*>(hex.data()), hex.size() / 2, out);
     hex.remove_prefix(2 * done);
     out += done;
   }
