@@ -1,9 +1,12 @@
 #include "base/json_writer.hpp"
 
+#include "base/hex.hpp"
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -86,158 +89,270 @@ void json_escape_to(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+namespace {
+
+constexpr size_t kStageSize = 16384;
+
+// Bytes of a 16-byte block that need escaping, as a bit mask.
+#if defined(__x86_64__)
+int escape_mask(__m128i v) {
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i k1f = _mm_set1_epi8(0x1f), k7f = _mm_set1_epi8(0x7f);
+  __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                             _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, k1f), v),    // v <= 0x1f
+                                          _mm_cmpeq_epi8(_mm_max_epu8(v, k7f), v)));  // v >= 0x7f
+  return _mm_movemask_epi8(hit);
+}
+#endif
+
+// Writes s escaped at p (room for 6 bytes per byte of s); returns the end.
+char* escape_bytes(char* p, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (!kNeedsEscape[c]) {
+      *p++ = ch;
+      continue;
+    }
+    *p++ = '\\';
+    switch (c) {
+      case '"':
+      case '\\':
+        *p++ = ch;
+        break;
+      case '\n':
+        *p++ = 'n';
+        break;
+      case '\r':
+        *p++ = 'r';
+        break;
+      case '\t':
+        *p++ = 't';
+        break;
+      default:
+        // Written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
+        p = std::copy_n("u00", 3, p);
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 15];
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+JsonWriter::JsonWriter(std::string& out, bool pretty, Mode mode)
+    : out_(out), pretty_(pretty), direct_(mode == Mode::kDirect) {
+  has_elem_.reserve(32);
+  cap_ = direct_ ? 256 : kStageSize;
+  buf_ = std::make_unique_for_overwrite<char[]>(cap_);
+  cur_ = buf_.get();
+  lim_ = cur_ + cap_;
+}
+
+void JsonWriter::flush_some() {
+  out_.append(buf_.get(), cur_);
+  cur_ = buf_.get();
+}
+
+void JsonWriter::make_room(size_t n) {
+  flush();
+  if (n > cap_) {
+    cap_ = std::max(n, 2 * cap_);
+    buf_ = std::make_unique_for_overwrite<char[]>(cap_);
+    cur_ = buf_.get();
+    lim_ = cur_ + cap_;
+  }
+}
+
+#if defined(__x86_64__)
+// The 16 bytes at p, which may run past the end of the object p points into, but not into
+// another page (the caller checks): a string's short tail in one load. Not instrumented: the
+// bytes past the end are loaded and ignored.
+__attribute__((no_sanitize("address"))) __m128i load_within_page(const char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+#endif
+
+// The string and its quotes at cur_. Clean 16-byte blocks are checked and copied as they are
+// read, a short tail in one more block when it does not end near a page's end; the first block
+// with a byte to escape, and what follows it, go byte by byte.
+void JsonWriter::escape_into(std::string_view s) {
+  char* p = room(s.size() + 18);  // the quotes, and a 16-byte store at the tail
+  *p++ = '"';
+  size_t i = 0;
+  bool clean = true;
+#if defined(__x86_64__)
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    if (escape_mask(v) != 0) break;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), v);
+  }
+  size_t rest = s.size() - i;
+  if (rest >= 16) {
+    clean = false;
+  } else if (rest > 0 && (reinterpret_cast<uintptr_t>(s.data() + i) & 4095) <= 4096 - 16) {
+    __m128i v = load_within_page(s.data() + i);
+    clean = (escape_mask(v) & ((1 << rest) - 1)) == 0;
+    if (clean) _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), v);
+  } else {
+    for (size_t j = i; j < s.size(); ++j) clean &= !kNeedsEscape[static_cast<unsigned char>(s[j])];
+    if (clean) std::memcpy(p + i, s.data() + i, rest);
+  }
+#else
+  for (char c : s) clean &= !kNeedsEscape[static_cast<unsigned char>(c)];
+  if (clean) std::memcpy(p, s.data(), s.size());
+#endif
+  if (clean) {
+    p[s.size()] = '"';
+    cur_ = p + s.size() + 1;
+    return;
+  }
+  cur_ = p + i;
+  p = room(6 * (s.size() - i) + 1);
+  p = escape_bytes(p, s.substr(i));
+  *p++ = '"';
+  cur_ = p;
+}
+
 void JsonWriter::newline_indent() {
-  out_.push_back('\n');
-  out_.append(has_elem_.size() * 2, ' ');
+  char* p = room(1 + 2 * has_elem_.size());
+  *p++ = '\n';
+  cur_ = std::fill_n(p, 2 * has_elem_.size(), ' ');
 }
 
 void JsonWriter::before_element() {
   if (has_elem_.empty()) return;
-  if (has_elem_.back() != 0) out_.push_back(',');
+  if (has_elem_.back() != 0) put(',');
   has_elem_.back() = 1;
   if (pretty_) newline_indent();
 }
 
 JsonWriter& JsonWriter::begin_object() {
   before_value();
-  out_.push_back('{');
+  put('{');
   has_elem_.push_back(0);
-  return *this;
+  return done();
 }
 
 JsonWriter& JsonWriter::end_object() {
   bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
-  out_.push_back('}');
-  return *this;
+  put('}');
+  return done();
 }
 
 JsonWriter& JsonWriter::begin_array() {
   before_value();
-  out_.push_back('[');
+  put('[');
   has_elem_.push_back(0);
-  return *this;
+  return done();
 }
 
 JsonWriter& JsonWriter::end_array() {
   bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
-  out_.push_back(']');
-  return *this;
+  put(']');
+  return done();
 }
 
 JsonWriter& JsonWriter::key(std::string_view k) {
-  // Keys are short names that need no escaping: the ',', the quoted key and its ':' in one append
-  // (the general path was a fifth of `decode --json`).
-  if (!pretty_ && k.size() <= 32 && !after_key_ && !has_elem_.empty()) {
-    bool clean = true;
-    for (char c : k) clean &= !kNeedsEscape[static_cast<unsigned char>(c)];
-    if (clean) {
-      char buf[36];
-      size_t n = 0;
-      if (has_elem_.back() != 0) buf[n++] = ',';
-      has_elem_.back() = 1;
-      buf[n++] = '"';
-      std::memcpy(buf + n, k.data(), k.size());
-      n += k.size();
-      buf[n++] = '"';
-      buf[n++] = ':';
-      out_.append(buf, n);
-      after_key_ = true;
-      return *this;
-    }
-  }
   before_value();
   after_key_ = true;
-  json_escape_to(out_, k);
-  out_ += pretty_ ? ": " : ":";
-  return *this;
+  escape_into(k);
+  if (pretty_) {
+    put(": ", 2);
+  } else {
+    put(':');
+  }
+  return done();
 }
 
-JsonWriter& JsonWriter::key(JsonKey k) {
+JsonWriter& JsonWriter::key_slow(JsonKey k) {
   if (pretty_ || after_key_ || has_elem_.empty()) return key(k.name());
-  size_t skip = has_elem_.back() != 0 ? 0 : 1;  // the comma
+  size_t skip = has_elem_.back() != 0 ? 0 : 1;
   has_elem_.back() = 1;
-  out_.append(k.rendered + skip, k.size - skip);
+  put(k.rendered + skip, k.size - skip);
   after_key_ = true;
-  return *this;
+  return done();
 }
 
 JsonWriter& JsonWriter::value(std::string_view s) {
   before_value();
-  json_escape_to(out_, s);
-  return *this;
+  escape_into(s);
+  return done();
 }
 
 JsonWriter& JsonWriter::value(bool b) {
   before_value();
-  out_ += b ? "true" : "false";
-  return *this;
+  if (b) {
+    put("true", 4);
+  } else {
+    put("false", 5);
+  }
+  return done();
 }
 
 JsonWriter& JsonWriter::value(long v) {
   before_value();
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, r.ptr);
-  return *this;
+  char* p = room(24);
+  cur_ = std::to_chars(p, p + 24, v).ptr;
+  return done();
 }
 
 JsonWriter& JsonWriter::value(unsigned long v) {
   before_value();
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, r.ptr);
-  return *this;
+  char* p = room(24);
+  cur_ = std::to_chars(p, p + 24, v).ptr;
+  return done();
 }
 
 JsonWriter& JsonWriter::value(double v) {
   before_value();
   if (!std::isfinite(v)) {
-    out_ += "null";
-    return *this;
+    put("null", 4);
+    return done();
   }
-  char buf[32];
-  int n = std::snprintf(buf, sizeof buf, "%.6g", v);
-  out_.append(buf, static_cast<size_t>(n));
-  return *this;
+  char* p = room(32);
+  int n = std::snprintf(p, 32, "%.6g", v);
+  cur_ = p + n;
+  return done();
 }
 
 JsonWriter& JsonWriter::null() {
   before_value();
-  out_ += "null";
-  return *this;
+  put("null", 4);
+  return done();
 }
 
 JsonWriter& JsonWriter::hex(uint64_t v) {
   before_value();
-  char buf[24] = {'"', '0', 'x'};
-  auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
-  *r.ptr = '"';
-  out_.append(buf, r.ptr + 1);
-  return *this;
+  char* p = room(24);
+  p[0] = '"';
+  p[1] = '0';
+  p[2] = 'x';
+  p = std::to_chars(p + 3, p + 23, v, 16).ptr;
+  *p++ = '"';
+  cur_ = p;
+  return done();
 }
 
 JsonWriter& JsonWriter::hex_bytes(const uint8_t* p, size_t n) {
-  static const char kHex[] = "0123456789abcdef";
   before_value();
-  out_.push_back('"');
-  size_t at = out_.size();
-  out_.resize(at + 2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out_[at + 2 * i] = kHex[p[i] >> 4];
-    out_[at + 2 * i + 1] = kHex[p[i] & 15];
-  }
-  out_.push_back('"');
-  return *this;
+  char* o = room(2 * n + 2);
+  *o++ = '"';
+  encode_hex_into(p, n, o);
+  o[2 * n] = '"';
+  cur_ = o + 2 * n + 1;
+  return done();
 }
 
 JsonWriter& JsonWriter::raw(std::string_view json) {
   before_value();
-  out_.append(json);
-  return *this;
+  put(json.data(), json.size());
+  return done();
 }
 
 }  // namespace cudatool

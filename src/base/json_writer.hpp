@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,8 +18,10 @@ namespace cudatool {
 // cudatool::json_literals). For the keys of the hot paths (decode --json writes ~30 per event);
 // a plain string key is checked for escapes and assembled on every call.
 struct JsonKey {
-  const char* rendered;  // ,"name":
-  size_t size;
+  const char* rendered;  // ,"name": followed by zeros up to at least kCopy + 1 bytes
+  size_t size;           // of ,"name":
+  // A writer copies this many bytes at once (a fixed-size copy) when the rendered key fits.
+  static constexpr size_t kCopy = 48;
   [[nodiscard]] std::string_view name() const { return {rendered + 2, size - 4}; }
 };
 
@@ -25,7 +29,10 @@ namespace json_literals {
 
 template <size_t N>
 struct JsonKeyText {
-  char text[N + 3] = {};  // N counts the literal's NUL: ',' '"' name '"' ':'
+  // N counts the literal's NUL: ',' '"' name '"' ':', then zeros, so that a fixed-size copy of
+  // JsonKey::kCopy bytes from either start stays inside.
+  static constexpr size_t kSize = N + 3;
+  char text[kSize > JsonKey::kCopy ? kSize : JsonKey::kCopy + 1] = {};
   // A name that needs escaping, or an empty one, does not compile (the throw is not constant).
   consteval JsonKeyText(const char (&name)[N]) {  // NOLINT(google-explicit-constructor)
     if (N < 2) throw "an empty JSON key";
@@ -43,24 +50,46 @@ struct JsonKeyText {
 
 template <JsonKeyText T>
 constexpr JsonKey operator""_key() {
-  return {T.text, sizeof T.text};
+  return {T.text, T.kSize};
 }
 
 }  // namespace json_literals
 
 class JsonWriter {
  public:
+  // How the text reaches `out`. kDirect: after every call out holds all that was written.
+  // kStaged: pieces gather in the writer's buffer and reach out when a top-level value ends, at
+  // finish(), and when the writer is destroyed; for a writer that writes one document after
+  // another (decode --json's event lines) to an `out` that nothing else writes to while a
+  // document is open. Either way each piece is written through an inline cursor, not appended to
+  // the string one call at a time.
+  enum class Mode : uint8_t { kDirect, kStaged };
+
   // pretty: two-space indentation (human-facing --json); compact: one line (JSON lines).
-  explicit JsonWriter(std::string& out, bool pretty = true) : out_(out), pretty_(pretty) {
-    has_elem_.reserve(32);
-  }
+  explicit JsonWriter(std::string& out, bool pretty = true, Mode mode = Mode::kDirect);
+  ~JsonWriter() { flush(); }
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
 
   JsonWriter& begin_object();
   JsonWriter& end_object();
   JsonWriter& begin_array();
   JsonWriter& end_array();
   JsonWriter& key(std::string_view k);
-  JsonWriter& key(JsonKey k);
+  // Inline: the common case (staged, compact, inside an object, room left) is one fixed-size
+  // copy.
+  JsonWriter& key(JsonKey k) {
+    if (direct_ || pretty_ || after_key_ || has_elem_.empty() || k.size > JsonKey::kCopy ||
+        static_cast<size_t>(lim_ - cur_) < JsonKey::kCopy) {
+      return key_slow(k);
+    }
+    size_t skip = has_elem_.back() != 0 ? 0 : 1;  // the comma
+    has_elem_.back() = 1;
+    std::memcpy(cur_, k.rendered + skip, JsonKey::kCopy);  // padding included
+    cur_ += k.size - skip;
+    after_key_ = true;
+    return *this;  // a key is never a whole document: nothing to hand on yet
+  }
 
   JsonWriter& value(std::string_view s);
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
@@ -102,9 +131,37 @@ class JsonWriter {
   }
 
   // Ends a top-level document with a newline.
-  void finish() { out_.push_back('\n'); }
+  void finish() {
+    put('\n');
+    flush();
+  }
+  // Moves what is staged to out (kStaged; kDirect writers have nothing staged between calls).
+  void flush() {
+    if (cur_ != buf_.get()) flush_some();
+  }
 
  private:
+  // Room for n more bytes at cur_ (a writer's pieces are small; a long string grows the buffer).
+  char* room(size_t n) {
+    if (static_cast<size_t>(lim_ - cur_) < n) make_room(n);
+    return cur_;
+  }
+  void put(char c) { *room(1) = c, ++cur_; }
+  void put(const char* p, size_t n) {
+    std::memcpy(room(n), p, n);
+    cur_ += n;
+  }
+  // The end of every public call: a kDirect writer hands its bytes to out now, a kStaged one when
+  // the top-level value is complete.
+  JsonWriter& done() {
+    if (direct_ || has_elem_.empty()) flush();
+    return *this;
+  }
+  JsonWriter& key_slow(JsonKey k);
+  void make_room(size_t n);
+  void flush_some();
+  void escape_into(std::string_view s);
+
   // A value after its key needs nothing (inline: called for every value); an array element or
   // a member's key needs its ',' (before_element).
   void before_value() {
@@ -119,6 +176,11 @@ class JsonWriter {
 
   std::string& out_;
   bool pretty_;
+  bool direct_;
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  char* cur_ = nullptr;
+  char* lim_ = nullptr;
   // One entry per open container: 1 when it already holds an element. (Bytes, not
   // vector<bool>: this is on the hot path of every value written.)
   std::vector<uint8_t> has_elem_;

@@ -231,7 +231,7 @@ int run_decode(const DecodeOptions& o) {
   trace::TraceReader& r = *in->reader;
   trace::Event ev;
   trace::Decoded d;
-  JsonWriter event_writer(out.str(), false);
+  JsonWriter event_writer(out.str(), false, JsonWriter::Mode::kStaged);
   uint64_t events = 0, shown = 0, stacked = 0;
   // Call stacks (docs/decode.md, "Call stacks"): the API call of each event, its frames.
   bool with_api = r.header().stacks || filter->uses_api();

@@ -146,95 +146,78 @@ void append_value(std::string& out, const Field& f) {
   }
 }
 
-// The JSON of decoded members is written straight into a string (not through JsonWriter, whose
-// per-value bookkeeping was most of `decode --json`'s time) and inserted with JsonWriter::raw.
-void json_hex(std::string& out, uint64_t v) {
-  char buf[24] = {'"', '0', 'x'};
-  auto r = std::to_chars(buf + 3, buf + sizeof buf - 1, v, 16);
-  *r.ptr = '"';
-  out.append(buf, r.ptr + 1);
-}
+// The JSON of decoded members, through the event's writer (a staged writer's inline cursor: the
+// members are most of `decode --json`'s output).
+void json_field_value(JsonWriter& w, const Field& f);
 
-void json_field_value(std::string& out, const Field& f);
-
-void json_fields(std::string& out, const std::vector<Field>& fields) {
-  out += '[';
-  bool first = true;
+void json_fields(JsonWriter& w, const std::vector<Field>& fields) {
+  w.begin_array();
   for (const Field& f : fields) {
-    if (!first) out += ',';
-    first = false;
-    out += "{\"name\":";
-    json_escape_to(out, f.name);
-    out += ",\"value\":";
-    json_field_value(out, f);
+    w.begin_object();
+    w.kv("name"_key, f.name);
+    w.key("value"_key);
+    json_field_value(w, f);
     if (f.kind == ValueKind::kClass || f.kind == ValueKind::kControl ||
         f.kind == ValueKind::kStatus) {
-      out += ",\"symbol\":";
+      w.key("symbol"_key);
       if (f.symbol.empty()) {
-        out += "null";
+        w.null();
       } else {
-        json_escape_to(out, f.symbol);
+        w.value(f.symbol);
       }
       if (f.kind == ValueKind::kControl && !f.category.empty()) {
-        out += f.symbol.empty() ? ",\"category\":" : ",\"handler\":";
-        json_escape_to(out, f.category);
+        if (f.symbol.empty()) {
+          w.kv("category"_key, f.category);
+        } else {
+          w.kv("handler"_key, f.category);
+        }
       }
     }
-    out += '}';
+    w.end_object();
   }
-  out += ']';
+  w.end_array();
 }
 
 // Numbers that people read as numbers are JSON numbers; handles, addresses, flags and ids are
 // "0x…" strings (docs/json.md); lists and structures nest.
-void json_field_value(std::string& out, const Field& f) {
+void json_field_value(JsonWriter& w, const Field& f) {
   switch (f.kind) {
     case ValueKind::kDec:
     case ValueKind::kChar:
-      append_dec(out, f.value);
+      w.value(f.value);
       break;
     case ValueKind::kSigned:
-      append_signed(out, static_cast<int64_t>(f.value));
+      w.value(static_cast<int64_t>(f.value));
       break;
     case ValueKind::kString:
     case ValueKind::kBytes:
-      json_escape_to(out, f.text);
+      w.value(f.text);
       break;
     case ValueKind::kList: {
-      out += '[';
-      bool first = true;
+      w.begin_array();
       for (const Field& e : f.items) {
-        if (!first) out += ',';
-        first = false;
         if (e.kind == ValueKind::kStruct) {
-          json_fields(out, e.items);
+          json_fields(w, e.items);
         } else if (e.kind == ValueKind::kClass || e.kind == ValueKind::kStatus) {
           if (e.symbol.empty()) {
-            json_hex(out, e.value);
+            w.hex(e.value);
           } else {
-            json_escape_to(out, e.symbol);
+            w.value(e.symbol);
           }
         } else {
-          json_field_value(out, e);
+          json_field_value(w, e);
         }
       }
-      out += ']';
+      w.end_array();
       break;
     }
     case ValueKind::kStruct:
-      json_fields(out, f.items);
+      json_fields(w, f.items);
       break;
     default:
-      json_hex(out, f.value);
+      w.hex(f.value);
       break;
   }
-}
-
-void write_fields(JsonWriter& w, const std::vector<Field>& fields) {
-  thread_local std::string text;
-  text.clear();
-  json_fields(text, fields);
-  w.raw(text);
 }
 
 void kv_opt_hex(JsonWriter& w, JsonKey k, const std::optional<uint32_t>& v) {
@@ -329,7 +312,7 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
     w.value(d.arg_struct);
   }
   w.key("args"_key);
-  write_fields(w, d.args);
+  json_fields(w, d.args);
   w.key("params_struct"_key);
   if (d.params_struct.empty()) {
     w.null();
@@ -337,11 +320,11 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
     w.value(d.params_struct);
   }
   w.key("params"_key);
-  write_fields(w, d.params);
+  json_fields(w, d.params);
   if (!d.wrapped_struct.empty()) {  // NV_ESC_IOCTL_XFER_CMD only
     w.kv("wrapped_struct"_key, d.wrapped_struct);
     w.key("wrapped"_key);
-    write_fields(w, d.wrapped);
+    json_fields(w, d.wrapped);
   }
   w.key("pointees"_key);
   w.begin_array();
@@ -356,10 +339,7 @@ void write_json_members(JsonWriter& w, const Decoded& d) {
     }
     w.kv("known"_key, p.known);
     w.key("value"_key);
-    thread_local std::string text;
-    text.clear();
-    json_field_value(text, p.value);
-    w.raw(text);
+    json_field_value(w, p.value);
     w.end_object();
   }
   w.end_array();

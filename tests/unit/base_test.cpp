@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <random>
 
@@ -134,6 +137,75 @@ TEST(JsonWriter, CompileTimeKeysWriteWhatStringKeysWrite) {
   c.begin_object().kv("a"_key, 1).end_object();
   EXPECT_EQ(out, "{\"a\":1}");
   EXPECT_EQ(("status_name"_key).name(), "status_name");
+}
+
+// The writer's string escaping (16-byte blocks, a short tail loaded in one block unless it ends
+// near a page's end) against json_escape_to: every length up to 70, each byte that needs escaping
+// planted at every position, and strings that end exactly at a page followed by an inaccessible
+// one (a load past the end there would fault).
+TEST(JsonWriter, StringsEscapeAsJsonEscapeToDoes) {
+  long page = sysconf(_SC_PAGESIZE);
+  auto* map = static_cast<char*>(
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  ASSERT_EQ(mprotect(map + page, page, PROT_NONE), 0);
+  const char special[] = {'"', '\\', '\n', '\t', 0x01, 0x1f, 0x7f, static_cast<char>(0xc3)};
+  std::mt19937 rng(5);
+  for (size_t len = 0; len <= 70; ++len) {
+    std::string clean(len, 'a');
+    for (char& c : clean) c = static_cast<char>('!' + rng() % 90);
+    for (char& c : clean) {
+      if (c == '"' || c == '\\') c = 'q';
+    }
+    std::vector<std::string> cases{clean};
+    for (size_t at = 0; at < len; ++at) {
+      for (char b : special) {
+        std::string t = clean;
+        t[at] = b;
+        cases.push_back(t);
+      }
+    }
+    for (const std::string& c : cases) {
+      char* at_end = map + page - c.size();  // ends where the inaccessible page starts
+      std::memcpy(at_end, c.data(), c.size());
+      for (std::string_view v : {std::string_view(c), std::string_view(at_end, c.size())}) {
+        std::string want, got;
+        json_escape_to(want, v);
+        for (auto mode : {JsonWriter::Mode::kDirect, JsonWriter::Mode::kStaged}) {
+          got.clear();
+          JsonWriter w(got, false, mode);
+          w.value(v);
+          w.flush();
+          ASSERT_EQ(got, want) << len;
+        }
+      }
+    }
+  }
+  munmap(map, 2 * page);
+}
+
+// A staged writer hands its text on when a top-level value ends (and at finish, flush and its
+// end), a direct one after every call; a string longer than the stage goes through whole.
+TEST(JsonWriter, StagedWriterHandsOnWholeDocuments) {
+  using namespace json_literals;  // NOLINT(google-build-using-namespace)
+  std::string staged, direct;
+  {
+    JsonWriter s(staged, false, JsonWriter::Mode::kStaged);
+    JsonWriter d(direct, false);
+    for (JsonWriter* w : {&s, &d}) w->begin_object().kv("seq"_key, 1).key("name"_key);
+    EXPECT_EQ(staged, "");
+    EXPECT_EQ(direct, "{\"seq\":1,\"name\":");
+    std::string big(100000, 'x');
+    big[77777] = '"';
+    for (JsonWriter* w : {&s, &d}) w->value(big).end_object();
+    EXPECT_EQ(staged, direct);
+    EXPECT_EQ(staged.size(), 100000u + 20u);
+    s.value(7);  // a top-level scalar is a whole document too
+    EXPECT_EQ(staged.back(), '7');
+    s.begin_array().value(1);
+  }
+  EXPECT_TRUE(staged.ends_with("}7[1"))
+      << staged.substr(staged.size() - 10);  // the rest, at its end
 }
 
 TEST(Hex, RoundTripAndParse) {
