@@ -142,27 +142,8 @@ char* escape_bytes(char* p, std::string_view s) {
 }  // namespace
 
 JsonWriter::JsonWriter(std::string& out, bool pretty, Mode mode)
-    : out_(out), pretty_(pretty), direct_(mode == Mode::kDirect) {
+    : pretty_(pretty), direct_(mode == Mode::kDirect), text_(out, direct_ ? 256 : kStageSize) {
   has_elem_.reserve(32);
-  cap_ = direct_ ? 256 : kStageSize;
-  buf_ = std::make_unique_for_overwrite<char[]>(cap_);
-  cur_ = buf_.get();
-  lim_ = cur_ + cap_;
-}
-
-void JsonWriter::flush_some() {
-  out_.append(buf_.get(), cur_);
-  cur_ = buf_.get();
-}
-
-void JsonWriter::make_room(size_t n) {
-  flush();
-  if (n > cap_) {
-    cap_ = std::max(n, 2 * cap_);
-    buf_ = std::make_unique_for_overwrite<char[]>(cap_);
-    cur_ = buf_.get();
-    lim_ = cur_ + cap_;
-  }
 }
 
 #if defined(__x86_64__)
@@ -174,11 +155,11 @@ __attribute__((no_sanitize("address"))) __m128i load_within_page(const char* p) 
 }
 #endif
 
-// The string and its quotes at cur_. Clean 16-byte blocks are checked and copied as they are
+// The string and its quotes at the cursor. Clean 16-byte blocks are checked and copied as they are
 // read, a short tail in one more block when it does not end near a page's end; the first block
 // with a byte to escape, and what follows it, go byte by byte.
 void JsonWriter::escape_into(std::string_view s) {
-  char* p = room(s.size() + 18);  // the quotes, and a 16-byte store at the tail
+  char* p = text_.room(s.size() + 18);  // the quotes, and a 16-byte store at the tail
   *p++ = '"';
   size_t i = 0;
   bool clean = true;
@@ -205,32 +186,32 @@ void JsonWriter::escape_into(std::string_view s) {
 #endif
   if (clean) {
     p[s.size()] = '"';
-    cur_ = p + s.size() + 1;
+    text_.set_cursor(p + s.size() + 1);
     return;
   }
-  cur_ = p + i;
-  p = room(6 * (s.size() - i) + 1);
+  text_.set_cursor(p + i);
+  p = text_.room(6 * (s.size() - i) + 1);
   p = escape_bytes(p, s.substr(i));
   *p++ = '"';
-  cur_ = p;
+  text_.set_cursor(p);
 }
 
 void JsonWriter::newline_indent() {
-  char* p = room(1 + 2 * has_elem_.size());
+  char* p = text_.room(1 + 2 * has_elem_.size());
   *p++ = '\n';
-  cur_ = std::fill_n(p, 2 * has_elem_.size(), ' ');
+  text_.set_cursor(std::fill_n(p, 2 * has_elem_.size(), ' '));
 }
 
 void JsonWriter::before_element() {
   if (has_elem_.empty()) return;
-  if (has_elem_.back() != 0) put(',');
+  if (has_elem_.back() != 0) text_.put(',');
   has_elem_.back() = 1;
   if (pretty_) newline_indent();
 }
 
 JsonWriter& JsonWriter::begin_object() {
   before_value();
-  put('{');
+  text_.put('{');
   has_elem_.push_back(0);
   return done();
 }
@@ -239,13 +220,13 @@ JsonWriter& JsonWriter::end_object() {
   bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
-  put('}');
+  text_.put('}');
   return done();
 }
 
 JsonWriter& JsonWriter::begin_array() {
   before_value();
-  put('[');
+  text_.put('[');
   has_elem_.push_back(0);
   return done();
 }
@@ -254,7 +235,7 @@ JsonWriter& JsonWriter::end_array() {
   bool had = !has_elem_.empty() && has_elem_.back() != 0;
   if (!has_elem_.empty()) has_elem_.pop_back();
   if (pretty_ && had) newline_indent();
-  put(']');
+  text_.put(']');
   return done();
 }
 
@@ -263,9 +244,9 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   after_key_ = true;
   escape_into(k);
   if (pretty_) {
-    put(": ", 2);
+    text_.put(": ", 2);
   } else {
-    put(':');
+    text_.put(':');
   }
   return done();
 }
@@ -274,7 +255,7 @@ JsonWriter& JsonWriter::key_slow(JsonKey k) {
   if (pretty_ || after_key_ || has_elem_.empty()) return key(k.name());
   size_t skip = has_elem_.back() != 0 ? 0 : 1;
   has_elem_.back() = 1;
-  put(k.rendered + skip, k.size - skip);
+  text_.put(k.rendered + skip, k.size - skip);
   after_key_ = true;
   return done();
 }
@@ -288,70 +269,70 @@ JsonWriter& JsonWriter::value(std::string_view s) {
 JsonWriter& JsonWriter::value(bool b) {
   before_value();
   if (b) {
-    put("true", 4);
+    text_.put("true", 4);
   } else {
-    put("false", 5);
+    text_.put("false", 5);
   }
   return done();
 }
 
 JsonWriter& JsonWriter::value(long v) {
   before_value();
-  char* p = room(24);
-  cur_ = std::to_chars(p, p + 24, v).ptr;
+  char* p = text_.room(24);
+  text_.set_cursor(std::to_chars(p, p + 24, v).ptr);
   return done();
 }
 
 JsonWriter& JsonWriter::value(unsigned long v) {
   before_value();
-  char* p = room(24);
-  cur_ = std::to_chars(p, p + 24, v).ptr;
+  char* p = text_.room(24);
+  text_.set_cursor(std::to_chars(p, p + 24, v).ptr);
   return done();
 }
 
 JsonWriter& JsonWriter::value(double v) {
   before_value();
   if (!std::isfinite(v)) {
-    put("null", 4);
+    text_.put("null", 4);
     return done();
   }
-  char* p = room(32);
+  char* p = text_.room(32);
   int n = std::snprintf(p, 32, "%.6g", v);
-  cur_ = p + n;
+  text_.set_cursor(p + n);
   return done();
 }
 
 JsonWriter& JsonWriter::null() {
   before_value();
-  put("null", 4);
+  text_.put("null", 4);
   return done();
 }
 
 JsonWriter& JsonWriter::hex(uint64_t v) {
   before_value();
-  char* p = room(24);
+  char* p = text_.room(24);
   p[0] = '"';
   p[1] = '0';
   p[2] = 'x';
   p = std::to_chars(p + 3, p + 23, v, 16).ptr;
   *p++ = '"';
-  cur_ = p;
+  text_.set_cursor(p);
   return done();
 }
 
 JsonWriter& JsonWriter::hex_bytes(const uint8_t* p, size_t n) {
   before_value();
-  char* o = room(2 * n + 2);
+  char* o = text_.room(2 * n + 2);
   *o++ = '"';
   encode_hex_into(p, n, o);
   o[2 * n] = '"';
-  cur_ = o + 2 * n + 1;
+  text_.set_cursor(o + 2 * n + 1);
   return done();
 }
 
 JsonWriter& JsonWriter::raw(std::string_view json) {
   before_value();
-  put(json.data(), json.size());
+  text_.put(json.data(), json.size());
   return done();
 }
 

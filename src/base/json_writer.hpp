@@ -6,10 +6,11 @@
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/text_stage.hpp"
 
 namespace cudatool {
 
@@ -80,13 +81,14 @@ class JsonWriter {
   // copy.
   JsonWriter& key(JsonKey k) {
     if (direct_ || pretty_ || after_key_ || has_elem_.empty() || k.size > JsonKey::kCopy ||
-        static_cast<size_t>(lim_ - cur_) < JsonKey::kCopy) {
+        text_.left() < JsonKey::kCopy) {
       return key_slow(k);
     }
     size_t skip = has_elem_.back() != 0 ? 0 : 1;  // the comma
     has_elem_.back() = 1;
-    std::memcpy(cur_, k.rendered + skip, JsonKey::kCopy);  // padding included
-    cur_ += k.size - skip;
+    char* p = text_.cursor();
+    std::memcpy(p, k.rendered + skip, JsonKey::kCopy);  // padding included
+    text_.set_cursor(p + k.size - skip);
     after_key_ = true;
     return *this;  // a key is never a whole document: nothing to hand on yet
   }
@@ -132,25 +134,13 @@ class JsonWriter {
 
   // Ends a top-level document with a newline.
   void finish() {
-    put('\n');
+    text_.put('\n');
     flush();
   }
   // Moves what is staged to out (kStaged; kDirect writers have nothing staged between calls).
-  void flush() {
-    if (cur_ != buf_.get()) flush_some();
-  }
+  void flush() { text_.flush(); }
 
  private:
-  // Room for n more bytes at cur_ (a writer's pieces are small; a long string grows the buffer).
-  char* room(size_t n) {
-    if (static_cast<size_t>(lim_ - cur_) < n) make_room(n);
-    return cur_;
-  }
-  void put(char c) { *room(1) = c, ++cur_; }
-  void put(const char* p, size_t n) {
-    std::memcpy(room(n), p, n);
-    cur_ += n;
-  }
   // The end of every public call: a kDirect writer hands its bytes to out now, a kStaged one when
   // the top-level value is complete.
   JsonWriter& done() {
@@ -158,8 +148,6 @@ class JsonWriter {
     return *this;
   }
   JsonWriter& key_slow(JsonKey k);
-  void make_room(size_t n);
-  void flush_some();
   void escape_into(std::string_view s);
 
   // A value after its key needs nothing (inline: called for every value); an array element or
@@ -174,13 +162,9 @@ class JsonWriter {
   void before_element();
   void newline_indent();
 
-  std::string& out_;
   bool pretty_;
   bool direct_;
-  std::unique_ptr<char[]> buf_;
-  size_t cap_ = 0;
-  char* cur_ = nullptr;
-  char* lim_ = nullptr;
+  TextStage text_;
   // One entry per open container: 1 when it already holds an element. (Bytes, not
   // vector<bool>: this is on the hot path of every value written.)
   std::vector<uint8_t> has_elem_;

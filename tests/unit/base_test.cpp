@@ -15,6 +15,7 @@
 #include "base/json_writer.hpp"
 #include "base/regex.hpp"
 #include "base/sha256.hpp"
+#include "base/text_stage.hpp"
 
 namespace cudatool {
 namespace {
@@ -206,6 +207,26 @@ TEST(JsonWriter, StagedWriterHandsOnWholeDocuments) {
   }
   EXPECT_TRUE(staged.ends_with("}7[1"))
       << staged.substr(staged.size() - 10);  // the rest, at its end
+}
+
+// A stage hands its text on at flush() and at its end, and a piece larger than its buffer grows
+// it without losing what came before.
+TEST(TextStage, HandsOnInOrderAndGrows) {
+  std::string out = "<";
+  {
+    TextStage t(out, 8);
+    t += "abc";
+    t += 'd';
+    t.fill(3, '-');
+    EXPECT_EQ(out, "<");
+    t.flush();
+    EXPECT_EQ(out, "<abcd---");
+    t.put(std::string(20, 'x'));  // more than the buffer holds
+    char* p = t.room(4);
+    std::memcpy(p, "wxyz", 4);
+    t.set_cursor(p + 2);
+  }
+  EXPECT_EQ(out, "<abcd---" + std::string(20, 'x') + "wx");
 }
 
 TEST(Hex, RoundTripAndParse) {
