@@ -38,24 +38,23 @@ std::string_view base_name(std::string_view path) {
 }
 
 // `v` right-aligned in `width` columns (spaces), with at least `zero_pad` digits (zeros), written
-// at p; returns the end. p has room for width + 20 bytes.
+// at p; returns the end. p has room for width + 20 bytes. The digits go straight to p (counted
+// first), not through a buffer that is then copied.
 char* put_uint(char* p, uint64_t v, size_t width, size_t zero_pad = 0) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  auto n = static_cast<size_t>(r.ptr - buf);
+  size_t n = 1;
+  for (uint64_t x = v; x >= 10; x /= 10) ++n;
   size_t digits = std::max(n, zero_pad);
   if (digits < width) p = std::fill_n(p, width - digits, ' ');
   if (n < digits) p = std::fill_n(p, digits - n, '0');
-  return std::copy(buf, r.ptr, p);
+  return std::to_chars(p, p + 20, v).ptr;
 }
 
 // "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"
 // (written without a format library: this is the command's inner loop).
-void append_text(std::string& out, const trace::Event& ev, const trace::Decoded& d,
+void append_text(TextStage& out, const trace::Event& ev, const trace::Decoded& d,
                  std::string_view api) {
-  // The columns before the call, composed in one buffer and appended at once.
-  char head[160];
-  char* p = put_uint(head, ev.seq, 7);
+  // The columns before the call, written in place at the stage's cursor.
+  char* p = put_uint(out.room(160), ev.seq, 7);
   *p++ = ' ';
   p = put_uint(p, ev.t_ns / 1000000000, 6);
   *p++ = '.';
@@ -71,17 +70,17 @@ void append_text(std::string& out, const trace::Event& ev, const trace::Decoded&
   }
   p = put_uint(p, static_cast<uint32_t>(ev.tid), 7);
   *p++ = ' ';
-  out.append(head, p);
+  out.set_cursor(p);
   std::string_view dev = ev.path.empty() ? std::string_view("-") : base_name(ev.path);
   out += dev;
-  out.append(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
+  out.fill(dev.size() < 11 ? 12 - dev.size() : 1, ' ');
   trace::append_line(out, d);
   if (ev.err != 0) {
     const char* name = strerrorname_np(ev.err);
-    fmt::format_to(std::back_inserter(out), " = {} {}", ev.ret,
-                   name != nullptr ? name : fmt::format("errno {}", ev.err));
+    out +=
+        fmt::format(" = {} {}", ev.ret, name != nullptr ? name : fmt::format("errno {}", ev.err));
   } else if (ev.sys == trace::Sys::kIoctl && ev.ret != 0) {
-    fmt::format_to(std::back_inserter(out), " = {}", ev.ret);
+    out += fmt::format(" = {}", ev.ret);
   }
   for (const std::string& n : d.notes) {
     out += " [note: ";
@@ -232,6 +231,7 @@ int run_decode(const DecodeOptions& o) {
   trace::Event ev;
   trace::Decoded d;
   JsonWriter event_writer(out.str(), false, JsonWriter::Mode::kStaged);
+  TextStage text(out.str(), 16384);  // the text lines, handed to `out` after each event
   uint64_t events = 0, shown = 0, stacked = 0;
   // Call stacks (docs/decode.md, "Call stacks"): the API call of each event, its frames.
   bool with_api = r.header().stacks || filter->uses_api();
@@ -258,7 +258,8 @@ int run_decode(const DecodeOptions& o) {
       append_json(event_writer, ev, d, with_api, api,
                   o.stacks.show ? (show_frames ? &frames : &kNoFrames) : nullptr);
     } else {
-      append_text(out.str(), ev, d, api);
+      append_text(text, ev, d, api);
+      text.flush();
       if (show_frames) append_frames_text(out.str(), frames, ev.stack_error);
     }
     out.maybe_flush();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 
 namespace cudatool::rm {
@@ -45,7 +46,26 @@ std::string_view find_version(std::string_view text) {
 // Structures by name, of a generated branch: decoding asks for the same structures again and
 // again, and a binary search by name compares their long common prefixes (NV2080_CTRL_…) a dozen
 // times.
-using StructIndex = std::unordered_map<std::string_view, const StructEntry*>;
+// Hashed from the length and three words (first, middle, last): the names share long prefixes and
+// suffixes (NV2080_CTRL_…_PARAMS), which the three words and the length tell apart well enough
+// for a table of ~10k names, in a fraction of what hashing every byte cost (std::hash was 3% of
+// `decode`).
+struct NameHash {
+  size_t operator()(std::string_view s) const {
+    uint64_t a = 0, b = 0, c = 0;
+    if (s.size() >= 8) {
+      std::memcpy(&a, s.data(), 8);
+      std::memcpy(&b, s.data() + s.size() / 2 - 4, 8);
+      std::memcpy(&c, s.data() + s.size() - 8, 8);
+    } else {
+      std::memcpy(&a, s.data(), s.size());
+    }
+    uint64_t h = (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL) ^
+                 (c * 0x165667b19e3779f9ULL) ^ s.size();
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+using StructIndex = std::unordered_map<std::string_view, const StructEntry*, NameHash>;
 
 }  // namespace
 

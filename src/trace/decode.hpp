@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text_stage.hpp"
 #include "rm/device.hpp"
 #include "rm/field.hpp"
 #include "rm/tables.hpp"
@@ -86,6 +87,8 @@ std::string format_value(const rm::Field& f);
 std::string format_line(const Decoded& d);
 // format_line appended to `out` (no allocation when `out` has room).
 void append_line(std::string& out, const Decoded& d);
+// The same through a stage (decode's event loop keeps one).
+void append_line(TextStage& out, const Decoded& d);
 // The JSON twin: an object {"call", "known", "device", "nr", "arg_struct", "args": [...],
 // "params_struct", "params": [...], "pointees": [...], "status", "status_name", "h_client", …,
 // "notes", "partial", "unrecorded"}.

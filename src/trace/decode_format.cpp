@@ -14,31 +14,32 @@ using rm::Field;
 using rm::ValueKind;
 namespace {
 
-// "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper.
-void append_hex(std::string& out, uint64_t v, bool pad8 = false) {
-  char buf[20];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  auto n = static_cast<size_t>(r.ptr - buf);
-  out += "0x";
-  if (pad8 && n < 8) out.append(8 - n, '0');
-  out.append(buf, n);
+// "0x1f" ("0x0000001f" with pad8), without printf: the text renderer's hottest helper. Numbers
+// are written in place at the stage's cursor.
+void append_hex(TextStage& out, uint64_t v, bool pad8 = false) {
+  char* p = out.room(20);
+  *p++ = '0';
+  *p++ = 'x';
+  if (pad8) {
+    int digits = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+    if (digits < 8) p = std::fill_n(p, 8 - digits, '0');
+  }
+  out.set_cursor(std::to_chars(p, p + 16, v, 16).ptr);
 }
 
-void append_dec(std::string& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
+void append_dec(TextStage& out, uint64_t v) {
+  char* p = out.room(20);
+  out.set_cursor(std::to_chars(p, p + 20, v).ptr);
 }
 
-void append_signed(std::string& out, int64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
+void append_signed(TextStage& out, int64_t v) {
+  char* p = out.room(20);
+  out.set_cursor(std::to_chars(p, p + 20, v).ptr);
 }
 
-void append_value(std::string& out, const Field& f);
+void append_value(TextStage& out, const Field& f);
 
-void append_members(std::string& out, const std::vector<Field>& items) {
+void append_members(TextStage& out, const std::vector<Field>& items) {
   bool first = true;
   for (const Field& m : items) {
     if (!first) out += ' ';
@@ -49,7 +50,7 @@ void append_members(std::string& out, const std::vector<Field>& items) {
   }
 }
 
-void append_quoted(std::string& out, std::string_view s) {
+void append_quoted(TextStage& out, std::string_view s) {
   out += '"';
   for (char ch : s) {
     auto u = static_cast<unsigned char>(ch);
@@ -67,7 +68,7 @@ void append_quoted(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void append_value(std::string& out, const Field& f) {
+void append_value(TextStage& out, const Field& f) {
   switch (f.kind) {
     case ValueKind::kHex:
       append_hex(out, f.value);
@@ -233,7 +234,10 @@ void kv_opt_hex(JsonWriter& w, JsonKey k, const std::optional<uint32_t>& v) {
 
 std::string format_value(const Field& f) {
   std::string out;
-  append_value(out, f);
+  {
+    TextStage text(out, 256);
+    append_value(text, f);
+  }
   return out;
 }
 
@@ -244,6 +248,11 @@ std::string format_line(const Decoded& d) {
 }
 
 void append_line(std::string& out, const Decoded& d) {
+  TextStage text(out, 1024);
+  append_line(text, d);
+}
+
+void append_line(TextStage& out, const Decoded& d) {
   if (!d.summary.empty()) {  // an environment event: its own text, the facts are in args
     out += d.call;
     out += ' ';
