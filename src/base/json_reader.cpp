@@ -68,7 +68,9 @@ bool JsonReader::fail_at(const char* at, const char* reason) {
 }
 
 void JsonReader::skip_ws_slow() {
-  while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  while (p_ != end_ && (*p_ == ' ' || (*p_ == '\n' && !one_line_) || *p_ == '\r' || *p_ == '\t')) {
+    ++p_;
+  }
 }
 
 JsonReader::Kind JsonReader::peek() {

@@ -49,6 +49,13 @@ class JsonReader {
         base_(base),
         byte_escapes_(byte_escapes) {}
 
+  // For reading the first line of a longer text: '\n' no longer counts as whitespace, so nothing
+  // read can span two lines (a caller that finds the line's end this way checks that the value
+  // ends right before a '\n').
+  void stop_at_newline() { one_line_ = true; }
+  // Where reading stands, from the start of the text.
+  [[nodiscard]] size_t position() const { return static_cast<size_t>(p_ - begin_); }
+
   // Kind of the next value (whitespace skipped; nothing consumed). kEnd when only whitespace
   // remains, kError when the next byte cannot start a value or the reader has failed.
   Kind peek();
@@ -234,6 +241,7 @@ class JsonReader {
   const char* end_;
   uint64_t base_;
   bool byte_escapes_;
+  bool one_line_ = false;
   const char* error_ = nullptr;
   uint64_t error_pos_ = 0;
   // Per open container: whether an element/member has been seen (so ',' is expected next).

@@ -56,6 +56,12 @@ class PlainLines : public LineSource {
     return true;
   }
 
+  std::string_view unread(uint64_t& offset) override {
+    offset = pos_;
+    return text_.substr(pos_);
+  }
+  void skip(size_t n) override { pos_ += std::min(n, text_.size() - pos_); }
+
  private:
   Storage storage_;
   std::string_view text_;

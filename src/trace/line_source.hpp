@@ -31,6 +31,15 @@ class LineSource {
   // the stream is damaged (then stream_error() says why; lines before the damage were returned).
   virtual bool next(std::string_view& line, uint64_t& offset, bool& complete) = 0;
 
+  // The text not yet returned, as one view starting at `offset`, for a reader that finds a line's
+  // end as it parses the line (then skip(n) moves past n bytes, the '\n' included). Empty when the
+  // source cannot give it (compressed streams): the reader then uses next().
+  virtual std::string_view unread(uint64_t& offset) {
+    offset = 0;
+    return {};
+  }
+  virtual void skip(size_t n) { (void)n; }
+
   // Damage of the container found while reading: a compressed stream cut short, a corrupt block,
   // a line over the limit, a read error.
   [[nodiscard]] const std::optional<Error>& stream_error() const { return error_; }

@@ -437,8 +437,20 @@ bool TraceReader::next(Event& ev) {
       }
       if (take(piece, piece_off, last_piece ? rest_complete_ : true, ev)) return true;
     }
-    std::string_view line;
+    // The commonest case of all: a whole event line in a plain file, parsed where it stands (its
+    // end found by parsing it, not by a scan before).
     uint64_t off = 0;
+    if (!trailer_) {
+      std::string_view text = src_->unread(off);
+      size_t length = 0;
+      if (text.starts_with(kEventLineStart) && parse_first_event_line(text, off, ev, length)) {
+        src_->skip(length + 1);
+        ++line_no_;
+        resolve_stack(ev, off);
+        return true;
+      }
+    }
+    std::string_view line;
     bool complete = true;
     if (!src_->next(line, off, complete)) {
       if (!stream_checked_) {

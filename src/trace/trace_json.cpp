@@ -500,11 +500,12 @@ void keep_what_the_kind_holds(Event& e) {
 
 }  // namespace
 
-Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
+namespace {
+
+// The members of an event line, into `e` (reset first); then what every caller does with them.
+void read_event_members(LineParser& p, Event& e, EventLineState& st) {
   reset_event(e);
-  LineParser p(line, offset);
   auto& r = p.r();
-  EventLineState st;
   if (r.enter_object()) {
     std::string_view k;
     while (r.next_member(k)) {
@@ -515,11 +516,31 @@ Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
   if (!st.have_arg) e.arg.reset();
   if (!st.have_content) e.content.reset();
   e.nested.resize(st.nested);
+}
+
+}  // namespace
+
+Status parse_event_line(std::string_view line, uint64_t offset, Event& e) {
+  LineParser p(line, offset);
+  EventLineState st;
+  read_event_members(p, e, st);
   Status status = p.finish();
   if (!status.ok()) return status;
   if (!st.have_sys) return make_error("", "sys", offset, "event without a \"sys\" member");
   keep_what_the_kind_holds(e);
   return Status::success();
+}
+
+bool parse_first_event_line(std::string_view text, uint64_t offset, Event& e, size_t& length) {
+  LineParser p(text, offset);
+  p.r().stop_at_newline();
+  EventLineState st;
+  read_event_members(p, e, st);
+  size_t end = p.r().position();
+  if (!p.clean() || !st.have_sys || end >= text.size() || text[end] != '\n') return false;
+  keep_what_the_kind_holds(e);
+  length = end;
+  return true;
 }
 
 }  // namespace cudatool::trace

@@ -38,11 +38,18 @@ enum class LineKind {
 // {"fn_block": …} function records (v4), anything else an event.
 // Does not validate the rest.
 LineKind classify_line(std::string_view line);
+// How every event line the recorders write starts.
+inline constexpr std::string_view kEventLineStart = "{\"seq\":";
 
 // Parse one line (without its '\n'). `offset` is the file offset of the line's first byte, used
 // in errors ("offset 1234: …" names the byte where the line went wrong).
 Status parse_header_line(std::string_view line, uint64_t offset, Header& out);
 Status parse_event_line(std::string_view line, uint64_t offset, Event& out);
+// The event line at the start of `text` (more lines may follow), when it parses and ends in a
+// '\n': its length (without the '\n') in `length`. False otherwise, with no report: the caller
+// then finds the line's end and calls parse_event_line, which says what is wrong. For the trace
+// reader, which so reads each byte of a good line once instead of first scanning for its end.
+bool parse_first_event_line(std::string_view text, uint64_t offset, Event& out, size_t& length);
 Status parse_trailer_line(std::string_view line, uint64_t offset, Trailer& out);
 Status parse_module_line(std::string_view line, uint64_t offset, Module& out);
 Status parse_stack_record_line(std::string_view line, uint64_t offset, StackRecord& out);

@@ -209,6 +209,8 @@ class LineParser {
     return prefix + std::string(key_);
   }
 
+  // Read to here without an error (the text after it not looked at).
+  [[nodiscard]] bool clean() const { return r_.ok() && field_reason_ == nullptr; }
   Status finish() {
     if (r_.ok() && field_reason_ == nullptr && !r_.at_end()) {
       return make_error("", "", r_.offset(), "characters after the JSON object");

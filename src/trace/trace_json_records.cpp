@@ -103,7 +103,7 @@ void append_stack_record_line(std::string& out, const StackRecord& s) {
 
 LineKind classify_line(std::string_view line) {
   // Every event line the recorders write starts so; the other kinds start with their own key.
-  if (line.starts_with("{\"seq\":")) return LineKind::kEvent;
+  if (line.starts_with(kEventLineStart)) return LineKind::kEvent;
   JsonReader r(line);
   std::string_view k;
   if (r.enter_object() && r.next_member(k)) {

@@ -2,6 +2,7 @@
 // equals what was written; damaged, cut, padded and newer files are handled as the format says.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -732,6 +733,52 @@ TEST(TraceReader, OneErrorPerBadLineAndTheRestIsRead) {
   EXPECT_NE(d[4].message().find("last line is incomplete"), std::string::npos);
   EXPECT_TRUE((*r)->truncated());
   for (const auto& x : d) EXPECT_TRUE(x.offset.has_value());
+}
+
+// The reader parses a plain file's event lines where they stand and finds each line's end by
+// parsing it. An object that would be whole only across a line break is still two bad lines, a
+// line with something after its object is one, and a good line after them is read; the same
+// text compressed (read line by line, the general path) gives the same events and reports.
+TEST(TraceReader, EachLineIsReadAloneWhereverItsEndIsFound) {
+  std::string text =
+      "{\"cudatool_trace\":1}\n"
+      "{\"seq\":0,\"sys\":\"close\",\n"
+      "\"fd\":3}\n"
+      "{\"seq\":1,\"sys\":\"close\",\"fd\":4} \n"
+      "{\"seq\":2,\"sys\":\"close\",\"fd\":5}x\n"
+      "{\"seq\":3,\"sys\":\"close\",\"path\":\"a\nb\",\"fd\":6}\n"
+      "{\"seq\":4,\"sys\":\"close\",\"fd\":7}\r\n"
+      "{\"seq\":5,\"sys\":\"ioctl\",\"arg\":{\"role\":\"arg\",\"pre\":\"00\n\"}}\n"
+      "{\"seq\":6,\"sys\":\"close\",\"fd\":8}\n"
+      "{\"seq\":7,\"sys\":\"close\",\"fd\":9}";
+  auto read = [](const std::string& bytes, const std::string& name) {
+    auto r = TraceReader::from_memory(bytes, name);
+    EXPECT_TRUE(r);
+    std::vector<std::pair<uint64_t, int>> events;
+    Event e;
+    while ((*r)->next(e)) events.emplace_back(e.seq, e.fd);
+    std::vector<std::string> reports;
+    for (const auto& d : (*r)->diagnostics().items()) reports.push_back(d.message());
+    return std::pair{events, reports};
+  };
+  auto [events, reports] = read(text, "t.jsonl");
+  // seq 1 (a space before the newline) and seq 4 (CRLF) are whole lines that the general path
+  // reads; seq 7, a whole object that ends the file without a newline, too. The newlines inside
+  // seq 3's path and seq 5's buffer end those lines.
+  EXPECT_EQ(events, (std::vector<std::pair<uint64_t, int>>{{1, 4}, {4, 7}, {6, 8}, {7, 9}}));
+  ASSERT_EQ(reports.size(), 7u) << ::testing::PrintToString(reports);
+  EXPECT_NE(reports[0].find("line 2"), std::string::npos) << reports[0];
+  EXPECT_NE(reports[1].find("line 3"), std::string::npos) << reports[1];
+  EXPECT_NE(reports[2].find("line 5"), std::string::npos) << reports[2];
+  std::string packed(ZSTD_compressBound(text.size()), '\0');
+  packed.resize(ZSTD_compress(packed.data(), packed.size(), text.data(), text.size(), 1));
+  auto zstd = read(packed, "t.jsonl.zst");
+  EXPECT_EQ(zstd.first, events);
+  EXPECT_EQ(zstd.second.size(), reports.size());
+  for (size_t i = 0; i < reports.size() && i < zstd.second.size(); ++i) {
+    EXPECT_EQ(zstd.second[i].substr(zstd.second[i].find("line")),
+              reports[i].substr(reports[i].find("line")));
+  }
 }
 
 TEST(TraceReader, PreallocatedNulSpaceIsReportedNotFatal) {
