@@ -46,7 +46,9 @@ char* put_uint(char* p, uint64_t v, size_t width, size_t zero_pad = 0) {
   size_t digits = std::max(n, zero_pad);
   if (digits < width) p = std::fill_n(p, width - digits, ' ');
   if (n < digits) p = std::fill_n(p, digits - n, '0');
-  return std::to_chars(p, p + 20, v).ptr;
+  char* end = p + n;
+  for (char* q = end; q != p; v /= 10) *--q = static_cast<char>('0' + v % 10);
+  return end;
 }
 
 // "    161      0.012345       3.2us     540 nvidiactl   NV_ESC_RM_CONTROL hClient=… [note: …]"

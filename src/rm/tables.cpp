@@ -4,7 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_map>
+#include <span>
+#include <vector>
 
 namespace cudatool::rm {
 namespace {
@@ -65,7 +66,36 @@ struct NameHash {
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
-using StructIndex = std::unordered_map<std::string_view, const StructEntry*, NameHash>;
+// Open addressing with linear probing in a power-of-two table at most half full: no division and
+// no node to follow, unlike std::unordered_map.
+class StructIndex {
+ public:
+  void build(std::span<const StructEntry> structs) {
+    size_t n = 16;
+    while (n < 2 * structs.size()) n <<= 1;
+    slots_.assign(n, nullptr);
+    mask_ = n - 1;
+    for (const StructEntry& e : structs) {
+      size_t i = slot_of(e.name);
+      if (slots_[i] == nullptr) slots_[i] = &e;  // the first of equal names
+    }
+  }
+  [[nodiscard]] const StructEntry* find(std::string_view name) const {
+    return slots_[slot_of(name)];
+  }
+
+ private:
+  // The slot that holds `name`, or the empty one where it would go.
+  [[nodiscard]] size_t slot_of(std::string_view name) const {
+    for (size_t i = NameHash{}(name)&mask_;; i = (i + 1) & mask_) {
+      const StructEntry* e = slots_[i];
+      if (e == nullptr || e->name == name) return i;
+    }
+  }
+
+  std::vector<const StructEntry*> slots_;
+  size_t mask_ = 0;
+};
 
 }  // namespace
 
@@ -93,14 +123,9 @@ const UvmEntry* Tables::find_uvm(uint32_t nr) const {
 }
 const StructEntry* Tables::find_struct(std::string_view name) const {
   static PerBranch<StructIndex> index;
-  const StructIndex* m = index.of(*this, [](const Tables& t, StructIndex& out) {
-    out.reserve(t.structs().size());
-    for (const StructEntry& e : t.structs()) out.emplace(e.name, &e);  // the first of equal names
-  });
-  if (m != nullptr) {
-    auto it = m->find(name);
-    return it == m->end() ? nullptr : it->second;
-  }
+  const StructIndex* m =
+      index.of(*this, [](const Tables& t, StructIndex& out) { out.build(t.structs()); });
+  if (m != nullptr) return m->find(name);
   return bsearch_key(d_.structs, name,
                      [](const StructEntry& e) { return e.name; });  // tests' tables
 }

@@ -407,6 +407,11 @@ TEST(RmDecode, OtherSyscalls) {
   EXPECT_EQ(classify_device("/dev/nvidia-caps-imex-channels/channel0"), Device::kCaps);
   EXPECT_EQ(classify_device("/tmp/nvidia/other"), Device::kUnknown);
   EXPECT_EQ(classify_device(""), Device::kUnknown);
+  // The caps check: a name in /dev, or anything under a /nvidia-caps… directory elsewhere.
+  EXPECT_EQ(classify_device("/dev/nvidia-caps"), Device::kCaps);
+  EXPECT_EQ(classify_device("/tmp/x/nvidia-caps/nvidiactl"), Device::kCaps);
+  EXPECT_EQ(classify_device("/dev/x/nvidia-caps"), Device::kCaps);
+  EXPECT_EQ(classify_device("/devx/nvidiactl"), Device::kControl);
 }
 
 }  // namespace
