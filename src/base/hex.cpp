@@ -48,26 +48,36 @@ std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex) {
 #if defined(__x86_64__)
 namespace {
 
-// 32 digits -> 16 bytes: the SSE2 steps below on 256-bit vectors, the pairs packed with one
-// multiply-add (even * 16 + odd). The bytes done so far; stops early at a bad digit.
+// One body for both vector widths (GCC vector extensions): the nibble values of 16 or 32 hex
+// digits, and in `ok` all ones in the lanes that hold a hex digit. Upper case is folded by setting
+// bit 5 (digits already have it); a byte that only looks like a digit once bit 5 is set
+// (0x10..0x19) must not count, so digits are checked on the original byte too. Bytes >= 0x80 are
+// negative: never in range.
+using Bytes16 = signed char __attribute__((vector_size(16)));
+using Bytes32 = signed char __attribute__((vector_size(32)));
+
+// (By reference: a 32-byte vector passed by value would need the AVX calling convention.)
+template <class V>
+__attribute__((always_inline)) inline void hex_nibbles(const V& v, V& nib, V& ok) {
+  V lv = v | 0x20;
+  V digit = (lv >= '0') & (lv <= '9') & (v == lv);
+  V alpha = (lv >= 'a') & (lv <= 'f');
+  ok = digit | alpha;
+  nib = (digit & (lv - '0')) | (alpha & (lv - ('a' - 10)));
+}
+
+// 32 digits -> 16 bytes, the pairs packed with one multiply-add (even * 16 + odd). The bytes done
+// so far; stops early at a bad digit (the SSE2 path then finds it).
 __attribute__((target("avx2"))) size_t decode_hex_avx2(const unsigned char* p, size_t n,
                                                        uint8_t* out) {
-  const __m256i k20 = _mm256_set1_epi8(0x20);
-  const __m256i k0m1 = _mm256_set1_epi8('0' - 1), k9p1 = _mm256_set1_epi8('9' + 1);
-  const __m256i kam1 = _mm256_set1_epi8('a' - 1), kfp1 = _mm256_set1_epi8('f' + 1);
-  const __m256i k0 = _mm256_set1_epi8('0'), ka10 = _mm256_set1_epi8('a' - 10);
   const __m256i kpair = _mm256_set1_epi16(0x0110);  // bytes 16, 1
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i));
-    __m256i lv = _mm256_or_si256(v, k20);
-    __m256i digit = _mm256_and_si256(_mm256_cmpgt_epi8(lv, k0m1), _mm256_cmpgt_epi8(k9p1, lv));
-    __m256i alpha = _mm256_and_si256(_mm256_cmpgt_epi8(lv, kam1), _mm256_cmpgt_epi8(kfp1, lv));
-    digit = _mm256_and_si256(digit, _mm256_cmpeq_epi8(v, lv));
-    if (_mm256_movemask_epi8(_mm256_or_si256(digit, alpha)) != -1) break;
-    __m256i nib = _mm256_or_si256(_mm256_and_si256(digit, _mm256_sub_epi8(lv, k0)),
-                                  _mm256_and_si256(alpha, _mm256_sub_epi8(lv, ka10)));
-    __m256i words = _mm256_maddubs_epi16(nib, kpair);
+    Bytes32 v, nib, ok;
+    std::memcpy(&v, p + 2 * i, sizeof v);
+    hex_nibbles(v, nib, ok);
+    if (_mm256_movemask_epi8(reinterpret_cast<__m256i>(ok)) != -1) break;
+    __m256i words = _mm256_maddubs_epi16(reinterpret_cast<__m256i>(nib), kpair);
     // packus works per 128-bit lane: lane 0's 8 bytes land in quadword 0, lane 1's in 2.
     __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
@@ -88,27 +98,16 @@ bool decode_hex_into_sse2(std::string_view hex, uint8_t* out) {
   size_t n = hex.size() / 2;
   size_t i = 0;
 #if defined(__x86_64__)
-  // 16 digits -> 8 bytes. Lower-case by setting bit 5 (digits already have it), classify with
-  // signed byte compares (bytes >= 0x80 are negative: never in range), take the nibble values
-  // of the digits and letters, and pack pairs: (even << 4) | odd.
-  const __m128i k20 = _mm_set1_epi8(0x20);
-  const __m128i k0m1 = _mm_set1_epi8('0' - 1), k9p1 = _mm_set1_epi8('9' + 1);
-  const __m128i kam1 = _mm_set1_epi8('a' - 1), kfp1 = _mm_set1_epi8('f' + 1);
-  const __m128i k0 = _mm_set1_epi8('0'), ka10 = _mm_set1_epi8('a' - 10);
+  // 16 digits -> 8 bytes: pairs packed as (even << 4) | odd.
   const __m128i klow = _mm_set1_epi16(0x00ff);
   for (; i + 8 <= n; i += 8) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
-    __m128i lv = _mm_or_si128(v, k20);
-    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(lv, k0m1), _mm_cmpgt_epi8(k9p1, lv));
-    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lv, kam1), _mm_cmpgt_epi8(kfp1, lv));
-    // A digit must not come from a byte that only looks like one after the case bit was set
-    // (0x10..0x19 | 0x20): compare the original byte for digits.
-    digit = _mm_and_si128(digit, _mm_cmpeq_epi8(v, lv));
-    if (_mm_movemask_epi8(_mm_or_si128(digit, alpha)) != 0xffff) return false;
-    __m128i nib = _mm_or_si128(_mm_and_si128(digit, _mm_sub_epi8(lv, k0)),
-                               _mm_and_si128(alpha, _mm_sub_epi8(lv, ka10)));
-    __m128i hi = _mm_and_si128(_mm_slli_epi16(nib, 4), klow);
-    __m128i lo = _mm_srli_epi16(nib, 8);
+    Bytes16 v, nib, ok;
+    std::memcpy(&v, p + 2 * i, sizeof v);
+    hex_nibbles(v, nib, ok);
+    if (_mm_movemask_epi8(reinterpret_cast<__m128i>(ok)) != 0xffff) return false;
+    auto nibbles = reinterpret_cast<__m128i>(nib);
+    __m128i hi = _mm_and_si128(_mm_slli_epi16(nibbles, 4), klow);
+    __m128i lo = _mm_srli_epi16(nibbles, 8);
     __m128i packed = _mm_packus_epi16(_mm_or_si128(hi, lo), _mm_setzero_si128());
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), packed);
   }
