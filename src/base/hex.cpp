@@ -55,15 +55,20 @@ namespace {
 // negative: never in range.
 using Bytes16 = signed char __attribute__((vector_size(16)));
 using Bytes32 = signed char __attribute__((vector_size(32)));
+using UBytes16 = unsigned char __attribute__((vector_size(16)));
+using UBytes32 = unsigned char __attribute__((vector_size(32)));
 
-// (By reference: a 32-byte vector passed by value would need the AVX calling convention.)
-template <class V>
+// V: signed bytes (the compares), U: the same width unsigned (the differences, which overflow a
+// signed byte in the lanes that the masks then drop). By reference: a 32-byte vector passed by
+// value would need the AVX calling convention.
+template <class V, class U>
 __attribute__((always_inline)) inline void hex_nibbles(const V& v, V& nib, V& ok) {
   V lv = v | 0x20;
   V digit = (lv >= '0') & (lv <= '9') & (v == lv);
   V alpha = (lv >= 'a') & (lv <= 'f');
   ok = digit | alpha;
-  nib = (digit & (lv - '0')) | (alpha & (lv - ('a' - 10)));
+  auto u = reinterpret_cast<U>(lv);
+  nib = (digit & reinterpret_cast<V>(u - '0')) | (alpha & reinterpret_cast<V>(u - ('a' - 10)));
 }
 
 // 32 digits -> 16 bytes, the pairs packed with one multiply-add (even * 16 + odd). The bytes done
@@ -75,7 +80,7 @@ __attribute__((target("avx2"))) size_t decode_hex_avx2(const unsigned char* p, s
   for (; i + 16 <= n; i += 16) {
     Bytes32 v, nib, ok;
     std::memcpy(&v, p + 2 * i, sizeof v);
-    hex_nibbles(v, nib, ok);
+    hex_nibbles<Bytes32, UBytes32>(v, nib, ok);
     if (_mm256_movemask_epi8(reinterpret_cast<__m256i>(ok)) != -1) break;
     __m256i words = _mm256_maddubs_epi16(reinterpret_cast<__m256i>(nib), kpair);
     // packus works per 128-bit lane: lane 0's 8 bytes land in quadword 0, lane 1's in 2.
@@ -103,7 +108,7 @@ bool decode_hex_into_sse2(std::string_view hex, uint8_t* out) {
   for (; i + 8 <= n; i += 8) {
     Bytes16 v, nib, ok;
     std::memcpy(&v, p + 2 * i, sizeof v);
-    hex_nibbles(v, nib, ok);
+    hex_nibbles<Bytes16, UBytes16>(v, nib, ok);
     if (_mm_movemask_epi8(reinterpret_cast<__m128i>(ok)) != 0xffff) return false;
     auto nibbles = reinterpret_cast<__m128i>(nib);
     __m128i hi = _mm_and_si128(_mm_slli_epi16(nibbles, 4), klow);

@@ -178,11 +178,11 @@ void JsonWriter::escape_into(std::string_view s) {
     if (clean) _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), v);
   } else {
     for (size_t j = i; j < s.size(); ++j) clean &= !kNeedsEscape[static_cast<unsigned char>(s[j])];
-    if (clean) std::memcpy(p + i, s.data() + i, rest);
+    if (clean && rest != 0) std::memcpy(p + i, s.data() + i, rest);  // an empty view may be null
   }
 #else
   for (char c : s) clean &= !kNeedsEscape[static_cast<unsigned char>(c)];
-  if (clean) std::memcpy(p, s.data(), s.size());
+  if (clean && !s.empty()) std::memcpy(p, s.data(), s.size());
 #endif
   if (clean) {
     p[s.size()] = '"';

@@ -36,6 +36,7 @@ class TextStage {
     ++cur_;
   }
   void put(const char* p, size_t n) {
+    if (n == 0) return;  // p may be null then (an empty string_view), which memcpy must not get
     std::memcpy(room(n), p, n);
     cur_ += n;
   }
