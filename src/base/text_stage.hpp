@@ -58,7 +58,6 @@ class TextStage {
   void flush() {
     if (cur_ != buf_.get()) flush_some();
   }
-  [[nodiscard]] bool empty() const { return cur_ == buf_.get(); }
 
  private:
   void make_room(size_t n);
