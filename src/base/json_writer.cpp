@@ -26,71 +26,6 @@ constexpr std::array<bool, 256> make_escape_table() {
 }
 constexpr std::array<bool, 256> kNeedsEscape = make_escape_table();
 
-}  // namespace
-
-void json_escape_to(std::string& out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  // Fast path: most strings (names, keys) need no escaping and are copied in one piece.
-  size_t first = 0;
-#if defined(__x86_64__)
-  // 16 bytes at a time to the first byte that needs escaping: < 0x20, '"', '\\', >= 0x7f.
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-  const __m128i k1f = _mm_set1_epi8(0x1f), k7f = _mm_set1_epi8(0x7f);
-  while (s.size() - first >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + first));
-    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                               _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, k1f), v),    // v <= 0x1f
-                                            _mm_cmpeq_epi8(_mm_max_epu8(v, k7f), v)));  // v >= 0x7f
-    int mask = _mm_movemask_epi8(hit);
-    if (mask != 0) {
-      first += static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-      break;
-    }
-    first += 16;
-  }
-#endif
-  while (first < s.size() && !kNeedsEscape[static_cast<unsigned char>(s[first])]) ++first;
-  out.push_back('"');
-  if (first == s.size()) {
-    out.append(s.data(), s.size());
-    out.push_back('"');
-    return;
-  }
-  size_t run = 0;  // start of the pending run of bytes that need no escaping
-  for (size_t i = first; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (!kNeedsEscape[c]) continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        // Written as code points U+0000..U+00FF so the output is valid JSON and keeps the byte.
-        out += "\\u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out.push_back('"');
-}
-
-namespace {
-
 constexpr size_t kStageSize = 16384;
 
 // Bytes of a 16-byte block that need escaping, as a bit mask.
@@ -139,13 +74,6 @@ char* escape_bytes(char* p, std::string_view s) {
   return p;
 }
 
-}  // namespace
-
-JsonWriter::JsonWriter(std::string& out, bool pretty, Mode mode)
-    : pretty_(pretty), direct_(mode == Mode::kDirect), text_(out, direct_ ? 256 : kStageSize) {
-  has_elem_.reserve(32);
-}
-
 #if defined(__x86_64__)
 // The 16 bytes at p, which may run past the end of the object p points into, but not into
 // another page (the caller checks): a string's short tail in one load. Not instrumented: the
@@ -155,43 +83,70 @@ __attribute__((no_sanitize("address"))) __m128i load_within_page(const char* p) 
 }
 #endif
 
-// The string and its quotes at the cursor. Clean 16-byte blocks are checked and copied as they are
-// read, a short tail in one more block when it does not end near a page's end; the first block
-// with a byte to escape, and what follows it, go byte by byte.
-void JsonWriter::escape_into(std::string_view s) {
-  char* p = text_.room(s.size() + 18);  // the quotes, and a 16-byte store at the tail
-  *p++ = '"';
+// How many bytes at the start of s need no escaping: 16 bytes a load, and a short tail in one
+// more load when it does not end within 16 bytes of a page's end (most strings are names). With
+// kCopy, the blocks are also stored at dst as they are checked (dst has room for s.size() + 16
+// bytes); what is beyond the clean prefix there is garbage.
+template <bool kCopy>
+size_t clean_prefix(std::string_view s, char* dst) {
   size_t i = 0;
-  bool clean = true;
 #if defined(__x86_64__)
   for (; i + 16 <= s.size(); i += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    if (escape_mask(v) != 0) break;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), v);
+    if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), v);
+    if (int mask = escape_mask(v); mask != 0) {
+      return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
   }
   size_t rest = s.size() - i;
-  if (rest >= 16) {
-    clean = false;
-  } else if (rest > 0 && (reinterpret_cast<uintptr_t>(s.data() + i) & 4095) <= 4096 - 16) {
+  if (rest > 0 && (reinterpret_cast<uintptr_t>(s.data() + i) & 4095) <= 4096 - 16) {
     __m128i v = load_within_page(s.data() + i);
-    clean = (escape_mask(v) & ((1 << rest) - 1)) == 0;
-    if (clean) _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), v);
-  } else {
-    for (size_t j = i; j < s.size(); ++j) clean &= !kNeedsEscape[static_cast<unsigned char>(s[j])];
-    if (clean && rest != 0) std::memcpy(p + i, s.data() + i, rest);  // an empty view may be null
+    if constexpr (kCopy) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), v);
+    // The end counts as a stop, for a tail with nothing to escape.
+    unsigned mask = static_cast<unsigned>(escape_mask(v)) | (1u << rest);
+    return i + static_cast<size_t>(__builtin_ctz(mask));
   }
-#else
-  for (char c : s) clean &= !kNeedsEscape[static_cast<unsigned char>(c)];
-  if (clean && !s.empty()) std::memcpy(p, s.data(), s.size());
 #endif
-  if (clean) {
-    p[s.size()] = '"';
-    text_.set_cursor(p + s.size() + 1);
-    return;
+  size_t start = i;
+  while (i < s.size() && !kNeedsEscape[static_cast<unsigned char>(s[i])]) ++i;
+  if constexpr (kCopy) {
+    if (i != start) std::memcpy(dst + start, s.data() + start, i - start);
   }
-  text_.set_cursor(p + i);
-  p = text_.room(6 * (s.size() - i) + 1);
-  p = escape_bytes(p, s.substr(i));
+  return i;
+}
+
+}  // namespace
+
+void json_escape_to(std::string& out, std::string_view s) {
+  size_t first = clean_prefix<false>(s, nullptr);
+  out.push_back('"');
+  if (first != 0) out.append(s.data(), first);
+  if (first < s.size()) {
+    size_t at = out.size();
+    out.resize(at + 6 * (s.size() - first));
+    char* end = escape_bytes(out.data() + at, s.substr(first));
+    out.resize(static_cast<size_t>(end - out.data()));
+  }
+  out.push_back('"');
+}
+
+JsonWriter::JsonWriter(std::string& out, bool pretty, Mode mode)
+    : pretty_(pretty), direct_(mode == Mode::kDirect), text_(out, direct_ ? 256 : kStageSize) {
+  has_elem_.reserve(32);
+}
+
+// The string and its quotes at the cursor: the clean prefix copied as it is checked, the rest
+// escaped.
+void JsonWriter::escape_into(std::string_view s) {
+  char* p = text_.room(s.size() + 18);  // the quotes, and the last 16-byte store
+  *p++ = '"';
+  size_t first = clean_prefix<true>(s, p);
+  p += first;
+  if (first < s.size()) {
+    text_.set_cursor(p);
+    p = text_.room(6 * (s.size() - first) + 1);
+    p = escape_bytes(p, s.substr(first));
+  }
   *p++ = '"';
   text_.set_cursor(p);
 }

@@ -140,11 +140,35 @@ TEST(JsonWriter, CompileTimeKeysWriteWhatStringKeysWrite) {
   EXPECT_EQ(("status_name"_key).name(), "status_name");
 }
 
-// The writer's string escaping (16-byte blocks, a short tail loaded in one block unless it ends
-// near a page's end) against json_escape_to: every length up to 70, each byte that needs escaping
-// planted at every position, and strings that end exactly at a page followed by an inaccessible
-// one (a load past the end there would fault).
-TEST(JsonWriter, StringsEscapeAsJsonEscapeToDoes) {
+// String escaping (16-byte blocks, a short tail loaded in one block unless it ends near a page's
+// end), by json_escape_to and by the writer in both modes, against a plain byte-by-byte escaper
+// of the rules in json_writer.hpp: every length up to 70, each byte that needs escaping planted
+// at every position, and strings that end exactly at a page followed by an inaccessible one (a
+// load past the end there would fault).
+TEST(JsonWriter, StringsEscapeAsAPlainEscaperDoes) {
+  auto plain = [](std::string_view v) {
+    std::string out = "\"";
+    for (char ch : v) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += ch;
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20 || c >= 0x7f) {
+        char u[8];
+        std::snprintf(u, sizeof u, "\\u%04x", c);
+        out += u;
+      } else {
+        out += ch;
+      }
+    }
+    return out + "\"";
+  };
   long page = sysconf(_SC_PAGESIZE);
   auto* map = static_cast<char*>(
       mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -169,9 +193,12 @@ TEST(JsonWriter, StringsEscapeAsJsonEscapeToDoes) {
     for (const std::string& c : cases) {
       char* at_end = map + page - c.size();  // ends where the inaccessible page starts
       std::memcpy(at_end, c.data(), c.size());
-      for (std::string_view v : {std::string_view(c), std::string_view(at_end, c.size())}) {
-        std::string want, got;
-        json_escape_to(want, v);
+      std::string followed = c + "xyz";  // a view whose next bytes need no escaping
+      for (std::string_view v : {std::string_view(c), std::string_view(at_end, c.size()),
+                                 std::string_view(followed.data(), c.size())}) {
+        std::string want = plain(v), got;
+        json_escape_to(got, v);
+        ASSERT_EQ(got, want) << len;
         for (auto mode : {JsonWriter::Mode::kDirect, JsonWriter::Mode::kStaged}) {
           got.clear();
           JsonWriter w(got, false, mode);
