@@ -419,36 +419,70 @@ std::string_view FunctionMap::exec_section(uint64_t addr) const {
   return {};
 }
 
+// The first function with start >= `start`, as at() finds it, searched forward from the last
+// one found (doubling steps, then a binary search) when that one starts at or before `start`.
+size_t FunctionMap::lower_bound_from_hint(uint64_t start) const {
+  auto before = [](const Function& f, uint64_t a) { return f.start < a; };
+  const size_t n = functions_.size();
+  size_t h = name_hint_;
+  if (h >= n || functions_[h].start > start) {
+    return static_cast<size_t>(
+        std::lower_bound(functions_.begin(), functions_.end(), start, before) - functions_.begin());
+  }
+  // functions_[h] is a lower bound found before: everything ahead of it starts earlier.
+  if (functions_[h].start == start) return h;
+  size_t lo = h + 1, step = 1;
+  while (lo + step <= n && functions_[lo + step - 1].start < start) {
+    lo += step;
+    step *= 2;
+  }
+  auto first = functions_.begin() + static_cast<ptrdiff_t>(lo);
+  auto last = functions_.begin() + static_cast<ptrdiff_t>(std::min(n, lo + step));
+  return static_cast<size_t>(std::lower_bound(first, last, start, before) - functions_.begin());
+}
+
 bool FunctionMap::add_name(uint64_t start, std::string_view name, std::string_view source) {
   // Sources are few: keep one copy of each.
   auto src = std::find(sources_.begin(), sources_.end(), source);
   std::string_view source_v = src != sources_.end() ? *src : sources_.emplace_back(intern(source));
-  const Function* found = at(start);
-  if (found == nullptr) {
+  size_t i = lower_bound_from_hint(start);
+  if (i == functions_.size() || functions_[i].start != start) {
     unplaced_.push_back({start, {intern(name), source_v}});
     return false;
   }
-  Function& f = functions_[static_cast<size_t>(found - functions_.data())];
+  name_hint_ = i;
+  Function& f = functions_[i];
   if (f.name_list < 0) {
     f.name_list = static_cast<int32_t>(name_lists_.size());
-    name_lists_.emplace_back();
+    name_lists_.push_back({static_cast<uint32_t>(name_store_.size()), 0});
   }
-  auto& list = name_lists_[static_cast<size_t>(f.name_list)];
-  for (const auto& n : list) {
+  NameList& list = name_lists_[static_cast<size_t>(f.name_list)];
+  for (uint32_t k = 0; k < list.count; ++k) {
+    const FunctionName& n = name_store_[list.offset + k];
     if (n.name == name && n.source == source_v) return true;
   }
-  list.push_back({intern(name), source_v});
+  if (list.offset + list.count != name_store_.size()) {
+    // Not the last run: move it to the end (the old copy stays, unused).
+    name_store_.reserve(name_store_.size() + list.count + 1);
+    const auto old = static_cast<size_t>(list.offset);
+    list.offset = static_cast<uint32_t>(name_store_.size());
+    for (uint32_t k = 0; k < list.count; ++k) name_store_.push_back(name_store_[old + k]);
+  }
+  name_store_.push_back({intern(name), source_v});
+  ++list.count;
   return true;
 }
 
 std::span<const FunctionName> FunctionMap::names(const Function& f) const {
   if (f.name_list < 0 || static_cast<size_t>(f.name_list) >= name_lists_.size()) return {};
-  return name_lists_[static_cast<size_t>(f.name_list)];
+  const NameList& list = name_lists_[static_cast<size_t>(f.name_list)];
+  return {name_store_.data() + list.offset, list.count};
 }
 
 std::vector<std::pair<std::string, uint64_t>> FunctionMap::named_by_source() const {
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (const auto& list : name_lists_) {
+  for (const auto& nl : name_lists_) {
+    std::span<const FunctionName> list(name_store_.data() + nl.offset, nl.count);
     for (size_t i = 0; i < list.size(); ++i) {
       bool seen = false;  // count a function once per source
       for (size_t j = 0; j < i && !seen; ++j) seen = list[j].source == list[i].source;

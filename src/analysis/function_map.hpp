@@ -100,7 +100,8 @@ class FunctionMap {
 
   // Names. add_name() attaches a name to the function starting exactly at `start` (a copy of
   // both strings is kept); when none starts there it is kept in unplaced() and false is
-  // returned. Adding the same (name, source) twice keeps one.
+  // returned. Adding the same (name, source) twice keeps one. Names added in address order
+  // are placed fastest. A span from names() holds until the next add_name().
   bool add_name(uint64_t start, std::string_view name, std::string_view source);
   [[nodiscard]] std::span<const FunctionName> names(const Function& f) const;
   // The first name, or the derived one.
@@ -166,7 +167,19 @@ class FunctionMap {
   std::vector<Function> functions_;
   // max end() over functions_[0..i]; only built when FDE ranges overlap (else ends ascend).
   std::vector<uint64_t> max_end_;
-  std::vector<std::vector<FunctionName>> name_lists_;
+  // Each named function's names: a run of name_store_. A list grows in place when it is the
+  // last run, else it moves to the end (names come by address, a function's all at once, so
+  // that is rare); no allocation per function.
+  struct NameList {
+    uint32_t offset = 0;
+    uint32_t count = 0;
+  };
+  std::vector<NameList> name_lists_;
+  std::vector<FunctionName> name_store_;
+  // Where add_name() last found its function: names come in address order, so the next one is
+  // usually at or just after it.
+  size_t name_hint_ = 0;
+  [[nodiscard]] size_t lower_bound_from_hint(uint64_t start) const;
   // Storage of name and source strings.
   std::string_view intern(std::string_view s) { return strings_.intern(s); }
   StringArena strings_;

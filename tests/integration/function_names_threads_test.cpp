@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -89,6 +91,68 @@ TEST_P(NamesOnTwoThreads, OnOneCpuAreTheNamesOfOneThread) {
   ASSERT_GT(b.serial_map.size(), 10000u);
   EXPECT_EQ(b.threaded_map, b.serial_map);
   EXPECT_EQ(b.threaded_diag, b.serial_diag);
+}
+
+// add_name() against a plain model of its rules (one list per function start, in the order
+// added, a (name, source) pair once; other addresses unplaced): names in address order, several
+// for one function, then in random order with repeats and addresses where no function starts,
+// so that lists grow at the end, move, and the search from the last one found is started both
+// ahead of and behind the address.
+TEST_P(NamesOnTwoThreads, AddedNamesLandWhereAPlainModelPutsThem) {
+  auto img = DriverImage::open(GetParam().lib_path);
+  ASSERT_TRUE(img);
+  FunctionMap& map = (*img)->facet<FunctionMap>();
+  auto fns = map.functions();
+  ASSERT_GT(fns.size(), 10000u);
+  using Pair = std::pair<std::string, std::string>;
+  std::map<uint64_t, std::vector<Pair>> want;
+  std::set<uint64_t> starts;
+  for (const auto& f : fns) {
+    starts.insert(f.start);
+    for (const auto& n : map.names(f)) want[f.start].emplace_back(n.name, n.source);
+  }
+  std::vector<std::pair<uint64_t, Pair>> want_unplaced;
+  auto add = [&](uint64_t at, const std::string& name, const std::string& source) {
+    bool placed = map.add_name(at, name, source);
+    EXPECT_EQ(placed, starts.count(at) == 1) << std::hex << at;
+    if (!placed) {
+      want_unplaced.push_back({at, {name, source}});
+      return;
+    }
+    auto& list = want[at];
+    if (std::find(list.begin(), list.end(), Pair{name, source}) == list.end())
+      list.emplace_back(name, source);
+  };
+  std::mt19937_64 rng(20261205);
+  for (size_t i = 0; i < fns.size(); i += 7) {
+    add(fns[i].start, fmt::format("a{}", i), "test:ordered");
+    if (i % 3 == 0) add(fns[i].start, fmt::format("b{}", i), "test:ordered");
+  }
+  for (int k = 0; k < 20000; ++k) {
+    const Function& f = fns[rng() % fns.size()];
+    uint64_t at = rng() % 8 == 0 ? f.start + 1 + rng() % 4 : f.start;
+    std::string source = rng() % 2 ? "test:random" : "test:ordered";
+    add(at, fmt::format("r{}", rng() % 3000), source);
+  }
+  for (const auto& f : fns) {
+    std::vector<Pair> got;
+    for (const auto& n : map.names(f)) got.emplace_back(n.name, n.source);
+    // Two FDEs may start at one address: the names go to the first.
+    if (&f != map.at(f.start)) {
+      EXPECT_TRUE(got.empty()) << std::hex << f.start;
+      continue;
+    }
+    ASSERT_EQ(got, want[f.start]) << std::hex << f.start;
+  }
+  ASSERT_EQ(map.unplaced().size(), want_unplaced.size());
+  for (size_t i = 0; i < want_unplaced.size(); ++i) {
+    EXPECT_EQ(map.unplaced()[i].address, want_unplaced[i].first);
+    EXPECT_EQ(map.unplaced()[i].name.name, want_unplaced[i].second.first);
+    EXPECT_EQ(map.unplaced()[i].name.source, want_unplaced[i].second.second);
+  }
+  size_t named = 0;
+  for (const auto& [at, list] : want) named += !list.empty();
+  EXPECT_EQ(map.named_functions(), named);
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, NamesOnTwoThreads, ::testing::ValuesIn(driver_builds()),
