@@ -19,6 +19,17 @@ RelocIndex RelocIndex::build(const ElfImage& elf, std::span<const Symbol> dynsym
     if (auto table = RelaTable::from_section(elf, sh)) total += table->size();
   }
   ix.entries_.reserve(total);
+  // ld sorts RELATIVE entries by offset (-z combreloc) and .rela.plt follows: the entries are
+  // checked for order as they are read, and sorted only when they are not.
+  bool sorted = true;
+  // Two relocations of one slot: the loader applies both, the last one wins. Keep the last and
+  // say so: a table read through such a slot is suspect.
+  uint64_t dups = 0;
+  uint64_t first_dup = ~uint64_t{0};  // the lowest slot relocated twice
+  auto note_dup = [&](uint64_t where) {
+    ++dups;
+    first_dup = std::min(first_dup, where);
+  };
   for (const auto& sh : elf.sections()) {
     if (sh.sh_type != SHT_RELA || !sh.is_alloc()) continue;
     auto table = RelaTable::from_section(elf, sh);
@@ -57,28 +68,34 @@ RelocIndex RelocIndex::build(const ElfImage& elf, std::span<const Symbol> dynsym
           ++ix.unresolved_;  // TLS, IRELATIVE…: not a plain address
           continue;
       }
+      // While the entries come in order, a second relocation of a slot replaces the first here.
+      if (sorted && !ix.entries_.empty()) {
+        RelocTarget& last = ix.entries_.back();
+        if (t.where == last.where) {
+          note_dup(t.where);
+          last = t;
+          continue;
+        }
+        sorted = t.where > last.where;
+      }
       ix.entries_.push_back(t);
     }
   }
-  auto by_where = [](const RelocTarget& a, const RelocTarget& b) { return a.where < b.where; };
-  // ld sorts RELATIVE entries by offset (-z combreloc); .rela.plt follows. One pass tells.
-  if (!std::is_sorted(ix.entries_.begin(), ix.entries_.end(), by_where)) {
+  if (!sorted) {
+    // A stable sort keeps the relocations of one slot in the order the loader applies them.
+    auto by_where = [](const RelocTarget& a, const RelocTarget& b) { return a.where < b.where; };
     std::stable_sort(ix.entries_.begin(), ix.entries_.end(), by_where);
-  }
-  // Two relocations of one slot: the loader applies both, the last one wins. Keep the last and
-  // say so: a table read through such a slot is suspect.
-  uint64_t dups = 0;
-  uint64_t first_dup = 0;
-  size_t out = 0;
-  for (size_t i = 0; i < ix.entries_.size(); ++i) {
-    if (out > 0 && ix.entries_[out - 1].where == ix.entries_[i].where) {
-      if (dups++ == 0) first_dup = ix.entries_[i].where;
-      ix.entries_[out - 1] = ix.entries_[i];
-      continue;
+    size_t out = 0;
+    for (size_t i = 0; i < ix.entries_.size(); ++i) {
+      if (out > 0 && ix.entries_[out - 1].where == ix.entries_[i].where) {
+        note_dup(ix.entries_[i].where);
+        ix.entries_[out - 1] = ix.entries_[i];
+        continue;
+      }
+      ix.entries_[out++] = ix.entries_[i];
     }
-    ix.entries_[out++] = ix.entries_[i];
+    ix.entries_.resize(out);
   }
-  ix.entries_.resize(out);
   if (dups > 0 && diag) {
     diag->report(make_error("dynamic relocations", "r_offset", std::nullopt,
                             fmt::format("{} slots are relocated more than once (first at vaddr "

@@ -1,6 +1,7 @@
 // Pure logic under the driver tables: the relocation index (against a std::map), the section
 // map's bounded reads, UUID text, the community-name list.
 #include <elf.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,6 +137,61 @@ TEST(RelocIndex, DuplicatesAndRaggedTables) {
   EXPECT_EQ(diag.count(), 2u);             // ragged size + the duplicate
   EXPECT_EQ(ix.find(0), nullptr);
   EXPECT_TRUE(ix.range(5, 5).empty());
+}
+
+// Slots relocated more than once, against a map where the later relocation overwrites: in
+// address order (ld's), shuffled, and in order up to a point and then not (the order the index
+// checks as it reads). The report counts the extra relocations and names the lowest such slot.
+TEST(RelocIndex, DuplicateSlotsKeepTheLastRelocationInEveryOrder) {
+  std::mt19937_64 rng(20261205);
+  for (int round = 0; round < 30; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<std::array<uint64_t, 3>> relas;
+    int n = 2 + static_cast<int>(rng() % 1500);
+    for (int i = 0; i < n; ++i) {
+      uint64_t where = 0x200000 + (rng() % 2000) * 8;
+      relas.push_back({where, R_X86_64_RELATIVE, rng() % 0x1000000});
+    }
+    auto by_where = [](const auto& a, const auto& b) { return a[0] < b[0]; };
+    if (round % 3 == 0) std::stable_sort(relas.begin(), relas.end(), by_where);
+    if (round % 3 == 1) std::stable_sort(relas.begin(), relas.begin() + n / 2, by_where);
+    std::map<uint64_t, uint64_t> expect;
+    std::map<uint64_t, int> times;
+    for (const auto& r : relas) {
+      expect[r[0]] = r[2];
+      ++times[r[0]];
+    }
+    uint64_t extra = relas.size() - expect.size();
+    uint64_t lowest = 0;
+    for (const auto& [w, k] : times) {
+      if (k > 1) {
+        lowest = w;
+        break;
+      }
+    }
+    auto bytes = tiny_elf(relas);
+    auto elf = elf::ElfImage::parse(ByteView(bytes.data(), bytes.size()));
+    ASSERT_TRUE(elf);
+    Diagnostics diag;
+    auto ix = elf::RelocIndex::build(*elf, {}, &diag);
+    ASSERT_EQ(ix.all().size(), expect.size());
+    size_t i = 0;
+    for (const auto& [w, a] : expect) {
+      EXPECT_EQ(ix.all()[i].where, w);
+      EXPECT_EQ(ix.all()[i].target, a) << "the last relocation of a slot wins";
+      ++i;
+    }
+    if (extra == 0) {
+      EXPECT_TRUE(diag.empty());
+      continue;
+    }
+    ASSERT_EQ(diag.items().size(), 1u);
+    std::string msg = diag.items()[0].message();
+    EXPECT_NE(msg.find(std::to_string(extra) + " slots are relocated more than once"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(fmt::format("first at vaddr {:#x})", lowest)), std::string::npos) << msg;
+  }
 }
 
 TEST(SectionMap, ReadsStayInsideTheirSection) {
