@@ -12,6 +12,7 @@
 
 #include "analysis/relocations.hpp"
 #include "base/helper_thread.hpp"
+#include "base/permute.hpp"
 
 namespace cudatool {
 namespace {
@@ -236,22 +237,9 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
   std::vector<std::pair<uint64_t, uint32_t>> order(out.size());
   for (size_t i = 0; i < out.size(); ++i) order[i] = {out[i].address, static_cast<uint32_t>(i)};
   std::sort(order.begin(), order.end());
-  constexpr uint32_t kPlaced = ~uint32_t{0};
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (order[i].second == kPlaced) continue;
-    NamedFunction held = out[i];  // out[i]'s value, until the cycle comes back to it
-    size_t j = i;
-    while (true) {
-      size_t from = order[j].second;
-      order[j].second = kPlaced;
-      if (from == i) {
-        out[j] = held;
-        break;
-      }
-      out[j] = out[from];
-      j = from;
-    }
-  }
+  std::vector<uint32_t> from(out.size());
+  for (size_t i = 0; i < out.size(); ++i) from[i] = order[i].second;
+  permute_in_place(out, std::span<uint32_t>(from));
   size_t kept = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     if (kept > 0 && out[kept - 1].address == out[i].address && out[kept - 1].name == out[i].name)

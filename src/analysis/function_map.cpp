@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "analysis/driver_image.hpp"
+#include "base/permute.hpp"
 
 namespace cudatool {
 namespace {
@@ -250,21 +251,7 @@ void FunctionMap::read_fdes(DriverImage& img, Diagnostics& diag, const Table& ta
 // executable ranges.
 void FunctionMap::sort_and_place() {
   std::vector<uint32_t> order = sort_by_start(functions_);
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] == i || order[i] == UINT32_MAX) continue;
-    Function first = functions_[i];
-    size_t at = i;
-    while (true) {
-      size_t from = order[at];
-      order[at] = UINT32_MAX;  // placed
-      if (from == i) {
-        functions_[at] = first;
-        break;
-      }
-      functions_[at] = functions_[from];
-      at = from;
-    }
-  }
+  permute_in_place(functions_, std::span<uint32_t>(order));
   uint64_t max_end = 0;
   for (const auto& f : functions_) {
     if (f.start < max_end) ++overlaps_;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -13,6 +14,7 @@
 #include "base/helper_thread.hpp"
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
+#include "base/permute.hpp"
 #include "base/regex.hpp"
 #include "base/sha256.hpp"
 #include "base/text_stage.hpp"
@@ -457,6 +459,27 @@ TEST(HelperThread, RunsTheWorkJoinsAndLeavesItFreeToRunAnywhere) {
   twice.join();
   twice.join();  // joining again is nothing
   EXPECT_EQ(runs, 1);
+}
+
+// permute_in_place against building the rearranged vector by copying: random permutations of
+// every size up to 200 (many cycles, fixed points, one long cycle), and an empty order.
+TEST(PermuteInPlace, GivesWhatACopyGives) {
+  std::mt19937_64 rng(20261205);
+  for (uint32_t n = 0; n <= 200; ++n) {
+    std::vector<uint32_t> from(n);
+    for (uint32_t i = 0; i < n; ++i) from[i] = i;
+    std::shuffle(from.begin(), from.end(), rng);
+    if (n % 7 == 0 && n > 1) std::rotate(from.begin(), from.begin() + 1, from.end());
+    std::vector<std::string> items(n);
+    for (uint32_t i = 0; i < n; ++i) items[i] = "item" + std::to_string(i);
+    std::vector<std::string> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = items[from[i]];
+    permute_in_place(items, std::span<uint32_t>(from));
+    ASSERT_EQ(items, want) << n;
+  }
+  std::vector<int> untouched{3, 1, 2};
+  permute_in_place(untouched, std::span<uint32_t>());
+  EXPECT_EQ(untouched, (std::vector<int>{3, 1, 2}));
 }
 
 }  // namespace
