@@ -58,7 +58,7 @@ struct NameHash {
       std::memcpy(&a, s.data(), 8);
       std::memcpy(&b, s.data() + s.size() / 2 - 4, 8);
       std::memcpy(&c, s.data() + s.size() - 8, 8);
-    } else {
+    } else if (!s.empty()) {  // an empty view may be null: no memcpy from it
       std::memcpy(&a, s.data(), s.size());
     }
     uint64_t h = (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL) ^

@@ -61,6 +61,7 @@ TEST(RmTables, EveryBranchIsSortedAndFindsEveryEntry) {
     for (const auto& c : t.controls()) EXPECT_FALSE(c.name.empty());
     EXPECT_EQ(t.find_control(0xffffffffu), nullptr);
     EXPECT_EQ(t.find_struct("NO_SUCH_STRUCT"), nullptr);
+    EXPECT_EQ(t.find_struct(std::string_view()), nullptr);  // a null, empty view
   }
 }
 
