@@ -20,6 +20,8 @@ std::optional<std::vector<uint8_t>> parse_hex_bytes(std::string_view hex);
 bool decode_hex_into(std::string_view hex, uint8_t* out);
 // The same without AVX2 (tests compare both paths on a processor that has it).
 bool decode_hex_into_sse2(std::string_view hex, uint8_t* out);
+// Whether decode_hex_into takes the AVX2 path on this processor.
+bool hex_decoding_uses_avx2();
 // Writes the lower-case hex digits of n bytes, 2n characters, to out. 16 bytes at a time with
 // SSE2 on x86-64: the tracer writes every recorded buffer this way, before and after the call.
 void encode_hex_into(const uint8_t* bytes, size_t n, char* out);

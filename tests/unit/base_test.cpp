@@ -338,6 +338,17 @@ TEST(Hex, FastDecoderAgreesWithPlainOne) {
   }
 }
 
+// The AVX2 path is chosen from glibc's view of the processor (CPU_FEATURE_ACTIVE); libgcc's own
+// detection, here in the test only, must agree, or the path the test above means to compare
+// with SSE2 would go untested on a processor that has it (or crash on one that does not).
+TEST(Hex, TakesTheAvx2PathExactlyWhereTheProcessorHasIt) {
+#if defined(__x86_64__)
+  EXPECT_EQ(hex_decoding_uses_avx2(), __builtin_cpu_supports("avx2") != 0);
+#else
+  EXPECT_FALSE(hex_decoding_uses_avx2());
+#endif
+}
+
 // The SSE2 encoder against snprintf, on every length up to 70 bytes (the 16-byte loop, its
 // tail and both together) and every byte value, written exactly where asked and nowhere else.
 TEST(Hex, FastEncoderAgreesWithSnprintf) {
