@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdlib>
 
 #include "analysis/driver_image.hpp"
@@ -13,18 +12,13 @@
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
 #include "analysis/xrefs.hpp"
+#include "base/clock.hpp"
 #include "record/funcrec/funcrec_abi.h"
 #include "trace/function_events.hpp"
 #include "trace/trace_file.hpp"
 
 namespace cudatool::record {
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 bool regular_file(const std::string& p) {
   struct stat st {};
@@ -120,7 +114,7 @@ bool FunctionRecorder::try_library(const std::string& path, const FunctionRecord
 FunctionRecorder FunctionRecorder::prepare(const FunctionRecorderOptions& o) {
   FunctionRecorder fr;
   fr.globs_ = o.globs;
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = monotonic_ns();
   if (std::string bad = check_function_globs(o.globs); !bad.empty()) {
     fr.why_not_ = fmt::format("--functions={}: {}", o.globs, bad);
     return fr;
@@ -147,7 +141,7 @@ FunctionRecorder FunctionRecorder::prepare(const FunctionRecorderOptions& o) {
     }
     fr.why_not_ += (fr.why_not_.empty() ? "" : "; ") + why;
   }
-  fr.prepare_ns_ = now_ns() - t0;
+  fr.prepare_ns_ = monotonic_ns() - t0;
   return fr;
 }
 

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/clock.hpp"
+
 extern char** environ;
 
 namespace cudatool::record {
@@ -90,12 +92,6 @@ std::vector<char*> pointers(std::vector<std::string>& v) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // Every new thread and process stops once on being traced, and each of its clone, fork and exec
@@ -229,7 +225,7 @@ void Child::seize(int go_w) {
 }
 
 void Child::on_stop(pid_t tid, int st) {
-  last_stop_ns_ = now_ns();
+  last_stop_ns_ = static_cast<int64_t>(monotonic_ns());
   int sig = WSTOPSIG(st);
   int event = (st >> 16) & 0xff;
   if (event == PTRACE_EVENT_STOP) {
@@ -364,7 +360,9 @@ WaitEnd Child::wait(const Watch& w) {
     if (r == Reaped::kOne) continue;  // reap all there is before anything else
     if (done_ && w.end_rest_with_command && own_group_) ::kill(-pid_, SIGKILL);
     int nap = w.poll_ms;
-    if (traced_ && nap > 1 && now_ns() - last_stop_ns_ < kBusyAfterStopNs) nap = 1;
+    if (traced_ && nap > 1 &&
+        static_cast<int64_t>(monotonic_ns()) - last_stop_ns_ < kBusyAfterStopNs)
+      nap = 1;
     if (nap > 0 && !pump_output(nap)) usleep(static_cast<useconds_t>(nap) * 1000);
   }
   drain_output();

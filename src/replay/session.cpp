@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include <functional>
 #include <optional>
 
+#include "base/clock.hpp"
 #include "record/launch.hpp"
 #include "replay/environment.hpp"
 #include "replay/session_parts.hpp"
@@ -128,12 +128,6 @@ Result<std::string> prepare_keep_dir(const std::string& keep) {
 constexpr uint64_t kLogCapacity = uint64_t{1} << 32;  // sparse
 constexpr uint64_t kLogHead = 64;
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // The run's private directory: a new temporary one, or --keep's.
 Status prepare_dir(const ReplayOptions& o, TempDir& dir) {
   if (o.keep_dir.empty()) return dir.create();
@@ -204,9 +198,10 @@ record::LaunchSpec launch_spec(const ReplayOptions& o, const std::string& shim,
 std::function<bool()> stall_watch(const record::Child& child, const Recording& rec,
                                   const rp_state& st, double deadline_s,
                                   std::optional<Stall>* stall) {
-  return [&child, &rec, &st, deadline_s, stall, last = ~uint64_t{0}, since = now_ns()]() mutable {
+  return [&child, &rec, &st, deadline_s, stall, last = ~uint64_t{0},
+          since = monotonic_ns()]() mutable {
     uint64_t p = __atomic_load_n(&st.progress, __ATOMIC_ACQUIRE);
-    uint64_t now = now_ns();
+    uint64_t now = monotonic_ns();
     if (p != last) {
       last = p;
       since = now;
@@ -299,7 +294,7 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
     fr = record::FunctionRecorder::prepare(fo);
     for (auto& kv : fr->env()) spec.set_env.push_back(std::move(kv));
   }
-  uint64_t t0 = now_ns();
+  uint64_t t0 = monotonic_ns();
   auto child = record::Child::start(spec, "replay");
   if (!child) return child.error();
   ReplayReport rep;
@@ -319,7 +314,7 @@ Result<ReplayReport> run_replay(const Recording& rec, const ReplayOptions& o) {
   watch.end_rest_with_command = true;  // descendants left behind are ended with it
   record::WaitEnd how = child->wait(watch);
   bool stalled = how == record::WaitEnd::kEnded;
-  rep.wall_s = static_cast<double>(now_ns() - t0) / 1e9;
+  rep.wall_s = static_cast<double>(monotonic_ns() - t0) / 1e9;
   if (child->exec_errno() != 0) {
     return replay_err(
         fmt::format("cannot run '{}': {}", o.argv[0], std::strerror(child->exec_errno())));
