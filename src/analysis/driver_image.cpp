@@ -9,6 +9,7 @@
 #include "analysis/version_strings.h"
 #include "base/archive.hpp"
 #include "base/decompress.hpp"
+#include "base/prefault.hpp"
 
 namespace cudatool {
 
@@ -140,6 +141,8 @@ const std::vector<Export>& DriverImage::exports() {
     exports_.emplace();
     const auto& syms = dynamic_symbols();
     const auto& vers = symbol_versions();
+    exports_->reserve(syms.size());  // most dynamic symbols of libcuda are its exports
+    prefault_capacity(*exports_);
     for (const auto& s : syms) {
       if (!s.defined() || s.index == 0) continue;
       if (s.binding() != STB_GLOBAL && s.binding() != STB_WEAK && s.binding() != STB_GNU_UNIQUE)

@@ -13,6 +13,7 @@
 #include "analysis/relocations.hpp"
 #include "base/helper_thread.hpp"
 #include "base/permute.hpp"
+#include "base/prefault.hpp"
 
 namespace cudatool {
 namespace {
@@ -191,6 +192,7 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
   size_t slots = 0;
   for (const auto& t : et.tables) slots += t.slots.size();
   out.reserve(dm.entries.size() + pa.rows.size() + slots);
+  prefault_capacity(out);
   auto made = [&](const std::string& s) { return names_made_.intern(s); };
   for (const auto& d : dm.entries) {
     if (d.implementation != 0)

@@ -7,6 +7,7 @@
 
 #include "analysis/driver_image.hpp"
 #include "base/permute.hpp"
+#include "base/prefault.hpp"
 
 namespace cudatool {
 namespace {
@@ -230,6 +231,7 @@ void FunctionMap::read_fdes(DriverImage& img, Diagnostics& diag, const Table& ta
   };
   // The FDEs go straight into the map (one copy, not two).
   functions_.reserve(std::min<uint64_t>(table.count, eh_bytes.size() / 16));
+  prefault_capacity(functions_);
   auto sink = [this](const elf::EhFde& f) {
     Function fn;
     fn.start = f.pc_begin;
@@ -449,8 +451,11 @@ bool FunctionMap::add_name(uint64_t start, std::string_view name, std::string_vi
     if (n.name == name && n.source == source_v) return true;
   }
   if (list.offset + list.count != name_store_.size()) {
-    // Not the last run: move it to the end (the old copy stays, unused).
-    name_store_.reserve(name_store_.size() + list.count + 1);
+    // Not the last run: move it to the end (the old copy stays, unused). The copies below read
+    // the store they grow, so make the room first (growing geometrically, as push_back would).
+    const size_t need = name_store_.size() + list.count + 1;
+    if (need > name_store_.capacity())
+      name_store_.reserve(std::max(need, 2 * name_store_.capacity()));
     const auto old = static_cast<size_t>(list.offset);
     list.offset = static_cast<uint32_t>(name_store_.size());
     for (uint32_t k = 0; k < list.count; ++k) name_store_.push_back(name_store_[old + k]);
@@ -458,6 +463,11 @@ bool FunctionMap::add_name(uint64_t start, std::string_view name, std::string_vi
   name_store_.push_back({intern(name), source_v});
   ++list.count;
   return true;
+}
+
+void FunctionMap::expect_names(size_t more) {
+  name_store_.reserve(name_store_.size() + more);
+  prefault_capacity(name_store_);
 }
 
 std::span<const FunctionName> FunctionMap::names(const Function& f) const {

@@ -55,7 +55,9 @@ FunctionMap& function_map_with_names(DriverImage& img) {
   tables.build_name_tables([&] { built = std::make_shared<FunctionMap>(img, map_diag); });
   img.diagnostics().insert(at, map_diag);
   FunctionMap& map = img.adopt_facet(std::move(built));
-  place_names(map, tables.function_names(/*with_sources=*/false));
+  auto names = tables.function_names(/*with_sources=*/false);
+  map.expect_names(names.size());
+  place_names(map, names);
   add_symtab_names(img, map);
   return map;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/prefault.hpp"
 #include "elf/relocations.hpp"
 
 namespace cudatool::elf {
@@ -19,6 +20,7 @@ RelocIndex RelocIndex::build(const ElfImage& elf, std::span<const Symbol> dynsym
     if (auto table = RelaTable::from_section(elf, sh)) total += table->size();
   }
   ix.entries_.reserve(total);
+  prefault_capacity(ix.entries_);
   // ld sorts RELATIVE entries by offset (-z combreloc) and .rela.plt follows: the entries are
   // checked for order as they are read, and sorted only when they are not.
   bool sorted = true;
@@ -118,6 +120,8 @@ void RelocIndex::build_buckets() {
   shift_ = 3;
   while (shift_ < 63 && (span >> shift_) + 2 > cap) ++shift_;
   size_t nb = static_cast<size_t>((span >> shift_) + 2);
+  buckets_.reserve(nb);
+  prefault_capacity(buckets_);
   buckets_.assign(nb, static_cast<uint32_t>(entries_.size()));
   for (size_t i = entries_.size(); i-- > 0;) {
     buckets_[(entries_[i].where - base_) >> shift_] = static_cast<uint32_t>(i);

@@ -15,6 +15,7 @@
 #include "base/hex.hpp"
 #include "base/json_writer.hpp"
 #include "base/permute.hpp"
+#include "base/prefault.hpp"
 #include "base/regex.hpp"
 #include "base/sha256.hpp"
 #include "base/text_stage.hpp"
@@ -491,6 +492,54 @@ TEST(PermuteInPlace, GivesWhatACopyGives) {
   std::vector<int> untouched{3, 1, 2};
   permute_in_place(untouched, std::span<uint32_t>());
   EXPECT_EQ(untouched, (std::vector<int>{3, 1, 2}));
+}
+
+// prefault_for_write maps exactly the whole pages inside the range, and below 16 pages nothing:
+// mincore() reports which pages of a fresh anonymous mapping are now resident.
+TEST(Prefault, MapsTheWholePagesInsideTheRangeAndNothingElse) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = 64;
+  auto resident = [&](void* base) {
+    std::vector<unsigned char> v(pages);
+    EXPECT_EQ(mincore(base, pages * page, v.data()), 0);
+    std::vector<bool> out(pages);
+    for (size_t i = 0; i < pages; ++i) out[i] = (v[i] & 1) != 0;
+    return out;
+  };
+  void* probe =
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  if (madvise(probe, page, 23 /* MADV_POPULATE_WRITE */) != 0) {
+    munmap(probe, pages * page);
+    GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE (Linux 5.14): prefault_for_write "
+                    "leaves the pages to fault in as before";
+  }
+  munmap(probe, pages * page);
+
+  auto* base = static_cast<char*>(
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(base, MAP_FAILED);
+  // From 100 bytes into page 1 to 200 bytes into page 41: pages 2 … 40 lie wholly inside.
+  prefault_for_write(base + page + 100, 40 * page + 100);
+  auto r = resident(base);
+  for (size_t i = 0; i < pages; ++i) EXPECT_EQ(r[i], i >= 2 && i <= 40) << "page " << i;
+  // 15 whole pages: not worth a system call.
+  prefault_for_write(base + 48 * page, 15 * page);
+  r = resident(base);
+  for (size_t i = 48; i < pages; ++i) EXPECT_FALSE(r[i]) << "page " << i;
+  // A vector's room beyond its size.
+  munmap(base, pages * page);
+  std::vector<uint64_t> v;
+  v.reserve(64 * page / sizeof(uint64_t));
+  v.resize(10);
+  prefault_capacity(v);
+  std::vector<unsigned char> in(1);
+  auto* mid = reinterpret_cast<char*>(v.data() + v.capacity() / 2);
+  ASSERT_EQ(mincore(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(mid) & ~(page - 1)), page,
+                    in.data()),
+            0);
+  EXPECT_TRUE(in[0] & 1);
+  prefault_for_write(nullptr, 1 << 20);  // nothing to do, and no crash
 }
 
 }  // namespace
