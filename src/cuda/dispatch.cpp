@@ -145,6 +145,7 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
   Loaded loaded{};
   std::array<uint64_t, kMaxSteps> visited;  // one per step: no allocation per path
   size_t n_visited = 0;
+  uint64_t highest = 0;  // of visited: a pc above it (straight-line code) was not visited
   std::optional<uint64_t> frame_at;  // the first push of a prologue
   const elf::MappedSection* sec = nullptr;
   for (int step = 0; step < kMaxSteps; ++step) {
@@ -154,19 +155,22 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
       r.at = pc;
       return r;
     }
-    if (std::find(visited.begin(), visited.begin() + n_visited, pc) !=
-        visited.begin() + n_visited) {
+    if ((n_visited > 0 && pc <= highest) && std::find(visited.begin(), visited.begin() + n_visited,
+                                                      pc) != visited.begin() + n_visited) {
       r.why = PathResult::Note::kLoop;
       r.at = pc;
       return r;
     }
     visited[n_visited++] = pc;
-    auto insn = dis.decode(sec->bytes.clamp(pc - sec->addr, 16), pc);
-    if (!insn) {
+    highest = std::max(highest, pc);
+    const ByteView code = sec->bytes.clamp(pc - sec->addr, 16);
+    StubInsn decoded;
+    if (!dis.decode(code.data(), code.size(), pc, decoded)) {
       r.why = PathResult::Note::kUndecodable;
       r.at = pc;
       return r;
     }
+    const StubInsn* insn = &decoded;
     ++*counter;
     switch (insn->kind) {
       case Kind::kOther:

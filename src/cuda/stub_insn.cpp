@@ -40,6 +40,17 @@ struct Fields {
   [[nodiscard]] uint64_t rel_target(int64_t rel) const { return next + static_cast<uint64_t>(rel); }
 };
 
+// What may follow the 66 and REX prefixes the fast decoder reads: another prefix (a second 66, a
+// REX that is not last, lock, rep, an address-size or segment override) or a VEX / EVEX escape
+// are left to Capstone. One table lookup per instruction instead of sixteen compares.
+constexpr std::array<bool, 256> kLeftToCapstone = [] {
+  std::array<bool, 256> t{};
+  for (int b = 0x40; b <= 0x4f; ++b) t[b] = true;
+  for (int b : {0x66, 0xc4, 0xc5, 0x62, 0xf0, 0xf2, 0xf3, 0x67, 0x2e, 0x3e, 0x26, 0x36, 0x64, 0x65})
+    t[b] = true;
+  return t;
+}();
+
 StubInsn make(Kind k, const Fields& f) {
   StubInsn s;
   s.kind = k;
@@ -291,9 +302,12 @@ StubInsn stub_insn_from_capstone(csh h, const cs_insn& insn) {
   return s;
 }
 
-std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr) {
-  const uint8_t* p = code.data();
-  const uint64_t n = code.size();
+namespace {
+
+// decode_stub_insn_fast's body, inlined into it so that no optional is returned through memory.
+[[gnu::always_inline]] inline std::optional<StubInsn> fast(const uint8_t* p, uint64_t n,
+                                                           uint64_t vaddr) {
+  const ByteView code(p, n);
   // endbr64 (F3 0F 1E FA), the one F3-prefixed instruction of a stub.
   if (n >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) {
     StubInsn s;
@@ -313,10 +327,7 @@ std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr) {
   }
   // 66 with REX.W: REX.W wins, but x86_length sizes a 66-prefixed immediate as 16 bits.
   if (f.rex_w && i > 0 && p[0] == 0x66) return std::nullopt;
-  if (i >= n || p[i] == 0x66 || (p[i] & 0xf0) == 0x40 || p[i] == 0xc4 || p[i] == 0xc5 ||
-      p[i] == 0x62 || p[i] == 0xf0 || p[i] == 0xf2 || p[i] == 0xf3 || p[i] == 0x67 ||
-      p[i] == 0x2e || p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65)
-    return std::nullopt;
+  if (i >= n || kLeftToCapstone[p[i]]) return std::nullopt;
   auto insn = x86::decode_length(code);
   if (!insn || insn->vex || insn->map > 1) return std::nullopt;
   f.insn = *insn;
@@ -327,6 +338,22 @@ std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr) {
     f.rm = insn->modrm & 7;
   }
   return insn->map == 0 ? one_byte(f) : two_byte(f);
+}
+
+}  // namespace
+
+bool decode_stub_insn_fast(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out) {
+  auto s = fast(code, size, vaddr);
+  if (!s) return false;
+  // Member by member: a struct copy loaded the fields just stored one by one as a 16-byte
+  // vector, a store-forwarding stall on every instruction.
+  out.kind = s->kind;
+  out.operand = s->operand;
+  out.length = s->length;
+  out.reg = s->reg;
+  out.value = s->value;
+  out.imm = s->imm;
+  return true;
 }
 
 StubDecoder::StubDecoder() {
@@ -346,9 +373,17 @@ StubDecoder::~StubDecoder() {
 }
 
 std::optional<StubInsn> StubDecoder::decode(ByteView code, uint64_t vaddr) {
-  if (auto s = decode_stub_insn_fast(code, vaddr)) return s;
+  StubInsn s;
+  if (!decode(code.data(), code.size(), vaddr, s)) return std::nullopt;
+  return s;
+}
+
+bool StubDecoder::decode_slow(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out) {
   ++capstone_decoded_;
-  return decode_capstone(code, vaddr);
+  auto s = decode_capstone(ByteView(code, size), vaddr);
+  if (!s) return false;
+  out = *s;
+  return true;
 }
 
 std::optional<StubInsn> StubDecoder::decode_capstone(ByteView code, uint64_t vaddr) {

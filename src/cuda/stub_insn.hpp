@@ -52,9 +52,16 @@ struct StubInsn {
   bool operator==(const StubInsn&) const = default;
 };
 
-// The fast decoder: nothing when the bytes are not one of the plain instructions it knows (then
-// Capstone decides), else exactly what Capstone would say.
-std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr);
+// The fast decoder: false when the bytes are not one of the plain instructions it knows (then
+// Capstone decides), else true with exactly what Capstone would say in `out`. Pointer, length and
+// an out-parameter: a 24-byte ByteView and a returned optional travel through the stack, and
+// their copies stalled the dispatch decoder's loop on store forwarding.
+bool decode_stub_insn_fast(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out);
+inline std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vaddr) {
+  StubInsn s;
+  if (!decode_stub_insn_fast(code.data(), code.size(), vaddr, s)) return std::nullopt;
+  return s;
+}
 
 // Both decoders behind one Capstone handle (opened once: not thread-safe, one per thread).
 class StubDecoder {
@@ -67,6 +74,10 @@ class StubDecoder {
 
   // The fast decoder, Capstone where it answers nothing; nothing when Capstone cannot decode.
   std::optional<StubInsn> decode(ByteView code, uint64_t vaddr);
+  // The same into `out`; false when Capstone cannot decode.
+  bool decode(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out) {
+    return decode_stub_insn_fast(code, size, vaddr, out) || decode_slow(code, size, vaddr, out);
+  }
   // Capstone alone (the reference the fast decoder is tested against).
   std::optional<StubInsn> decode_capstone(ByteView code, uint64_t vaddr);
   // "mnemonic operands" as Capstone prints them (Intel syntax), for notes.
@@ -75,6 +86,8 @@ class StubDecoder {
   [[nodiscard]] uint64_t capstone_decoded() const { return capstone_decoded_; }
 
  private:
+  bool decode_slow(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out);
+
   size_t handle_ = 0;  // csh
   ::cs_insn* insn_ = nullptr;
   uint64_t capstone_decoded_ = 0;
