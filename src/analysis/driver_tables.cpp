@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <exception>
 #include <latch>
@@ -80,22 +81,33 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
     return;
   }
   // Each table reports to its own diagnostics, appended in the order of the calls above.
-  Diagnostics dispatch_diag, tables_diag;
+  Diagnostics dispatch_diag, procaddress_diag, export_diag;
   cuda::TableInput in;
   std::vector<cuda::ExportedFunction> fns;
   std::optional<cuda::DispatchResolver> stubs;
   std::latch input_ready(1);
   std::exception_ptr helper_failed;
-  // The helper: `alongside`, the two tables, then whatever dispatch stubs are left.
+  // The cuGetProcAddress table, by whichever thread comes for it first: the helper's map and
+  // export tables and this thread's index and stubs take about as long, and which side ends
+  // first differs from build to build.
+  std::atomic<bool> procaddress_claimed{false};
+  auto procaddress_if_unclaimed = [&] {
+    if (procaddress_claimed.exchange(true, std::memory_order_relaxed)) return;
+    cuda::TableInput pa_in = in;
+    pa_in.diag = &procaddress_diag;
+    procaddress_ = cuda::find_procaddress_table(pa_in);
+  };
+  // The helper: `alongside`, the export tables, perhaps the cuGetProcAddress table, then
+  // whatever dispatch stubs are left.
   auto helper_work = [&] {
     try {
       if (alongside) alongside();
       input_ready.wait();
       if (!stubs) return;
-      cuda::TableInput tables_in = in;
-      tables_in.diag = &tables_diag;
-      procaddress_ = cuda::find_procaddress_table(tables_in);
-      export_tables_ = cuda::find_export_tables(tables_in);
+      cuda::TableInput et_in = in;
+      et_in.diag = &export_diag;
+      export_tables_ = cuda::find_export_tables(et_in);
+      procaddress_if_unclaimed();
       stubs->resolve_some();
     } catch (...) {
       helper_failed = std::current_exception();
@@ -123,12 +135,16 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
     if (helper) input_ready.count_down();
     // From here on, what `in` points to no longer changes.
     stubs->resolve_some();
-    if (!helper) helper_work();
+    if (helper) {
+      procaddress_if_unclaimed();  // a throw joins the helper on the way out
+    } else {
+      helper_work();
+    }
   }
   if (helper_failed) std::rethrow_exception(helper_failed);
   dispatch_ = stubs->finish();
-  img_.diagnostics().insert(img_.diagnostics().items().size(), dispatch_diag);
-  img_.diagnostics().insert(img_.diagnostics().items().size(), tables_diag);
+  for (const Diagnostics* d : {&dispatch_diag, &procaddress_diag, &export_diag})
+    img_.diagnostics().insert(img_.diagnostics().items().size(), *d);
 }
 
 uint64_t DriverTables::relocations_walked() {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "analysis/driver_image.hpp"
+#include "analysis/driver_tables.hpp"
 #include "analysis/function_map.hpp"
 #include "analysis/function_names.hpp"
 #include "base/helper_thread.hpp"
@@ -234,6 +235,73 @@ TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
   ASSERT_LT(eh_at, b.serial_diag.size()) << "the .eh_frame damage was not met";
   ASSERT_LT(sym_at, b.serial_diag.size()) << "the .dynsym damage was not met";
   EXPECT_LT(eh_at, sym_at);
+}
+
+// One damaged slot in each table read beside the map (a dispatch slot, a cuGetProcAddress row,
+// an export-table slot: each relocation made to point outside every section). The two threads
+// share the tables, the cuGetProcAddress table going to whichever is free first, and still
+// report in one thread's order: dispatch, cuGetProcAddress, export tables.
+TEST(NamesOnTwoThreadsDamaged, TableReportsInTheOrderOfOneThread) {
+  auto builds = driver_builds();
+  ASSERT_FALSE(builds.empty());
+  std::string src = builds.front().lib_path;
+  for (const auto& b : builds)
+    if (b.version.rfind("550.", 0) == 0) src = b.lib_path;
+  CUDATOOL_REQUIRE_BUILD(builds.front());
+  const std::string orig = read_file(src);
+  const ReadelfSection* rela = nullptr;
+  const auto secs = readelf_sections(src);
+  rela = find_section(secs, ".rela.dyn");
+  ASSERT_NE(rela, nullptr);
+  // The slots to damage, from an intact copy.
+  std::vector<uint64_t> slots;
+  {
+    auto img = DriverImage::open(src);
+    ASSERT_TRUE(img);
+    auto& t = (*img)->facet<DriverTables>();
+    for (const auto& e : t.dispatch().entries) {
+      if (e.implementation != 0) {
+        slots.push_back(e.slot);
+        break;
+      }
+    }
+    const auto& rows = t.procaddress().rows;
+    ASSERT_FALSE(rows.empty());
+    slots.push_back(rows[rows.size() / 2].entry_vaddr);
+    for (const auto& et : t.export_tables().tables) {
+      for (const auto& sl : et.slots) {
+        if (sl.kind == cuda::SlotKind::kFunction && slots.size() < 3) slots.push_back(sl.vaddr);
+      }
+    }
+    ASSERT_EQ(slots.size(), 3u);
+  }
+  std::string m = orig;
+  for (uint64_t slot : slots) {
+    bool found = false;
+    for (uint64_t at = rela->offset; at + 24 <= rela->offset + rela->size; at += 24) {
+      uint64_t r_offset = 0;
+      std::memcpy(&r_offset, m.data() + at, 8);
+      if (r_offset != slot) continue;
+      m[at + 23] = '\x7f';  // the addend's top byte
+      found = true;
+    }
+    ASSERT_TRUE(found) << std::hex << slot;
+  }
+  std::string path = write_temp("names-threads-tables.so", m);
+  Both b = build_both(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(b.threaded_map, b.serial_map);
+  EXPECT_EQ(b.threaded_diag, b.serial_diag);
+  auto first = [&](std::string_view prefix) {
+    for (size_t i = 0; i < b.serial_diag.size(); ++i)
+      if (b.serial_diag[i].rfind(prefix, 0) == 0) return i;
+    ADD_FAILURE() << "no report starts with " << prefix;
+    return b.serial_diag.size();
+  };
+  size_t dispatch = first("dispatch "), procaddress = first("cuGetProcAddress "),
+         exports = first("export table #");
+  EXPECT_LT(dispatch, procaddress);
+  EXPECT_LT(procaddress, exports);
 }
 
 }  // namespace
