@@ -87,9 +87,10 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
   std::optional<cuda::DispatchResolver> stubs;
   std::latch input_ready(1);
   std::exception_ptr helper_failed;
-  // The cuGetProcAddress table, by whichever thread comes for it first: the helper's map and
-  // export tables and this thread's index and stubs take about as long, and which side ends
-  // first differs from build to build.
+  // The cuGetProcAddress table, by whichever thread comes for it first: this one after the
+  // relocation index (on every build measured the helper is then still reading FDEs), or the
+  // helper after the export tables. The stubs come last on both threads: sharing them is what
+  // evens out the two sides.
   std::atomic<bool> procaddress_claimed{false};
   auto procaddress_if_unclaimed = [&] {
     if (procaddress_claimed.exchange(true, std::memory_order_relaxed)) return;
@@ -133,13 +134,11 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
       throw;
     }
     if (helper) input_ready.count_down();
-    // From here on, what `in` points to no longer changes.
+    // From here on, what `in` points to no longer changes. The cuGetProcAddress table first
+    // (the helper is still reading FDEs), then the stubs, which the helper joins when done.
+    if (helper) procaddress_if_unclaimed();  // a throw joins the helper on the way out
     stubs->resolve_some();
-    if (helper) {
-      procaddress_if_unclaimed();  // a throw joins the helper on the way out
-    } else {
-      helper_work();
-    }
+    if (!helper) helper_work();
   }
   if (helper_failed) std::rethrow_exception(helper_failed);
   dispatch_ = stubs->finish();
