@@ -97,6 +97,7 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
     cuda::TableInput pa_in = in;
     pa_in.diag = &procaddress_diag;
     procaddress_ = cuda::find_procaddress_table(pa_in);
+    procaddress_names_ = procaddress_names(/*with_sources=*/false);
   };
   // The helper: `alongside`, the export tables, perhaps the cuGetProcAddress table, then
   // whatever dispatch stubs are left.
@@ -108,6 +109,7 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
       cuda::TableInput et_in = in;
       et_in.diag = &export_diag;
       export_tables_ = cuda::find_export_tables(et_in);
+      export_table_names_ = export_table_names(/*with_sources=*/false);  // names_made_: only here
       procaddress_if_unclaimed();
       stubs->resolve_some();
     } catch (...) {
@@ -198,17 +200,28 @@ const std::vector<DriverTables::ApiCoverage>& DriverTables::coverage() {
   return *coverage_;
 }
 
-std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_sources) {
+namespace {
+
+using NamedFunction = DriverTables::NamedFunction;
+
+// By address, keeping the order of equal addresses: (address, index) pairs are sorted (a third
+// of stable_sort's cost on the structs) and the order applied in place, a cycle at a time (a
+// sorted copy was ~200 KB of fresh pages).
+void sort_by_address(std::vector<NamedFunction>& items) {
+  std::vector<std::pair<uint64_t, uint32_t>> order(items.size());
+  for (size_t i = 0; i < items.size(); ++i) order[i] = {items[i].address, static_cast<uint32_t>(i)};
+  std::sort(order.begin(), order.end());
+  std::vector<uint32_t> from(items.size());
+  for (size_t i = 0; i < items.size(); ++i) from[i] = order[i].second;
+  permute_in_place(items, std::span<uint32_t>(from));
+}
+
+}  // namespace
+
+std::vector<NamedFunction> DriverTables::dispatch_names(bool with_sources) {
   std::vector<NamedFunction> out;
-  build_name_tables();
   const auto& dm = dispatch();
-  const auto& pa = procaddress();
-  const auto& et = export_tables();
-  size_t slots = 0;
-  for (const auto& t : et.tables) slots += t.slots.size();
-  out.reserve(dm.entries.size() + pa.rows.size() + slots);
-  prefault_capacity(out);
-  auto made = [&](const std::string& s) { return names_made_.intern(s); };
+  out.reserve(dm.entries.size());
   for (const auto& d : dm.entries) {
     if (d.implementation != 0)
       out.push_back({.address = d.implementation,
@@ -216,6 +229,15 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
                      .source = with_sources ? "impl via dispatch" : "",
                      .kind = NamedFunction::Kind::kDispatch});
   }
+  sort_by_address(out);
+  return out;
+}
+
+std::vector<NamedFunction> DriverTables::procaddress_names(bool with_sources) {
+  std::vector<NamedFunction> out;
+  const auto& pa = procaddress();
+  out.reserve(pa.rows.size());
+  auto made = [&](const std::string& s) { return names_made_.intern(s); };
   for (const auto& r : pa.rows) {
     if (r.function == 0 || !r.export_name.empty()) continue;
     out.push_back({.address = r.function,
@@ -226,6 +248,17 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
                                  : "",
                    .kind = NamedFunction::Kind::kProcAddress});
   }
+  sort_by_address(out);
+  return out;
+}
+
+std::vector<NamedFunction> DriverTables::export_table_names(bool with_sources) {
+  std::vector<NamedFunction> out;
+  const auto& et = export_tables();
+  size_t slots = 0;
+  for (const auto& t : et.tables) slots += t.slots.size();
+  out.reserve(slots);
+  auto made = [&](const std::string& s) { return names_made_.intern(s); };
   for (const auto& t : et.tables) {
     std::string uuid = cuda::format_uuid(t.uuid);
     // "<TABLE>.<slot name>", "<TABLE>.slot<n>" or "etbl_<uuid's first 8 digits>_<n>": ~2,000
@@ -248,22 +281,42 @@ std::vector<DriverTables::NamedFunction> DriverTables::function_names(bool with_
            NamedFunction::Kind::kExportTable});
     }
   }
-  // By address, in the order found within one address (a stable sort: of (address, index)
-  // pairs, a third of stable_sort's cost on the structs); the same name twice at one address once.
-  // The order is applied in place, a cycle at a time: a sorted copy was ~200 KB of fresh pages.
-  std::vector<std::pair<uint64_t, uint32_t>> order(out.size());
-  for (size_t i = 0; i < out.size(); ++i) order[i] = {out[i].address, static_cast<uint32_t>(i)};
-  std::sort(order.begin(), order.end());
-  std::vector<uint32_t> from(out.size());
-  for (size_t i = 0; i < out.size(); ++i) from[i] = order[i].second;
-  permute_in_place(out, std::span<uint32_t>(from));
-  size_t kept = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (kept > 0 && out[kept - 1].address == out[i].address && out[kept - 1].name == out[i].name)
-      continue;
-    out[kept++] = out[i];
+  sort_by_address(out);
+  return out;
+}
+
+std::vector<NamedFunction> DriverTables::function_names(bool with_sources) {
+  build_name_tables();
+  std::vector<NamedFunction> parts[3];
+  parts[0] = dispatch_names(with_sources);
+  parts[1] = !with_sources && procaddress_names_ ? std::move(*procaddress_names_)
+                                                 : procaddress_names(with_sources);
+  parts[2] = !with_sources && export_table_names_ ? std::move(*export_table_names_)
+                                                  : export_table_names(with_sources);
+  procaddress_names_.reset();
+  export_table_names_.reset();
+  return merge_in_address_order(parts);
+}
+
+std::vector<NamedFunction> DriverTables::merge_in_address_order(
+    std::span<const std::vector<NamedFunction>> parts) {
+  std::vector<NamedFunction> out;
+  size_t total = 0;
+  for (const auto& p : parts) total += p.size();
+  out.reserve(total);
+  prefault_capacity(out);
+  std::vector<size_t> at(parts.size(), 0);
+  for (;;) {
+    size_t pick = parts.size();
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (at[k] == parts[k].size()) continue;
+      if (pick == parts.size() || parts[k][at[k]].address < parts[pick][at[pick]].address) pick = k;
+    }
+    if (pick == parts.size()) break;
+    const NamedFunction& n = parts[pick][at[pick]++];
+    if (!out.empty() && out.back().address == n.address && out.back().name == n.name) continue;
+    out.push_back(n);
   }
-  out.resize(kept);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ class DriverTables {
   // Without sources (`source` left empty) for callers that only place the names: formatting
   // ~2,700 of them was a tenth of `functions` on 580.
   std::vector<NamedFunction> function_names(bool with_sources = true);
+  // function_names()' last step: parts, each sorted by address, merged in address order; at one
+  // address the parts' order and each part's own order are kept, and the same (address, name)
+  // is kept once.
+  static std::vector<NamedFunction> merge_in_address_order(
+      std::span<const std::vector<NamedFunction>> parts);
 
   // dispatch(), procaddress() and export_tables() built at once, on two threads: a helper runs
   // `alongside` (the caller's own work, which must touch neither this facet nor anything of
@@ -71,6 +77,10 @@ class DriverTables {
   cuda::TableInput input();
   // The exported functions in executable sections: what dispatch() decodes.
   std::vector<cuda::ExportedFunction> exported_code(const cuda::TableInput& in);
+  // function_names()' three parts, each sorted by address (equal addresses in table order).
+  std::vector<NamedFunction> dispatch_names(bool with_sources);
+  std::vector<NamedFunction> procaddress_names(bool with_sources);
+  std::vector<NamedFunction> export_table_names(bool with_sources);
 
   DriverImage& img_;
   cuda::ExportNames names_;
@@ -81,6 +91,9 @@ class DriverTables {
   std::optional<cuda::ErrorTable> errors_;
   std::optional<std::vector<ApiCoverage>> coverage_;
   StringArena names_made_;  // function_names()' export-table names and sources
+  // The last two parts without sources, made by build_name_tables() on the thread that read
+  // the table, beside the other thread's work (they were a tenth of `functions`, after it).
+  std::optional<std::vector<NamedFunction>> procaddress_names_, export_table_names_;
 };
 
 }  // namespace cudatool

@@ -365,6 +365,63 @@ TEST_P(TablesReal, FunctionNamesForTheSymbolizer) {
                              [](const auto& a, const auto& b) { return a.address < b.address; }));
 }
 
+// function_names() against a plain model of its rules: the dispatch implementations, the
+// cuGetProcAddress rows and the export-table slots that name no export, in that order, put in
+// address order by a stable sort, the same (address, name) once. The parts are made on the
+// threads that read the tables and merged (without sources), or made afresh (with sources): both
+// must be the model's list.
+TEST_P(TablesReal, FunctionNamesAreTheThreeTablesInAddressOrder) {
+  auto img = DriverImage::open(lib());
+  ASSERT_TRUE(img) << img.error().message();
+  auto& t = (*img)->facet<DriverTables>();
+  auto placed = t.function_names(/*with_sources=*/false);
+  auto sourced = t.function_names(/*with_sources=*/true);
+  using Kind = DriverTables::NamedFunction::Kind;
+  struct Want {
+    uint64_t address;
+    std::string name;
+    Kind kind;
+  };
+  std::vector<Want> want;
+  for (const auto& d : t.dispatch().entries)
+    if (d.implementation != 0)
+      want.push_back({d.implementation, std::string(d.export_name), Kind::kDispatch});
+  for (const auto& r : t.procaddress().rows)
+    if (r.function != 0 && r.export_name.empty())
+      want.push_back({r.function, std::string(r.api), Kind::kProcAddress});
+  for (const auto& et : t.export_tables().tables) {
+    for (const auto& sl : et.slots) {
+      if (sl.kind != cuda::SlotKind::kFunction || !sl.export_name.empty()) continue;
+      std::string name =
+          !et.known ? fmt::format("etbl_{}_{}", cuda::format_uuid(et.uuid).substr(0, 8), sl.index)
+          : sl.known_name.empty() ? fmt::format("{}.slot{}", et.known->name, sl.index)
+                                  : fmt::format("{}.{}", et.known->name, sl.known_name);
+      want.push_back({sl.value, name, Kind::kExportTable});
+    }
+  }
+  std::stable_sort(want.begin(), want.end(),
+                   [](const Want& a, const Want& b) { return a.address < b.address; });
+  std::vector<Want> kept;
+  size_t shared = 0;  // names at an address already named: where the order matters
+  for (const auto& w : want) {
+    if (!kept.empty() && kept.back().address == w.address) {
+      ++shared;
+      if (kept.back().name == w.name) continue;
+    }
+    kept.push_back(w);
+  }
+  // (No real build names one address from two tables: DriverTablesMerge covers that order.)
+  EXPECT_GT(shared, 0u) << "no address carries two names: the order kept goes untested";
+  for (const auto* got : {&placed, &sourced}) {
+    ASSERT_EQ(got->size(), kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_EQ((*got)[i].address, kept[i].address) << i;
+      EXPECT_EQ((*got)[i].name, kept[i].name) << i;
+      EXPECT_EQ((*got)[i].kind, kept[i].kind) << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Debian, TablesReal, ::testing::ValuesIn(driver_builds()),
                          driver_test_name);
 // libcuda 580.159.04 from the shared test data (skipped, saying how to get it, when absent).

@@ -1,5 +1,5 @@
 // Pure logic under the driver tables: the relocation index (against a std::map), the section
-// map's bounded reads, UUID text, the community-name list.
+// map's bounded reads, UUID text, the community-name list, the merge of the function names.
 #include <elf.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/driver_tables.hpp"
 #include "cuda/driver_tables.hpp"
 #include "elf/elf_image.hpp"
 #include "elf/reloc_index.hpp"
@@ -231,6 +232,42 @@ TEST(Uuid, TextAndKnownNames) {
     EXPECT_TRUE(seen.insert(s).second) << s;
     for (size_t i = 1; i < t.slots.size(); ++i) EXPECT_LT(t.slots[i - 1].index, t.slots[i].index);
   }
+}
+
+// DriverTables::merge_in_address_order against a stable sort of the parts put end to end: random
+// parts with many shared addresses, names repeated within and across parts, and empty parts.
+TEST(DriverTablesMerge, IsAStableSortOfThePartsEndToEndWithoutRepeats) {
+  using Named = DriverTables::NamedFunction;
+  using Kind = Named::Kind;
+  std::mt19937_64 rng(20261205);
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Named> parts[3];
+    for (int k = 0; k < 3; ++k) {
+      size_t n = round % 7 == k ? 0 : rng() % 40;  // now and then an empty part
+      for (size_t i = 0; i < n; ++i)
+        parts[k].push_back({rng() % 16, names[rng() % names.size()], "", static_cast<Kind>(k)});
+      std::stable_sort(parts[k].begin(), parts[k].end(),
+                       [](const Named& a, const Named& b) { return a.address < b.address; });
+    }
+    std::vector<Named> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Named& a, const Named& b) { return a.address < b.address; });
+    std::vector<Named> want;
+    for (const auto& n : all) {
+      if (!want.empty() && want.back().address == n.address && want.back().name == n.name) continue;
+      want.push_back(n);
+    }
+    auto got = DriverTables::merge_in_address_order(parts);
+    ASSERT_EQ(got.size(), want.size()) << round;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].address, want[i].address) << round << " " << i;
+      ASSERT_EQ(got[i].name, want[i].name) << round << " " << i;
+      ASSERT_EQ(got[i].kind, want[i].kind) << round << " " << i;
+    }
+  }
+  EXPECT_TRUE(DriverTables::merge_in_address_order({}).empty());
 }
 
 }  // namespace
