@@ -87,11 +87,13 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
   std::optional<cuda::DispatchResolver> stubs;
   std::latch input_ready(1);
   std::exception_ptr helper_failed;
-  // The cuGetProcAddress table, by whichever thread comes for it first: this one after the
-  // relocation index (on every build measured the helper is then still reading FDEs), or the
-  // helper after the export tables. The stubs come last on both threads: sharing them is what
-  // evens out the two sides.
-  std::atomic<bool> procaddress_claimed{false};
+  // The two tables, each by whichever thread comes for it first. This one takes the
+  // cuGetProcAddress table after the relocation index (the helper is then still reading FDEs),
+  // then shares the stubs; the helper takes the export tables after the FDEs, then shares the
+  // stubs. Where the FDEs take longest (580: 35,000 of them) this thread, out of stubs, reads the
+  // export tables itself. Each table's name list is made by the thread that read it
+  // (names_made_ is written by the export tables' thread only).
+  std::atomic<bool> procaddress_claimed{false}, export_claimed{false};
   auto procaddress_if_unclaimed = [&] {
     if (procaddress_claimed.exchange(true, std::memory_order_relaxed)) return;
     cuda::TableInput pa_in = in;
@@ -99,17 +101,20 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
     procaddress_ = cuda::find_procaddress_table(pa_in);
     procaddress_names_ = procaddress_names(/*with_sources=*/false);
   };
-  // The helper: `alongside`, the export tables, perhaps the cuGetProcAddress table, then
-  // whatever dispatch stubs are left.
+  auto export_tables_if_unclaimed = [&] {
+    if (export_claimed.exchange(true, std::memory_order_relaxed)) return;
+    cuda::TableInput et_in = in;
+    et_in.diag = &export_diag;
+    export_tables_ = cuda::find_export_tables(et_in);
+    export_table_names_ = export_table_names(/*with_sources=*/false);
+  };
+  // The helper: `alongside`, then what is left of the two tables and the stubs.
   auto helper_work = [&] {
     try {
       if (alongside) alongside();
       input_ready.wait();
       if (!stubs) return;
-      cuda::TableInput et_in = in;
-      et_in.diag = &export_diag;
-      export_tables_ = cuda::find_export_tables(et_in);
-      export_table_names_ = export_table_names(/*with_sources=*/false);  // names_made_: only here
+      export_tables_if_unclaimed();
       procaddress_if_unclaimed();
       stubs->resolve_some();
     } catch (...) {
@@ -136,11 +141,16 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
       throw;
     }
     if (helper) input_ready.count_down();
-    // From here on, what `in` points to no longer changes. The cuGetProcAddress table first
-    // (the helper is still reading FDEs), then the stubs, which the helper joins when done.
-    if (helper) procaddress_if_unclaimed();  // a throw joins the helper on the way out
-    stubs->resolve_some();
-    if (!helper) helper_work();
+    // From here on, what `in` points to no longer changes. A throw below joins the helper on
+    // the way out.
+    if (helper) {
+      procaddress_if_unclaimed();
+      stubs->resolve_some();
+      export_tables_if_unclaimed();
+    } else {
+      stubs->resolve_some();
+      helper_work();
+    }
   }
   if (helper_failed) std::rethrow_exception(helper_failed);
   dispatch_ = stubs->finish();

@@ -64,10 +64,9 @@ class DriverTables {
 
   // dispatch(), procaddress() and export_tables() built at once, on two threads: a helper runs
   // `alongside` (the caller's own work, which must touch neither this facet nor anything of
-  // the image that is computed on first use) and then reads the export tables, while this thread
-  // builds the relocation index, reads the cuGetProcAddress table (whichever thread comes for it
-  // first does) and decodes the dispatch stubs, which the helper joins when it is done. Damage
-  // is reported as if the three were built one after the other, in that order.
+  // the image that is computed on first use) while this thread builds the relocation index;
+  // each table then goes to whichever thread comes for it first, and both share the dispatch
+  // stubs. Damage is reported as if the three were built one after the other, in that order.
   void build_name_tables(const std::function<void()>& alongside = {});
 
   // Relocation entries read to build the index (all RELA tables, all types).
