@@ -477,21 +477,24 @@ std::span<const FunctionName> FunctionMap::names(const Function& f) const {
 }
 
 std::vector<std::pair<std::string, uint64_t>> FunctionMap::named_by_source() const {
-  std::vector<std::pair<std::string, uint64_t>> out;
-  for (const auto& nl : name_lists_) {
-    std::span<const FunctionName> list(name_store_.data() + nl.offset, nl.count);
-    for (size_t i = 0; i < list.size(); ++i) {
-      bool seen = false;  // count a function once per source
-      for (size_t j = 0; j < i && !seen; ++j) seen = list[j].source == list[i].source;
-      if (seen) continue;
-      auto it = std::find_if(out.begin(), out.end(),
-                             [&](const auto& p) { return p.first == list[i].source; });
-      if (it == out.end())
-        out.emplace_back(std::string(list[i].source), 1);
-      else
-        ++it->second;
+  // Every name's source is one of sources_ (that very view, add_name() keeps one copy of each):
+  // count by position there, each function once per source.
+  std::vector<uint64_t> count(sources_.size(), 0);
+  std::vector<uint32_t> counted_for(sources_.size(), UINT32_MAX);  // the last list counted
+  for (uint32_t l = 0; l < name_lists_.size(); ++l) {
+    const NameList& nl = name_lists_[l];
+    for (const FunctionName& n :
+         std::span<const FunctionName>(name_store_.data() + nl.offset, nl.count)) {
+      size_t k = 0;
+      while (k < sources_.size() && sources_[k].data() != n.source.data()) ++k;
+      if (k == sources_.size() || counted_for[k] == l) continue;
+      counted_for[k] = l;
+      ++count[k];
     }
   }
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t k = 0; k < sources_.size(); ++k)
+    if (count[k] > 0) out.emplace_back(std::string(sources_[k]), count[k]);
   std::sort(out.begin(), out.end());
   return out;
 }

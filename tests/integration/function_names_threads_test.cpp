@@ -152,8 +152,16 @@ TEST_P(NamesOnTwoThreads, AddedNamesLandWhereAPlainModelPutsThem) {
     EXPECT_EQ(map.unplaced()[i].name.source, want_unplaced[i].second.second);
   }
   size_t named = 0;
-  for (const auto& [at, list] : want) named += !list.empty();
+  std::map<std::string, uint64_t> by_source;  // functions named by each source, once each
+  for (const auto& [at, list] : want) {
+    named += !list.empty();
+    std::set<std::string> sources;
+    for (const auto& p : list) sources.insert(p.second);
+    for (const auto& src : sources) ++by_source[src];
+  }
   EXPECT_EQ(map.named_functions(), named);
+  EXPECT_EQ(map.named_by_source(),
+            (std::vector<std::pair<std::string, uint64_t>>(by_source.begin(), by_source.end())));
 }
 
 INSTANTIATE_TEST_SUITE_P(Debian, NamesOnTwoThreads, ::testing::ValuesIn(driver_builds()),
