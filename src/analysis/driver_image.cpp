@@ -144,9 +144,7 @@ const std::vector<Export>& DriverImage::exports() {
     exports_->reserve(syms.size());  // most dynamic symbols of libcuda are its exports
     prefault_capacity(*exports_);
     for (const auto& s : syms) {
-      if (!s.defined() || s.index == 0) continue;
-      if (s.binding() != STB_GLOBAL && s.binding() != STB_WEAK && s.binding() != STB_GNU_UNIQUE)
-        continue;
+      if (!is_export(s)) continue;
       Export e;
       e.sym = s;
       e.api = cuda::parse_api_name(s.name);
@@ -155,6 +153,11 @@ const std::vector<Export>& DriverImage::exports() {
     }
   }
   return *exports_;
+}
+
+bool DriverImage::is_export(const elf::Symbol& s) {
+  return s.defined() && s.index != 0 &&
+         (s.binding() == STB_GLOBAL || s.binding() == STB_WEAK || s.binding() == STB_GNU_UNIQUE);
 }
 
 const std::vector<Import>& DriverImage::imports() {

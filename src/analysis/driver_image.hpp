@@ -87,6 +87,10 @@ class DriverImage {
   const std::vector<elf::Symbol>& dynamic_symbols();
   const elf::SymbolVersions& symbol_versions();
   const std::vector<Export>& exports();
+  // Whether exports() lists this dynamic symbol (defined, global, weak or unique). Readers that
+  // need only the symbols (names for the function map, the dispatch stubs) test it themselves
+  // and skip what exports() adds: the versions and the API-name parse of ~900 symbols.
+  static bool is_export(const elf::Symbol& s);
   const std::vector<Import>& imports();
   // The note when present; nullopt when absent. A damaged note is reported in diagnostics and
   // yields nullopt plus fwd_compat_error().

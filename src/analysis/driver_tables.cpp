@@ -19,8 +19,17 @@
 namespace cudatool {
 namespace {
 
+bool is_function(const elf::Symbol& s) {
+  return s.type() == STT_FUNC || s.type() == STT_GNU_IFUNC;
+}
+
 bool is_function(const Export& e) {
-  return e.sym.type() == STT_FUNC || e.sym.type() == STT_GNU_IFUNC;
+  return is_function(e.sym);
+}
+
+// The exported functions, straight from the dynamic symbols (as exports() selects them).
+bool is_exported_function(const elf::Symbol& s) {
+  return DriverImage::is_export(s) && is_function(s);
 }
 
 }  // namespace
@@ -30,8 +39,8 @@ DriverTables::DriverTables(DriverImage& img) : img_(img) {}
 cuda::TableInput DriverTables::input() {
   auto& rel = img_.facet<Relocations>();
   if (!names_ready_) {
-    for (const auto& e : img_.exports())
-      if (is_function(e)) names_.add(e.sym.st_value, e.sym.name);
+    for (const auto& s : img_.dynamic_symbols())
+      if (is_exported_function(s)) names_.add(s.st_value, s.name);
     names_.finish();
     names_ready_ = true;
   }
@@ -55,11 +64,11 @@ const cuda::ErrorTable& DriverTables::errors() {
 
 std::vector<cuda::ExportedFunction> DriverTables::exported_code(const cuda::TableInput& in) {
   std::vector<cuda::ExportedFunction> fns;
-  for (const auto& e : img_.exports()) {
-    if (!is_function(e)) continue;
-    const auto* s = in.sections->at(e.sym.st_value);
+  for (const auto& sym : img_.dynamic_symbols()) {
+    if (!is_exported_function(sym)) continue;
+    const auto* s = in.sections->at(sym.st_value);
     if (s == nullptr || !s->exec) continue;
-    fns.push_back({e.sym.st_value, e.sym.name});
+    fns.push_back({sym.st_value, sym.name});
   }
   return fns;
 }

@@ -280,9 +280,7 @@ void FunctionMap::sort_and_place() {
 // address.
 void FunctionMap::name_exports(DriverImage& img) {
   for (const auto& s : img.dynamic_symbols()) {
-    if (!s.defined() || s.index == 0 || s.name.empty()) continue;
-    if (s.binding() != STB_GLOBAL && s.binding() != STB_WEAK && s.binding() != STB_GNU_UNIQUE)
-      continue;
+    if (!DriverImage::is_export(s) || s.name.empty()) continue;
     if (s.type() != STT_FUNC && s.type() != STT_GNU_IFUNC) continue;
     add_name(s.st_value, s.name, kExportSource);
   }
