@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Two commands of a few milliseconds, timed in alternation: which one is faster, and by how much.
 
-    python3 bench/alternate.py [--pairs 300] -- OLD ARGV... -- NEW ARGV...
+    python3 bench/alternate.py [--pairs 300] [--sep ::] -- OLD ARGV... -- NEW ARGV...
+
+(--sep names another separator for commands that hold a "--" themselves:
+`--sep :: :: cudatool trace -- prog :: cudatool trace -- prog`.)
 
 Runs A, B, B, A, A, B, … (each pair in alternating order, after 5 warm-up pairs), with stdout and
 stderr on /dev/null, and prints the median of each and the median (and quartiles) of the paired
@@ -33,15 +36,19 @@ def run(argv, devnull):
 def main():
     parser = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].strip())
     parser.add_argument("--pairs", type=int, default=300)
+    parser.add_argument("--sep", default="--")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     rest = args.rest
-    if rest.count("--") != 2 or rest[0] != "--":
-        parser.error("give two commands, each after --")
-    cut = rest.index("--", 1)
+    sep = args.sep
+    if rest[:1] == ["--"] and sep != "--":
+        rest = rest[1:]  # argparse's own end of options
+    if rest.count(sep) != 2 or rest[0] != sep:
+        parser.error(f"give two commands, each after {sep}")
+    cut = rest.index(sep, 1)
     a, b = rest[1:cut], rest[cut + 1:]
     if not a or not b:
-        parser.error("give two commands, each after --")
+        parser.error(f"give two commands, each after {sep}")
     devnull = os.open(os.devnull, os.O_WRONLY)
     for _ in range(5):
         run(a, devnull)
