@@ -164,31 +164,30 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
     visited[n_visited++] = pc;
     highest = std::max(highest, pc);
     const ByteView code = sec->bytes.clamp(pc - sec->addr, 16);
-    StubInsn decoded;
-    if (!dis.decode(code.data(), code.size(), pc, decoded)) {
+    StubInsn insn;
+    if (!dis.decode(code.data(), code.size(), pc, insn)) {
       r.why = PathResult::Note::kUndecodable;
       r.at = pc;
       return r;
     }
-    const StubInsn* insn = &decoded;
     ++*counter;
-    switch (insn->kind) {
+    switch (insn.kind) {
       case Kind::kOther:
         break;
       case Kind::kCmpRipImm:
-        r.guard_vaddr = insn->value;
-        r.guard_value = insn->imm;
+        r.guard_vaddr = insn.value;
+        r.guard_value = insn.imm;
         break;
       case Kind::kMovEaxImm:
-        eax = insn->imm;
+        eax = insn.imm;
         break;
       case Kind::kMovRegRip:
         std::rotate(loaded.rbegin(), loaded.rbegin() + 1, loaded.rend());
-        loaded[0] = {insn->reg, insn->value};
+        loaded[0] = {insn.reg, insn.value};
         break;
       case Kind::kJmp:
       case Kind::kCall: {
-        std::optional<uint64_t> next = jump_or_call(*insn, pc, loaded, frame_at, r);
+        std::optional<uint64_t> next = jump_or_call(insn, pc, loaded, frame_at, r);
         if (!next) return r;
         pc = *next;
         ++r.hops;
@@ -216,10 +215,10 @@ PathResult follow(const TableInput& in, StubDecoder& dis, uint64_t pc, uint64_t*
         r.framed = true;
         break;
       case Kind::kJcc:
-        branches.push_back(insn->value);
+        branches.push_back(insn.value);
         break;
     }
-    pc += insn->length;
+    pc += insn.length;
   }
   r.why = PathResult::Note::kNoSlot;
   return r;

@@ -169,15 +169,20 @@ INSTANTIATE_TEST_SUITE_P(Debian, NamesOnTwoThreads, ::testing::ValuesIn(driver_b
 INSTANTIATE_TEST_SUITE_P(SharedData, NamesOnTwoThreads, ::testing::ValuesIn(shared_builds()),
                          driver_test_name);
 
+// The Debian build the damaged copies are made from: 550 when cached, else the first.
+std::string build_to_damage(const std::vector<DriverBuild>& builds) {
+  for (const auto& b : builds)
+    if (b.version.rfind("550.", 0) == 0) return b.lib_path;
+  return builds.front().lib_path;
+}
+
 // Damage in .eh_frame (met by the helper reading the FDEs) and in the relocations' addends (met
 // by both threads' tables): every report in the order one thread gives.
 TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
   auto builds = driver_builds();
   ASSERT_FALSE(builds.empty());
-  std::string src = builds.front().lib_path;
-  for (const auto& b : builds)
-    if (b.version.rfind("550.", 0) == 0) src = b.lib_path;
   CUDATOOL_REQUIRE_BUILD(builds.front());
+  const std::string src = build_to_damage(builds);
   const std::string orig = read_file(src);
   const auto secs = readelf_sections(src);
   const ReadelfSection* eh = find_section(secs, ".eh_frame");
@@ -252,14 +257,11 @@ TEST(NamesOnTwoThreadsDamaged, ReportInTheOrderOfOneThread) {
 TEST(NamesOnTwoThreadsDamaged, TableReportsInTheOrderOfOneThread) {
   auto builds = driver_builds();
   ASSERT_FALSE(builds.empty());
-  std::string src = builds.front().lib_path;
-  for (const auto& b : builds)
-    if (b.version.rfind("550.", 0) == 0) src = b.lib_path;
   CUDATOOL_REQUIRE_BUILD(builds.front());
+  const std::string src = build_to_damage(builds);
   const std::string orig = read_file(src);
-  const ReadelfSection* rela = nullptr;
   const auto secs = readelf_sections(src);
-  rela = find_section(secs, ".rela.dyn");
+  const ReadelfSection* rela = find_section(secs, ".rela.dyn");
   ASSERT_NE(rela, nullptr);
   // The slots to damage, from an intact copy.
   std::vector<uint64_t> slots;
