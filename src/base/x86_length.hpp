@@ -246,7 +246,7 @@ inline ModrmResult decode_modrm(const uint8_t* p, uint64_t avail) {
 // instruction in 64-bit mode or run past the end. Defined here, inline, so that its callers' loops
 // (the dispatch decoder: ~15,000 instructions per `functions`, the cross-reference sweep: all of
 // .text) keep the result in registers instead of unpacking a returned struct field by field.
-inline std::optional<Insn> decode_length(ByteView code) {
+[[gnu::always_inline]] inline std::optional<Insn> decode_length(ByteView code) {
   using namespace detail;  // NOLINT(google-build-using-namespace): the tables above
   const uint8_t* p = code.data();
   const uint64_t n = code.size() < 15 ? code.size() : 15;  // architectural maximum length
