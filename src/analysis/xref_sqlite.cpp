@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -12,8 +14,10 @@
 #include "analysis/driver_tables.hpp"
 #include "analysis/function_names.hpp"
 #include "analysis/xrefs.hpp"
+#include "base/prefault.hpp"
 
 namespace cudatool {
+
 namespace {
 
 // The schema; docs/xrefs.md documents every column. Addresses are integers (library addresses,
@@ -41,18 +45,24 @@ CREATE TABLE export_tables(uuid TEXT, table_name TEXT, address INTEGER, slot INT
 CREATE TABLE dispatch(export TEXT, wrapper INTEGER, kind TEXT, slot INTEGER,
                       implementation INTEGER);
 CREATE TABLE errors(code INTEGER, name TEXT, description TEXT, address INTEGER);
-CREATE INDEX refs_by_from ON refs(from_function) WHERE from_function IS NOT NULL;
-)sql";
-
-// refs_by_from and refs_by_target_function leave out the rows without a function (pointers in
-// data, references into data): a lookup `= id` (every view and documented query) finds the same
-// rows, and the two indexes cost 0.12 s instead of 0.2 s on 580.159.04. An `IS NULL` query scans.
-// refs_by_from exists before the rows go in (kSchema): they go in by site, so its keys (function
-// ids, by start address) only grow and each entry is appended; created afterwards, it was sorted
-// (0.02 s more on 580.159.04). The other indexes are created after the rows, by one sort each.
-constexpr const char* kIndexes = R"sql(
 CREATE INDEX refs_by_target ON refs(target);
 CREATE INDEX refs_by_target_function ON refs(target_function) WHERE target_function IS NOT NULL;
+)sql";
+
+// An index whose keys only grow as the rows go in exists before them, each entry appended; the
+// others are made after the rows, by one sort each. The rows of refs go in by target, then site
+// (XrefIndex::by_target()): refs_by_target and refs_by_target_function (the function holding a
+// target only grows with it) are appended, refs_by_from is sorted, on (from_function, site) so
+// that a function's references still come by site. Rows by site instead appended refs_by_from
+// and sorted the other two: 0.02 s more on 580.159.04. (functions go in by start too, but they
+// are written beside the sweep, where appending to functions_by_start made `index` 4-6 ms slower
+// than sorting it after.)
+// refs_by_from and refs_by_target_function leave out the rows without a function (pointers in
+// data, references into data): a lookup `= id` (every view and documented query) finds the
+// same rows, and the two indexes cost 0.12 s instead of 0.2 s on 580.159.04. An `IS NULL` query
+// scans.
+constexpr const char* kIndexes = R"sql(
+CREATE INDEX refs_by_from ON refs(from_function, site) WHERE from_function IS NOT NULL;
 CREATE INDEX functions_by_start ON functions(start);
 CREATE INDEX functions_by_name ON functions(name);
 CREATE INDEX function_names_by_name ON function_names(name);
@@ -85,9 +95,16 @@ class Db {
     path_ = path;
     // No allocation statistics (SQLite's default keeps them under a global mutex on every
     // malloc). Only possible before SQLite initialises; later calls change nothing.
-    static const bool configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+    static const bool configured = [] {
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+      // Sorts of up to 4096 pages (64 MiB) in memory: refs_by_from's (300k entries, ~10 MB on
+      // 580.159.04) was otherwise cut into 2 MiB runs written to a file in /var/tmp and merged
+      // back. 4 ms less; the peak RSS 68 → 78 MB.
+      sqlite3_config(SQLITE_CONFIG_PMASZ, 4096);
+      return true;
+    }();
     (void)configured;
-    // One connection used by one thread: no mutexes (they were 4 % of `index` in perf).
+    // A connection used by one thread at a time: no mutexes (they were 4 % of `index` in perf).
     if (sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -176,8 +193,8 @@ std::string section_flags(const elf::SectionHeader& s) {
 // INSERT ... SELECT copies them inside SQLite's own loop: binding seven values and stepping a
 // prepared INSERT per row took 0.145 s of `index` on 580.159.04 (359k rows).
 struct RefsSource {
-  std::span<const Ref> refs;
-  std::span<const int32_t> target_fn;
+  std::span<const Ref> refs;           // in the order the rows go in
+  std::span<const int32_t> target_fn;  // of each of refs: a functions.id, -1 for NULL
 };
 
 struct RefsVtab : sqlite3_vtab {
@@ -321,12 +338,17 @@ class KeyCount {
 };
 
 // An index's sqlite_stat1 row as ANALYZE writes it (https://sqlite.org/fileformat2.html#stat1tab,
-// analyze.c): the entries, then the entries per distinct key rounded up, with 2 made 1 when keys
-// are nearly unique.
-std::string stat1_text(uint64_t entries, uint64_t distinct) {
-  uint64_t per_key = (entries + distinct - 1) / distinct;
-  if (per_key == 2 && entries * 10 <= distinct * 11) per_key = 1;
-  return fmt::format("{} {}", entries, per_key);
+// analyze.c): the entries, then for each leading run of its columns the entries per distinct
+// value rounded up, with 2 made 1 when the values are nearly unique.
+std::string stat1_text(uint64_t entries, std::initializer_list<uint64_t> distinct) {
+  std::string out = std::to_string(entries);
+  for (uint64_t d : distinct) {
+    uint64_t per_key = (entries + d - 1) / d;
+    if (per_key == 2 && entries * 10 <= d * 11) per_key = 1;
+    out += ' ';
+    out += std::to_string(per_key);
+  }
+  return out;
 }
 
 // Fills the tables of the index, one group at a time.
@@ -339,6 +361,7 @@ struct Filler {
   // Rows and distinct keys of the two partial refs indexes, counted while the rows are written.
   KeyCount from_functions{fns.size()}, target_functions{fns.size()};
   uint64_t distinct_targets = 0;  // of refs (refs_by_target's keys)
+  uint64_t from_sites = 0;        // distinct (from_function, site) of refs_by_from
 
   // Closes one table's insert: its error, or its row count into the stats.
   Status done(Insert& ins) {
@@ -384,31 +407,48 @@ struct Filler {
     return Status::success();
   }
 
-  // refs, strings, plt and got: the cross references.
+  // The rows of refs in the order they go in (by target, then site), with the function each
+  // lands in (-1: none, or a PLT entry), looked up once per target (57k of 359k refs on
+  // 580.159.04); and the counts of the planner's statistics. Gathered once here, the rows are
+  // then read in order: reading them through by_target() row by row, column by column, was
+  // 0.03 s of cache misses.
+  std::vector<Ref> rows{};
+  std::vector<int32_t> target_fn{};
+  void prepare_refs(const XrefIndex& x) {
+    const auto refs = x.refs();
+    const auto order = x.by_target();
+    rows.reserve(order.size());
+    target_fn.reserve(order.size());
+    prefault_capacity(rows);
+    prefault_capacity(target_fn);
+    int32_t fn = -1;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Ref& r = refs[order[k]];
+      if (k == 0 || r.target != rows.back().target) {
+        ++distinct_targets;
+        const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
+        fn = g != nullptr ? static_cast<int32_t>(g - fns.data()) : -1;
+      }
+      rows.push_back(r);
+      target_fn.push_back(fn);
+      if (fn >= 0) target_functions.add(static_cast<uint64_t>(fn));
+    }
+    // refs() holds a site's references side by side (code by address, then data by slot).
+    const Ref* last = nullptr;
+    for (const Ref& r : refs) {
+      if (r.from < 0) continue;
+      from_functions.add(static_cast<uint64_t>(r.from));
+      if (last == nullptr || r.site != last->site || r.from != last->from) ++from_sites;
+      last = &r;
+    }
+  }
+
+  // refs, strings, plt and got: the cross references (prepare_refs first).
   Status xrefs() {
     const XrefIndex& x = img.facet<XrefIndex>();
     Status st;
     {
-      // The function each reference lands in (-1: none, or a PLT entry), looked up once per
-      // target (57k of 359k refs on 580.159.04) by walking them in target order; and the
-      // counts of the planner's statistics.
-      std::vector<int32_t> target_fn(x.refs().size(), -1);
-      int32_t fn = -1;
-      for (size_t k = 0; k < x.by_target().size(); ++k) {
-        const uint32_t i = x.by_target()[k];
-        const Ref& r = x.refs()[i];
-        if (k == 0 || r.target != x.refs()[x.by_target()[k - 1]].target) {
-          ++distinct_targets;
-          const Function* g = x.plt_at(r.target) != nullptr ? nullptr : map.find(r.target);
-          fn = g != nullptr ? static_cast<int32_t>(g - fns.data()) : -1;
-        }
-        target_fn[i] = fn;
-      }
-      for (size_t i = 0; i < target_fn.size(); ++i) {
-        if (x.refs()[i].from >= 0) from_functions.add(static_cast<uint64_t>(x.refs()[i].from));
-        if (target_fn[i] >= 0) target_functions.add(static_cast<uint64_t>(target_fn[i]));
-      }
-      if (!(st = copy_refs(db, x.refs(), target_fn))) return st;
+      if (!(st = copy_refs(db, rows, target_fn))) return st;
       stats.rows.emplace_back("refs", x.refs().size());
     }
     {
@@ -517,9 +557,25 @@ struct Filler {
   }
 };
 
+// The tables in the order they are created. Where the references are still to be found, meta,
+// sections, functions and function_names (~18 ms on 580.159.04; they need only the map) are
+// written on the sweep's second thread once it has swept its half, while this one finishes the
+// references: 0.03 s less. (The driver's tables and the symbols there too gave nothing more: what
+// they compute on first use must then be computed before.)
 Status fill(Filler& f) {
+  DriverImage& img = f.img;
   Status st;
-  if (!(st = f.image())) return st;
+  if (img.has_facet<XrefIndex>()) {
+    st = f.image();
+  } else {
+    // What image() reads of `img` that is computed on first use, computed now: the index's
+    // builder reads some of it too, and neither then creates anything the other reads.
+    img.build_id();
+    img.driver_version(false);
+    img.adopt_facet(std::make_shared<XrefIndex>(img, [&] { st = f.image(); }));
+  }
+  if (!st) return st;
+  f.prepare_refs(img.facet<XrefIndex>());
   if (!(st = f.xrefs())) return st;
   if (!(st = f.symbols())) return st;
   return f.driver_tables();
@@ -549,12 +605,12 @@ Status planner_statistics(Db& db, const XrefIndex& x, const Filler& f) {
     if (!(st = db.exec(fmt::format("ANALYZE \"{}\"", t).c_str()))) return st;
   }
   Insert row(db, "sqlite_stat1", 3);
-  auto add = [&](const char* index, uint64_t entries, uint64_t distinct) {
+  auto add = [&](const char* index, uint64_t entries, std::initializer_list<uint64_t> distinct) {
     if (entries > 0) row.t("refs").t(index).t(stat1_text(entries, distinct)).row();
   };
-  add("refs_by_target", x.refs().size(), f.distinct_targets);
-  add("refs_by_from", f.from_functions.entries(), f.from_functions.distinct());
-  add("refs_by_target_function", f.target_functions.entries(), f.target_functions.distinct());
+  add("refs_by_target", x.refs().size(), {f.distinct_targets});
+  add("refs_by_from", f.from_functions.entries(), {f.from_functions.distinct(), f.from_sites});
+  add("refs_by_target_function", f.target_functions.entries(), {f.target_functions.distinct()});
   return row.ok() ? Status::success() : db.fail("INSERT INTO sqlite_stat1");
 }
 

@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <system_error>
 
 #include "analysis/relocations.hpp"
 #include "base/helper_thread.hpp"
+#include "base/prefault.hpp"
 #include "base/x86_length.hpp"
 #include "elf/relocations.hpp"
 
@@ -122,7 +125,16 @@ std::optional<std::string_view> c_string_at(ByteView bytes) {
   return std::string_view(reinterpret_cast<const char*>(head.data()), len);
 }
 
-XrefIndex::XrefIndex(DriverImage& img) {
+// Declared after what its thread uses, so that the thread is joined first.
+struct XrefIndex::SecondSweep {
+  SweepPart part;
+  std::atomic<bool> swept{false};
+  std::optional<HelperThread> thread;
+};
+
+XrefIndex::XrefIndex(DriverImage& img) : XrefIndex(img, nullptr) {}
+
+XrefIndex::XrefIndex(DriverImage& img, const std::function<void()>& beside) {
   FunctionMap& map = img.facet<FunctionMap>();
   map_ = &map;
   sections_ = &img.facet<Relocations>().sections();
@@ -135,7 +147,8 @@ XrefIndex::XrefIndex(DriverImage& img) {
     code += std::min<uint64_t>(r.bytes.size(), r.end - r.start);
   refs_.reserve(std::min<uint64_t>(code / 32, uint64_t{1} << 24) +
                 img.facet<Relocations>().index().all().size());
-  sweep_all(map.exec_ranges());
+  SecondSweep second;
+  const bool beside_there = sweep_all(map.exec_ranges(), second, beside);
   std::sort(entry_targets_.begin(), entry_targets_.end());
   entry_targets_.erase(std::unique(entry_targets_.begin(), entry_targets_.end()),
                        entry_targets_.end());
@@ -157,6 +170,8 @@ XrefIndex::XrefIndex(DriverImage& img) {
   for (const auto& r : refs_) ++stats_.by_kind[static_cast<size_t>(r.kind)];
   stats_.plt_entries = plt_.size();
   stats_.strings = strings_.size();
+  second.thread.reset();  // joined: `beside` has run there
+  if (beside && !beside_there) beside();
 }
 
 // By target (then site): what "who refers to X" binary-searches. The references come in site
@@ -166,46 +181,49 @@ XrefIndex::XrefIndex(DriverImage& img) {
 void XrefIndex::sort_by_target() {
   const size_t n = refs_.size();
   by_target_.resize(n);
-  for (size_t i = 0; i < n; ++i) by_target_[i] = static_cast<uint32_t>(i);
-  bool by_site = true;
-  uint64_t max_target = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0 && refs_[i].site < refs_[i - 1].site) by_site = false;
-    max_target = std::max(max_target, refs_[i].target);
-  }
-  if (!by_site) {
+  auto by_comparison = [&] {
+    for (size_t i = 0; i < n; ++i) by_target_[i] = static_cast<uint32_t>(i);
     std::sort(by_target_.begin(), by_target_.end(), [&](uint32_t a, uint32_t b) {
       const Ref& x = refs_[a];
       const Ref& y = refs_[b];
       return x.target != y.target ? x.target < y.target : x.site < y.site;
     });
-    return;
+  };
+  if (n >= (size_t{1} << 32)) return by_comparison();
+  // Each target travels with its index in one word (target above, index below), so that every
+  // pass reads one array in order and scatters into one other, and the histograms of all passes
+  // come from the one read of refs_ that also checks the order: 10.6 → 6 ms on 580.159.04.
+  constexpr unsigned kBits = 11, kPasses = 3;  // 33 bits: a target below 2^32 fits its word
+  constexpr uint64_t kMask = (uint64_t{1} << kBits) - 1;
+  std::unique_ptr<uint64_t[]> cur(new uint64_t[n]), next(new uint64_t[n]);
+  prefault_for_write(cur.get(), n * sizeof(uint64_t));
+  prefault_for_write(next.get(), n * sizeof(uint64_t));
+  std::vector<uint32_t> count(size_t{kPasses} << kBits, 0);
+  bool by_site = true;
+  uint64_t max_target = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t t = refs_[i].target;
+    if (i > 0 && refs_[i].site < refs_[i - 1].site) by_site = false;
+    max_target = std::max(max_target, t);
+    cur[i] = t << 32 | i;
+    for (unsigned p = 0; p < kPasses; ++p)
+      ++count[(size_t{p} << kBits) + ((t >> (p * kBits)) & kMask)];
   }
-  // The keys travel with the indices, so every pass reads and writes sequentially.
-  constexpr unsigned kBits = 11;
-  constexpr size_t kBuckets = size_t{1} << kBits;
-  std::vector<uint64_t> key(n), key_tmp(n);
-  for (size_t i = 0; i < n; ++i) key[i] = refs_[i].target;
-  std::vector<uint32_t> tmp(n);
-  std::vector<uint32_t> count(kBuckets);
+  if (!by_site || max_target >= (uint64_t{1} << 32)) return by_comparison();
   const unsigned key_bits = 64 - static_cast<unsigned>(__builtin_clzll(max_target | 1));
-  for (unsigned shift = 0; shift < key_bits; shift += kBits) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t k : key) ++count[(k >> shift) & (kBuckets - 1)];
+  for (unsigned p = 0; p * kBits < key_bits; ++p) {
+    uint32_t* c = count.data() + (size_t{p} << kBits);
     uint32_t sum = 0;
-    for (auto& c : count) {
-      uint32_t k = c;
-      c = sum;
+    for (size_t d = 0; d <= kMask; ++d) {
+      const uint32_t k = c[d];
+      c[d] = sum;
       sum += k;
     }
-    for (size_t j = 0; j < n; ++j) {
-      uint32_t at = count[(key[j] >> shift) & (kBuckets - 1)]++;
-      tmp[at] = by_target_[j];
-      key_tmp[at] = key[j];
-    }
-    by_target_.swap(tmp);
-    key.swap(key_tmp);
+    const unsigned shift = 32 + p * kBits;
+    for (size_t i = 0; i < n; ++i) next[c[(cur[i] >> shift) & kMask]++] = cur[i];
+    cur.swap(next);
   }
+  for (size_t i = 0; i < n; ++i) by_target_[i] = static_cast<uint32_t>(cur[i]);
 }
 
 void XrefIndex::read_got(DriverImage& img) {
@@ -275,7 +293,8 @@ const PltEntry* XrefIndex::plt_at(uint64_t addr) const {
 // section: the largest section is cut at the function start nearest its middle and its second
 // half swept on a second thread when the process may run on two CPUs (index of 580.159.04: the
 // sweep is a fifth of the time). The parts are joined in address order.
-void XrefIndex::sweep_all(const std::vector<FunctionMap::ExecRange>& ranges) {
+bool XrefIndex::sweep_all(const std::vector<FunctionMap::ExecRange>& ranges,
+                          SecondSweep& second_sweep, const std::function<void()>& beside) {
   std::vector<FunctionMap::ExecRange> first(ranges), second;
   size_t big = 0;
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -304,28 +323,41 @@ void XrefIndex::sweep_all(const std::vector<FunctionMap::ExecRange>& ranges) {
       second.insert(second.end(), ranges.begin() + static_cast<ptrdiff_t>(big) + 1, ranges.end());
     }
   }
-  SweepPart a, b;
+  // The first part is swept straight into refs_ (reserved above), the second appended to it.
+  SweepPart a;
+  a.refs.swap(refs_);
+  SweepPart& b = second_sweep.part;
   auto run = [this](const std::vector<FunctionMap::ExecRange>& rs, SweepPart& out) {
     for (const auto& r : rs) sweep(r, out);
   };
-  {
-    std::optional<HelperThread> helper;  // joined on leaving the block
-    if (!second.empty()) {
-      try {
-        helper.emplace([&] { run(second, b); });
-      } catch (const std::system_error&) {
-        run(second, b);  // no thread to be had: one after the other
-      }
+  bool beside_there = false;
+  if (!second.empty()) {
+    try {
+      // The thread's work holds its own copy of the ranges: it outlives this function.
+      second_sweep.thread.emplace([this, &second_sweep, &beside, rs = second] {
+        for (const auto& r : rs) sweep(r, second_sweep.part);
+        second_sweep.swept.store(true, std::memory_order_release);
+        second_sweep.swept.notify_one();
+        if (beside) beside();
+      });
+      beside_there = true;
+    } catch (const std::system_error&) {
+      run(second, b);  // no thread to be had: one after the other
     }
-    run(first, a);
   }
+  run(first, a);
+  if (beside_there) {
+    while (!second_sweep.swept.load(std::memory_order_acquire)) second_sweep.swept.wait(false);
+  }
+  refs_.swap(a.refs);
+  refs_.insert(refs_.end(), b.refs.begin(), b.refs.end());
   for (SweepPart* part : {&a, &b}) {
-    refs_.insert(refs_.end(), part->refs.begin(), part->refs.end());
     entry_targets_.insert(entry_targets_.end(), part->entry_targets.begin(),
                           part->entry_targets.end());
     stats_.instructions += part->instructions;
     stats_.undecodable += part->undecodable;
   }
+  return beside_there;
 }
 
 void XrefIndex::sweep(const FunctionMap::ExecRange& r, SweepPart& out) const {

@@ -8,10 +8,13 @@
 //    other; every R_X86_64_RELATIVE (readelf -r) whose addend lands on one is its pointer use;
 //  - the names are the function map's (`cudatool functions --json`): one naming source;
 //  - the query planner's statistics are the ones SQLite's own ANALYZE writes;
-//  - the sweep on two threads finds exactly what it finds on one.
+//  - refs' rows are stored by target, then site, and a function's references come by site;
+//  - the sweep on two threads finds exactly what it finds on one, and the work given to run
+//    beside it runs once, on the second thread (on the caller's with one CPU).
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
@@ -179,9 +182,42 @@ TEST_P(XrefsReal, PlannerStatisticsAreWhatAnalyzeWrites) {
   EXPECT_EQ(refs_rows, 3u) << "refs_by_target, refs_by_from and refs_by_target_function";
 }
 
+// The rows of refs go in by target, then site (the two target indexes are appended as they do),
+// and refs_by_from is on (from_function, site): a query by function lists its references by site
+// without an ORDER BY, as it did when the rows went in by site.
+TEST_P(XrefsReal, RefsAreStoredByTargetAndListedBySiteForAFunction) {
+  const std::string db = build_index(lib_, "order-" + GetParam().version);
+  auto rows = sqlite_rows(db, "SELECT target, site FROM refs ORDER BY rowid");
+  ASSERT_GT(rows.size(), 100000u);
+  std::pair<uint64_t, uint64_t> last{0, 0};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::pair<uint64_t, uint64_t> at{std::stoull(rows[i][0]), std::stoull(rows[i][1])};
+    ASSERT_LE(last, at) << "row " << i + 1 << " comes before the row above it";
+    last = at;
+  }
+  // The 20 functions with the most references, each as a user would ask for them.
+  auto busiest = sqlite_rows(db,
+                             "SELECT from_function FROM refs WHERE from_function IS NOT NULL "
+                             "GROUP BY 1 ORDER BY count(*) DESC LIMIT 20");
+  ASSERT_EQ(busiest.size(), 20u);
+  for (const auto& f : busiest) {
+    const std::string q = "SELECT site FROM refs WHERE from_function = " + f[0];
+    auto plan = sqlite_rows(db, "EXPLAIN QUERY PLAN " + q);
+    ASSERT_FALSE(plan.empty());
+    EXPECT_NE(plan[0].back().find("refs_by_from"), std::string::npos) << plan[0].back();
+    auto sites = sqlite_rows(db, q);
+    ASSERT_GT(sites.size(), 1u);
+    for (size_t i = 1; i < sites.size(); ++i) {
+      ASSERT_LE(std::stoull(sites[i - 1][0]), std::stoull(sites[i][0]))
+          << "function " << f[0] << ": reference " << i;
+    }
+  }
+}
+
 // The sweep cuts .text at a function start and sweeps the halves on two threads when the process
 // may use two CPUs: limited to one CPU (affinity) it sweeps in one piece. Both must give the same
-// references, in the same order, and the same counts.
+// references, in the same order, and the same counts. The work given to run beside the index
+// runs once: on the second thread with two CPUs, on the caller's with one.
 TEST_P(XrefsReal, TwoThreadSweepIsTheOneThreadSweep) {
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -199,10 +235,33 @@ TEST_P(XrefsReal, TwoThreadSweepIsTheOneThreadSweep) {
     EXPECT_EQ(sched_setaffinity(0, sizeof(cpu_set_t), one_cpu ? &one : &all), 0);
     auto img = DriverImage::open(lib_);
     EXPECT_TRUE(img) << lib_;
-    const XrefIndex& x = (*img)->facet<XrefIndex>();
+    int beside_runs = 0;
+    pid_t beside_thread = 0;
+    const XrefIndex x(**img, [&] {
+      ++beside_runs;
+      beside_thread = gettid();
+    });
+    EXPECT_EQ(beside_runs, 1) << (one_cpu ? "one CPU" : "two CPUs");
+    if (one_cpu)
+      EXPECT_EQ(beside_thread, gettid()) << "one CPU: beside the index on the caller's thread";
+    else
+      EXPECT_NE(beside_thread, gettid()) << "two CPUs: beside the index on the second thread";
     std::vector<Ref> refs(x.refs().begin(), x.refs().end());
     std::vector<uint64_t> entry(x.entry_window_targets().begin(), x.entry_window_targets().end());
     XrefStats st = x.stats();
+    // By target, then site: every index once.
+    std::vector<uint32_t> order(x.by_target().begin(), x.by_target().end());
+    std::vector<bool> seen(refs.size(), false);
+    for (size_t k = 0; k < order.size(); ++k) {
+      EXPECT_FALSE(seen.at(order[k])) << "index " << order[k] << " twice";
+      seen.at(order[k]) = true;
+      if (k == 0) continue;
+      const Ref& a = refs[order[k - 1]];
+      const Ref& b = refs[order[k]];
+      EXPECT_TRUE(a.target < b.target || (a.target == b.target && a.site <= b.site))
+          << "by_target " << k << ": " << fmt_hex(a.target) << " then " << fmt_hex(b.target);
+    }
+    EXPECT_EQ(order.size(), refs.size());
     EXPECT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
     return std::make_tuple(refs, entry, st);
   };
