@@ -10,10 +10,12 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <system_error>
 
 #include "analysis/driver_tables.hpp"
 #include "analysis/function_names.hpp"
 #include "analysis/xrefs.hpp"
+#include "base/helper_thread.hpp"
 #include "base/prefault.hpp"
 
 namespace cudatool {
@@ -61,12 +63,17 @@ CREATE INDEX refs_by_target_function ON refs(target_function) WHERE target_funct
 // data, references into data): a lookup `= id` (every view and documented query) finds the
 // same rows, and the two indexes cost 0.12 s instead of 0.2 s on 580.159.04. An `IS NULL` query
 // scans.
-constexpr const char* kIndexes = R"sql(
-CREATE INDEX refs_by_from ON refs(from_function, site) WHERE from_function IS NOT NULL;
+//
+// The functions' indexes are made on a second thread while this one gathers the rows of refs
+// (Filler::prepare_refs); the others after all rows.
+constexpr const char* kFunctionIndexes = R"sql(
 CREATE INDEX functions_by_start ON functions(start);
 CREATE INDEX functions_by_name ON functions(name);
 CREATE INDEX function_names_by_name ON function_names(name);
 CREATE INDEX function_names_by_function ON function_names(function_id);
+)sql";
+constexpr const char* kIndexes = R"sql(
+CREATE INDEX refs_by_from ON refs(from_function, site) WHERE from_function IS NOT NULL;
 CREATE INDEX plt_by_name ON plt(name);
 CREATE INDEX exports_by_name ON exports(name);
 CREATE VIEW calls AS
@@ -575,7 +582,22 @@ Status fill(Filler& f) {
     img.adopt_facet(std::make_shared<XrefIndex>(img, [&] { st = f.image(); }));
   }
   if (!st) return st;
-  f.prepare_refs(img.facet<XrefIndex>());
+  // The functions' indexes (~11 ms on 580.159.04) on a second thread while this one gathers the
+  // rows of refs (~7 ms): 4.6 ms less (alternate.py, 40 pairs). The connection is the other
+  // thread's until it is joined.
+  {
+    std::optional<HelperThread> helper;  // joined on leaving the block
+    if (HelperThread::another_cpu()) {
+      try {
+        helper.emplace([&] { st = f.db.exec(kFunctionIndexes); });
+      } catch (const std::system_error&) {
+        // no thread to be had: one after the other, below
+      }
+    }
+    f.prepare_refs(img.facet<XrefIndex>());
+    if (!helper) st = f.db.exec(kFunctionIndexes);
+  }
+  if (!st) return st;
   if (!(st = f.xrefs())) return st;
   if (!(st = f.symbols())) return st;
   return f.driver_tables();
