@@ -1,6 +1,8 @@
 // cudatool index LIB -o FILE.sqlite: the whole cross-reference index as one SQLite database.
 #include <fmt/format.h>
+#include <malloc.h>
 #include <CLI/CLI.hpp>
+
 #include <algorithm>
 
 #include "analysis/xref_sqlite.hpp"
@@ -26,6 +28,13 @@ int run_index(const IndexOptions& o) {
   if (!usable_output("-o", o.output, {o.lib}, OutputKind::kSqlite, o.force)) return kExitBadInput;
   auto img = open_library(o.lib);
   if (!img) return kExitBadInput;
+  // The index allocates and frees tables of several MB one after another (the sweep's parts, the
+  // sort by target, the gathered rows, SQLite's sorter). glibc hands blocks above 128 KiB back
+  // to the kernel when they are freed, and the next one faults fresh pages in; here they stay
+  // in the heap and are reused (up to 32 MiB a block, glibc's limit). 580.159.04: 10.2k -> 8.0k
+  // page faults, 6 ms less (alternate.py, 25 pairs), peak RSS 79 -> 75 MB.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   auto stats = write_xref_database(*img, o.output);
   if (!stats) {
     print_error(stats.error());
