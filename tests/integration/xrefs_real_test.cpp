@@ -9,8 +9,10 @@
 //  - the names are the function map's (`cudatool functions --json`): one naming source;
 //  - the query planner's statistics are the ones SQLite's own ANALYZE writes;
 //  - refs' rows are stored by target, then site, and a function's references come by site;
+//  - the index written on one CPU is the index written on two;
 //  - the sweep on two threads finds exactly what it finds on one, and the work given to run
 //    beside it runs once, on the second thread (on the caller's with one CPU).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sqlite3.h>
@@ -212,6 +214,44 @@ TEST_P(XrefsReal, RefsAreStoredByTargetAndListedBySiteForAFunction) {
           << "function " << f[0] << ": reference " << i;
     }
   }
+}
+
+// With two CPUs, index writes tables beside the sweep and builds the functions' indexes beside
+// the gathering of refs' rows; with one it does each in turn. Both must write the same rows in
+// the same order, and the same planner statistics.
+TEST_P(XrefsReal, IndexOnOneCpuIsTheIndexOnTwo) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "SKIPPED: this process may use one CPU only";
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  // The child inherits the affinity.
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const std::string db1 = build_index(lib_, "one-cpu-" + GetParam().version);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  const std::string db2 = build_index(lib_, "two-cpus-" + GetParam().version);
+  for (const char* table :
+       {"meta", "sections", "functions", "function_names", "refs", "strings", "plt", "got",
+        "imports", "exports", "procaddress", "export_tables", "dispatch", "errors"}) {
+    const std::string q = fmt::format("SELECT rowid, * FROM {} ORDER BY rowid", table);
+    auto a = sqlite_rows(db1, q);
+    auto b = sqlite_rows(db2, q);
+    ASSERT_EQ(a.size(), b.size()) << table;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::string(table) == "meta" && a[i][1] == "path") continue;  // the paths differ
+      ASSERT_EQ(a[i], b[i]) << table << " row " << i + 1;
+    }
+    EXPECT_FALSE(a.empty() && std::string(table) != "errors") << table;
+  }
+  const std::string stat1 = "SELECT tbl, idx, stat FROM sqlite_stat1 ORDER BY tbl, idx";
+  EXPECT_EQ(sqlite_rows(db1, stat1), sqlite_rows(db2, stat1));
 }
 
 // The sweep cuts .text at a function start and sweeps the halves on two threads when the process
