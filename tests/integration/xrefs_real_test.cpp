@@ -40,6 +40,19 @@ Pairs pairs(const std::vector<std::vector<std::string>>& rows) {
   return p;
 }
 
+// The first CPU of `all`, alone: an affinity that gives index and the sweep one CPU.
+cpu_set_t first_cpu_of(const cpu_set_t& all) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  return one;
+}
+
 // Up to five elements of a - b, for failure messages.
 std::string sample_difference(const Pairs& a, const Pairs& b) {
   std::string s;
@@ -224,14 +237,7 @@ TEST_P(XrefsReal, IndexOnOneCpuIsTheIndexOnTwo) {
   CPU_ZERO(&all);
   ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
   if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "SKIPPED: this process may use one CPU only";
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &all)) {
-      CPU_SET(c, &one);
-      break;
-    }
-  }
+  const cpu_set_t one = first_cpu_of(all);
   // The child inherits the affinity.
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   const std::string db1 = build_index(lib_, "one-cpu-" + GetParam().version);
@@ -264,14 +270,7 @@ TEST_P(XrefsReal, TwoThreadSweepIsTheOneThreadSweep) {
   ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
   if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "SKIPPED: this process may use one CPU only";
   auto sweep = [&](bool one_cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &all)) {
-        CPU_SET(c, &one);
-        break;
-      }
-    }
+    const cpu_set_t one = first_cpu_of(all);
     EXPECT_EQ(sched_setaffinity(0, sizeof(cpu_set_t), one_cpu ? &one : &all), 0);
     auto img = DriverImage::open(lib_);
     EXPECT_TRUE(img) << lib_;
