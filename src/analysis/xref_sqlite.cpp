@@ -417,8 +417,8 @@ struct Filler {
   // The rows of refs in the order they go in (by target, then site), with the function each
   // lands in (-1: none, or a PLT entry), looked up once per target (57k of 359k refs on
   // 580.159.04); and the counts of the planner's statistics. Gathered once here, the rows are
-  // then read in order: reading them through by_target() row by row, column by column, was
-  // 0.03 s of cache misses.
+  // then read in order: reading them through by_target() row by row, column by column, cost
+  // 9 ms more in cache misses.
   std::vector<Ref> rows{};
   std::vector<int32_t> target_fn{};
   void prepare_refs(const XrefIndex& x) {
@@ -567,7 +567,7 @@ struct Filler {
 // The tables in the order they are created. Where the references are still to be found, meta,
 // sections, functions and function_names (~18 ms on 580.159.04; they need only the map) are
 // written on the sweep's second thread once it has swept its half, while this one finishes the
-// references: 0.03 s less. (The driver's tables and the symbols there too gave nothing more: what
+// references: 27 ms less. (The driver's tables and the symbols there too gave nothing more: what
 // they compute on first use must then be computed before.)
 Status fill(Filler& f) {
   DriverImage& img = f.img;
