@@ -96,11 +96,13 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
   std::optional<cuda::DispatchResolver> stubs;
   std::latch input_ready(1);
   std::exception_ptr helper_failed;
-  // The two tables, each by whichever thread comes for it first. This one takes the
-  // cuGetProcAddress table after the relocation index (the helper is then still reading FDEs),
-  // then shares the stubs; the helper takes the export tables after the FDEs, then shares the
-  // stubs. Where the FDEs take longest (580: 35,000 of them) this thread, out of stubs, reads the
-  // export tables itself. Each table's name list is made by the thread that read it
+  // The two tables, each by whichever thread comes for it first, then the stubs, shared in
+  // batches. The longer table goes first to the thread that is free first: this one, after the
+  // relocation index, takes the export tables (550: ~0.7 ms, the cuGetProcAddress table ~0.25
+  // ms) while the helper still reads FDEs; the helper then takes the cuGetProcAddress table if
+  // this thread has not come to it yet, and both share the stubs, so that they finish together.
+  // The other way round, this thread ran out of stubs ~0.25 ms before the helper finished the
+  // export tables, and waited. Each table's name list is made by the thread that read it
   // (names_made_ is written by the export tables' thread only).
   std::atomic<bool> procaddress_claimed{false}, export_claimed{false};
   auto procaddress_if_unclaimed = [&] {
@@ -123,8 +125,8 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
       if (alongside) alongside();
       input_ready.wait();
       if (!stubs) return;
-      export_tables_if_unclaimed();
       procaddress_if_unclaimed();
+      export_tables_if_unclaimed();
       stubs->resolve_some();
     } catch (...) {
       helper_failed = std::current_exception();
@@ -153,9 +155,9 @@ void DriverTables::build_name_tables(const std::function<void()>& alongside) {
     // From here on, what `in` points to no longer changes. A throw below joins the helper on
     // the way out.
     if (helper) {
+      export_tables_if_unclaimed();
       procaddress_if_unclaimed();
       stubs->resolve_some();
-      export_tables_if_unclaimed();
     } else {
       stubs->resolve_some();
       helper_work();
