@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "cuda/driver_tables.hpp"
 
@@ -159,9 +160,24 @@ void read_slots(const TableInput& in, ExportTable& et, uint64_t limit, uint64_t*
 
 ExportTables find_export_tables(const TableInput& in) {
   ExportTables out;
+  // Without a UUID the community knows, a run must look like generated UUIDs: at least 8
+  // pairs, three in four of them with RFC 4122 variant bits (random bytes: one in four).
+  auto plausible = [](const Run& r) {
+    return r.known > 0 || (r.len >= kMinPairsWithoutKnown && r.rfc4122 * 4 >= r.len * 3);
+  };
+  // The best run is kept as each run ends (~4,000 runs on 550: kept in a vector, they grew it
+  // past glibc's mmap threshold, and its reallocations and release cost a heap trim and an
+  // munmap, each a TLB shootdown on the other CPU): the most known UUIDs, then the longest,
+  // the first of equals.
+  std::optional<Run> best;
+  uint64_t run_count = 0;
+  auto run_ended = [&](const Run& r) {
+    ++run_count;
+    if (!plausible(r)) return;
+    if (!best || r.known > best->known || (r.known == best->known && r.len > best->len)) best = r;
+  };
   // Pairs are 16 bytes but relocations 8 apart: a {table, next uuid} pair is pair-shaped too.
   // Track runs for both 8-byte phases separately so the two never break each other.
-  std::vector<Run> runs;
   Run cur[2];
   uint64_t prev[2] = {0, 0};
   // A pair needs p and p+8 relocated: with the index sorted by slot, one entry per slot, that
@@ -177,7 +193,7 @@ ExportTables find_export_tables(const TableInput& in) {
     if (cur[ph].len > 0 && r.where == prev[ph] + kPair) {
       ++cur[ph].len;
     } else {
-      if (cur[ph].len > 0) runs.push_back(cur[ph]);
+      if (cur[ph].len > 0) run_ended(cur[ph]);
       cur[ph] = Run{r.where, 1, 0};
     }
     if (find_known_export_table(u)) ++cur[ph].known;
@@ -185,24 +201,12 @@ ExportTables find_export_tables(const TableInput& in) {
     prev[ph] = r.where;
   }
   for (const auto& c : cur)
-    if (c.len > 0) runs.push_back(c);
-
-  // Without a UUID the community knows, a run must look like generated UUIDs: at least 8
-  // pairs, three in four of them with RFC 4122 variant bits (random bytes: one in four).
-  auto plausible = [](const Run& r) {
-    return r.known > 0 || (r.len >= kMinPairsWithoutKnown && r.rfc4122 * 4 >= r.len * 3);
-  };
-  const Run* best = nullptr;
-  for (const auto& r : runs) {
-    if (!plausible(r)) continue;
-    if (best == nullptr || r.known > best->known || (r.known == best->known && r.len > best->len))
-      best = &r;
-  }
-  if (best == nullptr) {
+    if (c.len > 0) run_ended(c);
+  if (!best) {
     out.evidence = fmt::format(
         "not found: no run of 16-byte {{uuid -> 16 bytes, table -> data}} pairs holding a known "
         "UUID, nor one of {} or more pairs that look like RFC 4122 UUIDs ({} runs seen)",
-        kMinPairsWithoutKnown, runs.size());
+        kMinPairsWithoutKnown, run_count);
     return out;
   }
   out.found = true;
@@ -239,8 +243,7 @@ ExportTables find_export_tables(const TableInput& in) {
       "run of 16-byte {{uuid -> .rodata, table -> data}} pairs in {} at {:#x}: {} tables, {} of "
       "them with a UUID named by the community{} ({} candidate runs)",
       out.section, out.vaddr, out.tables.size(), out.known_count,
-      out.zero_terminated ? ", ended by a {0, 0} pair" : ", not ended by a {0, 0} pair",
-      runs.size());
+      out.zero_terminated ? ", ended by a {0, 0} pair" : ", not ended by a {0, 0} pair", run_count);
   return out;
 }
 

@@ -270,5 +270,106 @@ TEST(DriverTablesMerge, IsAStableSortOfThePartsEndToEndWithoutRepeats) {
   EXPECT_TRUE(DriverTables::merge_in_address_order({}).empty());
 }
 
+// find_export_tables() picks, among the runs of {uuid, table} pairs, the one with the most UUIDs
+// the community named, then the longest, then the first; a run without a named UUID only when it
+// has 8 or more pairs, three in four of them RFC 4122 UUIDs. Synthetic files: one .data section
+// holding the UUIDs (0x1000), one-word tables (0x1800) and the pair arrays (0x2000 on).
+class ExportTableRuns : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kBase = 0x1000, kTables = 0x1800, kPairs = 0x2000;
+  std::string data_ = std::string(0x3000, '\0');
+  std::vector<std::array<uint64_t, 3>> relas_;
+  int uuids_ = 0, tables_ = 0;
+  std::mt19937_64 rng_{7};
+
+  uint64_t uuid(bool rfc, const cuda::Uuid* known = nullptr) {
+    uint64_t at = kBase + 16 * static_cast<uint64_t>(uuids_++);
+    cuda::Uuid u{};
+    if (known) {
+      u = *known;
+    } else {
+      for (auto& b : u) b = static_cast<uint8_t>(rng_());
+      u[0] = 0x90;  // not text
+      u[8] = static_cast<uint8_t>(rfc ? (u[8] & 0x3f) | 0x80 : 0x01);
+    }
+    std::memcpy(data_.data() + (at - 0x1000), u.data(), 16);
+    return at;
+  }
+  uint64_t table() {
+    uint64_t at = kTables + 16 * static_cast<uint64_t>(tables_++);
+    uint64_t size_word = 8;  // the size word alone
+    std::memcpy(data_.data() + (at - 0x1000), &size_word, 8);
+    return at;
+  }
+  // A run of `n` pairs at `at`, `known` of them (the first ones) CUDART_INTERFACE's UUID.
+  void run(uint64_t at, int n, bool rfc, int known = 0) {
+    auto cudart = cuda::parse_uuid("6bd5fb6c-5bf4-e74a-8987-d93912fd9df9");
+    for (int i = 0; i < n; ++i) {
+      uint64_t p = at + 16 * static_cast<uint64_t>(i);
+      relas_.push_back({p, R_X86_64_RELATIVE, uuid(rfc, i < known ? &*cudart : nullptr)});
+      relas_.push_back({p + 8, R_X86_64_RELATIVE, table()});
+    }
+  }
+  cuda::ExportTables find() {
+    auto bytes = tiny_elf(relas_, 0, kBase, data_, /*data_nul=*/false);
+    auto elf = elf::ElfImage::parse(ByteView(bytes.data(), bytes.size()));
+    if (!elf) {
+      ADD_FAILURE() << elf.error().message();
+      return {};
+    }
+    Diagnostics diag;
+    auto ix = elf::RelocIndex::build(*elf, {}, &diag);
+    elf::SectionMap sm(*elf);
+    return cuda::find_export_tables({&sm, &ix, nullptr, &diag});
+  }
+};
+
+TEST_F(ExportTableRuns, TheFirstOfTwoEqualUnnamedRuns) {
+  run(kPairs, 9, true);
+  run(kPairs + 0x400, 9, true);
+  auto et = find();
+  ASSERT_TRUE(et.found) << et.evidence;
+  EXPECT_EQ(et.vaddr, kPairs);
+  EXPECT_EQ(et.tables.size(), 9u);
+  EXPECT_EQ(et.known_count, 0u);
+}
+
+TEST_F(ExportTableRuns, ALongerUnnamedRunWins) {
+  run(kPairs, 9, true);
+  run(kPairs + 0x400, 10, true);
+  auto et = find();
+  ASSERT_TRUE(et.found) << et.evidence;
+  EXPECT_EQ(et.vaddr, kPairs + 0x400);
+  EXPECT_EQ(et.tables.size(), 10u);
+}
+
+TEST_F(ExportTableRuns, ANamedUuidOutweighsLength) {
+  run(kPairs, 12, true);
+  run(kPairs + 0x400, 1, false, 1);
+  run(kPairs + 0x600, 2, false, 1);
+  run(kPairs + 0x800, 12, true);
+  auto et = find();
+  ASSERT_TRUE(et.found) << et.evidence;
+  EXPECT_EQ(et.vaddr, kPairs + 0x600);  // one named UUID each: the longer of the two
+  EXPECT_EQ(et.known_count, 1u);
+  ASSERT_EQ(et.tables.size(), 2u);
+  ASSERT_NE(et.tables[0].known, nullptr);
+  EXPECT_EQ(et.tables[0].known->name, "CUDART_INTERFACE");
+}
+
+// Short runs, or runs of UUIDs without the RFC 4122 variant: none is taken, and the evidence
+// counts every run seen. Each run of 2 pairs is two runs: its pairs (in one 8-byte phase), and
+// the {table, next uuid} pair between them (in the other).
+TEST_F(ExportTableRuns, NoPlausibleRunIsNotFound) {
+  run(kPairs, 2, true);
+  run(kPairs + 0x400, 2, true);
+  run(kPairs + 0x800, 9, false);
+  auto et = find();
+  EXPECT_FALSE(et.found);
+  EXPECT_TRUE(et.tables.empty());
+  EXPECT_NE(et.evidence.find("not found"), std::string::npos) << et.evidence;
+  EXPECT_NE(et.evidence.find("(6 runs seen)"), std::string::npos) << et.evidence;
+}
+
 }  // namespace
 }  // namespace cudatool
