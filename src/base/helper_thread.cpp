@@ -1,5 +1,7 @@
 #include "base/helper_thread.hpp"
 
+#include <time.h>
+
 #include <system_error>
 
 namespace cudatool {
@@ -31,16 +33,43 @@ HelperThread::~HelperThread() {
   join();
 }
 
+namespace {
+
+uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+}  // namespace
+
 void HelperThread::join() {
   if (!joinable_) return;
-  pthread_join(thread_, nullptr);
   joinable_ = false;
+  // Spinning is only worth it while the thread runs elsewhere: with one CPU it would take the
+  // thread's turn.
+  if (restore_) {
+    constexpr uint64_t kSpinNs = 1000000;
+    const uint64_t until = now_ns() + kSpinNs;
+    for (uint32_t i = 1;; ++i) {
+      if (done_.load(std::memory_order_acquire)) {
+        pthread_detach(thread_);  // it exits on its own; it no longer touches *this
+        return;
+      }
+      if (i % 64 == 0 && now_ns() > until) break;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  pthread_join(thread_, nullptr);
 }
 
 void* HelperThread::run(void* self) {
   auto* h = static_cast<HelperThread*>(self);
   if (h->restore_) sched_setaffinity(0, sizeof h->allowed_, &h->allowed_);
   h->work_();
+  h->done_.store(true, std::memory_order_release);  // the last use of *h: join() may free it now
   return nullptr;
 }
 
