@@ -9,6 +9,7 @@
 #include <latch>
 #include <optional>
 #include <system_error>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/relocations.hpp"
@@ -306,9 +307,9 @@ std::vector<NamedFunction> DriverTables::export_table_names(bool with_sources) {
   return out;
 }
 
-std::vector<NamedFunction> DriverTables::function_names(bool with_sources) {
+DriverTables::NameParts DriverTables::function_name_parts(bool with_sources) {
   build_name_tables();
-  std::vector<NamedFunction> parts[3];
+  NameParts parts;
   parts[0] = dispatch_names(with_sources);
   parts[1] = !with_sources && procaddress_names_ ? std::move(*procaddress_names_)
                                                  : procaddress_names(with_sources);
@@ -316,7 +317,11 @@ std::vector<NamedFunction> DriverTables::function_names(bool with_sources) {
                                                   : export_table_names(with_sources);
   procaddress_names_.reset();
   export_table_names_.reset();
-  return merge_in_address_order(parts);
+  return parts;
+}
+
+std::vector<NamedFunction> DriverTables::function_names(bool with_sources) {
+  return merge_in_address_order(function_name_parts(with_sources));
 }
 
 std::vector<NamedFunction> DriverTables::merge_in_address_order(
@@ -326,19 +331,29 @@ std::vector<NamedFunction> DriverTables::merge_in_address_order(
   for (const auto& p : parts) total += p.size();
   out.reserve(total);
   prefault_capacity(out);
-  std::vector<size_t> at(parts.size(), 0);
+  merge_in_address_order(parts, [&](const NamedFunction& n) { out.push_back(n); });
+  return out;
+}
+
+void DriverTables::merge_in_address_order(std::span<const std::vector<NamedFunction>> parts,
+                                          const std::function<void(const NamedFunction&)>& visit) {
+  std::array<size_t, std::tuple_size_v<NameParts>> at{};
+  std::vector<size_t> more_at(parts.size() > at.size() ? parts.size() : 0, 0);
+  size_t* pos = more_at.empty() ? at.data() : more_at.data();
+  const NamedFunction* last = nullptr;  // the last name given
   for (;;) {
     size_t pick = parts.size();
     for (size_t k = 0; k < parts.size(); ++k) {
-      if (at[k] == parts[k].size()) continue;
-      if (pick == parts.size() || parts[k][at[k]].address < parts[pick][at[pick]].address) pick = k;
+      if (pos[k] == parts[k].size()) continue;
+      if (pick == parts.size() || parts[k][pos[k]].address < parts[pick][pos[pick]].address)
+        pick = k;
     }
     if (pick == parts.size()) break;
-    const NamedFunction& n = parts[pick][at[pick]++];
-    if (!out.empty() && out.back().address == n.address && out.back().name == n.name) continue;
-    out.push_back(n);
+    const NamedFunction& n = parts[pick][pos[pick]++];
+    if (last != nullptr && last->address == n.address && last->name == n.name) continue;
+    visit(n);
+    last = &n;
   }
-  return out;
 }
 
 }  // namespace cudatool

@@ -9,11 +9,15 @@ namespace cudatool {
 
 namespace {
 
-uint64_t place_names(FunctionMap& map, const std::vector<DriverTables::NamedFunction>& names) {
+// The driver tables' names into the map, in function_names()' order, straight from its parts.
+uint64_t place_names(FunctionMap& map, DriverTables::NameParts parts) {
+  size_t total = 0;
+  for (const auto& p : parts) total += p.size();
+  map.expect_names(total);
   uint64_t placed = 0;
   using Kind = DriverTables::NamedFunction::Kind;
   std::string impl;
-  for (const auto& n : names) {
+  DriverTables::merge_in_address_order(parts, [&](const DriverTables::NamedFunction& n) {
     switch (n.kind) {
       case Kind::kDispatch:
         impl.assign(n.name).append(".impl");
@@ -26,14 +30,14 @@ uint64_t place_names(FunctionMap& map, const std::vector<DriverTables::NamedFunc
         placed += map.add_name(n.address, n.name, kExportTableSource);
         break;
     }
-  }
+  });
   return placed;
 }
 
 }  // namespace
 
 uint64_t add_driver_table_names(DriverImage& img, FunctionMap& map) {
-  return place_names(map, img.facet<DriverTables>().function_names(/*with_sources=*/false));
+  return place_names(map, img.facet<DriverTables>().function_name_parts(/*with_sources=*/false));
 }
 
 FunctionMap& function_map_with_names(DriverImage& img) {
@@ -55,9 +59,7 @@ FunctionMap& function_map_with_names(DriverImage& img) {
   tables.build_name_tables([&] { built = std::make_shared<FunctionMap>(img, map_diag); });
   img.diagnostics().insert(at, map_diag);
   FunctionMap& map = img.adopt_facet(std::move(built));
-  auto names = tables.function_names(/*with_sources=*/false);
-  map.expect_names(names.size());
-  place_names(map, names);
+  place_names(map, tables.function_name_parts(/*with_sources=*/false));
   add_symtab_names(img, map);
   return map;
 }
