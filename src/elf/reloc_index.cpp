@@ -113,10 +113,12 @@ void RelocIndex::build_buckets() {
   if (entries_.empty()) return;
   base_ = entries_.front().where;
   uint64_t span = entries_.back().where - base_;
-  // At most max(4096, n) buckets whatever the spread of offsets; on libcuda (pointer slots
-  // 8 bytes apart over ~1 MiB) a lookup reads a few entries of one bucket. (4n buckets, one
-  // entry each, made `functions` slower: the table's pages cost more than the lookups save.)
-  uint64_t cap = std::max<uint64_t>(4096, entries_.size());
+  // At most max(4096, n/4) buckets whatever the spread of offsets; on libcuda (pointer slots
+  // 8 bytes apart over ~1 MiB) a lookup searches the 4-8 entries of one bucket. Fresh pages are
+  // what costs here (~1 µs each on the 2-vCPU guest): n buckets (140 KiB of them on 550) made
+  // `functions` 0.04-0.11 ms slower than n/4 on 535-580, and 4n slower still; the ~8,000
+  // lookups of a run cost less than the pages.
+  uint64_t cap = std::max<uint64_t>(4096, entries_.size() / 4);
   shift_ = 3;
   while (shift_ < 63 && (span >> shift_) + 2 > cap) ++shift_;
   size_t nb = static_cast<size_t>((span >> shift_) + 2);
