@@ -1,6 +1,7 @@
 #include "cuda/stub_insn.hpp"
 
 #include <capstone/capstone.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <string_view>
@@ -187,6 +188,27 @@ std::optional<StubInsn> one_byte(const Fields& f) {
   return std::nullopt;
 }
 
+// The SSE and MMX data moves of function bodies (no immediate): movups / movupd, movaps /
+// movapd, movd / movq, movq / movdqa, pxor; with 66 only, punpcklqdq / punpckhqdq. Bodies a
+// dispatch path reaches save and clear vector registers with them; Capstone's first
+// instruction costs ~0.1 ms (its table of every x86 instruction is read once per handle).
+constexpr bool is_sse_move(uint8_t op, bool o16) {
+  return op == 0x10 || op == 0x11 || op == 0x28 || op == 0x29 || op == 0x6e || op == 0x7e ||
+         op == 0x6f || op == 0x7f || op == 0xef || (o16 && (op == 0x6c || op == 0x6d));
+}
+
+// After an F3 (rep) or F0 (lock) prefix, the few instructions bodies use: rep stos / movs;
+// movss, movq, movdqu; lock cmpxchg and xadd on memory. All others are left to Capstone.
+bool rep_or_lock_known(uint8_t prefix, const x86::Insn& insn) {
+  const uint8_t op = insn.opcode;
+  if (prefix == 0xf3) {
+    if (insn.map == 0) return op == 0xa4 || op == 0xa5 || op == 0xaa || op == 0xab;
+    return op == 0x10 || op == 0x11 || op == 0x6f || op == 0x7f || op == 0x7e;
+  }
+  return insn.map == 1 && (op == 0xb0 || op == 0xb1 || op == 0xc0 || op == 0xc1) &&
+         insn.has_modrm && (insn.modrm >> 6) != 3;
+}
+
 // Two-byte opcode map (0F xx, SDM Vol. 2 Table A-3): nop, cmov, jcc, setcc, imul, movzx/movsx.
 std::optional<StubInsn> two_byte(const Fields& f) {
   const uint8_t op = f.insn.opcode;
@@ -200,7 +222,7 @@ std::optional<StubInsn> two_byte(const Fields& f) {
   if (op == 0x1f)
     return f.reg == 0 && f.mod != 3 ? std::optional(make(Kind::kOther, f)) : std::nullopt;
   if ((op >= 0x40 && op <= 0x4f) || (op >= 0x90 && op <= 0x9f) || op == 0xaf || op == 0xb6 ||
-      op == 0xb7 || op == 0xbe || op == 0xbf)
+      op == 0xb7 || op == 0xbe || op == 0xbf || is_sse_move(op, f.insn.opsize16))
     return make(Kind::kOther, f);
   return std::nullopt;
 }
@@ -314,9 +336,15 @@ namespace {
     s.length = 4;
     return s;
   }
-  // Prefixes: one 66 at most, then a REX; any other prefix is left to Capstone.
+  // Prefixes: an F3 or F0 (then only rep_or_lock_known()), or one 66; then a REX; any other
+  // prefix is left to Capstone.
   uint64_t i = 0;
-  if (i < n && p[i] == 0x66) ++i;
+  const uint8_t rep_or_lock = n > 0 && (p[0] == 0xf3 || p[0] == 0xf0) ? p[0] : 0;
+  if (rep_or_lock != 0) {
+    ++i;
+  } else if (i < n && p[i] == 0x66) {
+    ++i;
+  }
   Fields f{p, {}, 0};
   if (i < n && (p[i] & 0xf0) == 0x40) {
     f.rex = true;
@@ -325,11 +353,19 @@ namespace {
     f.rex_b = (p[i] & 1) != 0;
     ++i;
   }
-  // 66 with REX.W: REX.W wins, but x86_length sizes a 66-prefixed immediate as 16 bits.
-  if (f.rex_w && i > 0 && p[0] == 0x66) return std::nullopt;
+  // 66 with REX.W: REX.W wins, but x86_length sizes a 66-prefixed immediate as 16 bits; only
+  // the SSE moves, which have no immediate, are kept.
+  const bool o16_rex_w = f.rex_w && rep_or_lock == 0 && i > 0 && p[0] == 0x66;
   if (i >= n || kLeftToCapstone[p[i]]) return std::nullopt;
   auto insn = x86::decode_length(code);
   if (!insn || insn->vex || insn->map > 1) return std::nullopt;
+  if (o16_rex_w && !(insn->map == 1 && is_sse_move(insn->opcode, true))) return std::nullopt;
+  if (rep_or_lock != 0) {
+    if (!rep_or_lock_known(rep_or_lock, *insn)) return std::nullopt;
+    StubInsn s;
+    s.length = insn->length;
+    return s;  // kOther
+  }
   f.insn = *insn;
   f.next = vaddr + insn->length;
   if (insn->has_modrm) {
@@ -356,12 +392,83 @@ bool decode_stub_insn_fast(const uint8_t* code, uint64_t size, uint64_t vaddr, S
   return true;
 }
 
-StubDecoder::StubDecoder() {
+namespace {
+
+constexpr std::array<std::string_view, 16> kReg64 = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
+                                                     "rsi", "rdi", "r8",  "r9",  "r10", "r11",
+                                                     "r12", "r13", "r14", "r15"};
+
+// A number as Capstone's Intel printer writes it: decimal up to 9, else 0x and hex digits.
+std::string capstone_number(uint64_t v) {
+  return v > 9 ? fmt::format("{:#x}", v) : fmt::format("{}", v);
+}
+
+}  // namespace
+
+std::optional<std::string> stub_insn_text_fast(ByteView code, uint64_t vaddr) {
+  const uint8_t* p = code.data();
+  const uint64_t n = code.size();
+  uint64_t i = 0;
+  bool rex_b = false;
+  if (i < n && (p[i] & 0xf0) == 0x40) rex_b = (p[i++] & 1) != 0;
+  if (i >= n) return std::nullopt;
+  const uint8_t op = p[i++];
+  if (op == 0xe8 || op == 0xe9) {
+    if (n - i < 4) return std::nullopt;
+    const auto rel = static_cast<int32_t>(load_le<uint32_t>(p + i));
+    const uint64_t target = vaddr + i + 4 + static_cast<uint64_t>(static_cast<int64_t>(rel));
+    return fmt::format("{} {}", op == 0xe8 ? "call" : "jmp", capstone_number(target));
+  }
+  if (op == 0xeb) {
+    if (n - i < 1) return std::nullopt;
+    const uint64_t target =
+        vaddr + i + 1 + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[i])));
+    return fmt::format("jmp {}", capstone_number(target));
+  }
+  if (op != 0xff || i >= n) return std::nullopt;
+  const uint8_t modrm = p[i++];
+  const unsigned mod = modrm >> 6, reg = (modrm >> 3) & 7, rm = modrm & 7;
+  if (reg != 2 && reg != 4) return std::nullopt;
+  const std::string_view verb = reg == 2 ? "call" : "jmp";
+  if (mod == 3) return fmt::format("{} {}", verb, kReg64[rm | (rex_b ? 8u : 0u)]);
+  if (rm == 4) return std::nullopt;  // a SIB byte: left to Capstone
+  int64_t disp = 0;
+  std::string_view base;
+  if (mod == 0 && rm == 5) {
+    if (n - i < 4) return std::nullopt;
+    disp = static_cast<int32_t>(load_le<uint32_t>(p + i));
+    base = "rip";
+  } else {
+    base = kReg64[rm | (rex_b ? 8u : 0u)];
+    if (mod == 1) {
+      if (n - i < 1) return std::nullopt;
+      disp = static_cast<int8_t>(p[i]);
+    } else if (mod == 2) {
+      if (n - i < 4) return std::nullopt;
+      disp = static_cast<int32_t>(load_le<uint32_t>(p + i));
+    }
+  }
+  std::string mem = fmt::format("{} qword ptr [{}", verb, base);
+  if (disp > 0) mem += " + " + capstone_number(static_cast<uint64_t>(disp));
+  if (disp < 0) mem += " - " + capstone_number(static_cast<uint64_t>(-disp));
+  return mem + "]";
+}
+
+StubDecoder::StubDecoder() = default;
+
+bool StubDecoder::open() {
+  if (opened_) return insn_ != nullptr;
+  opened_ = true;
   csh h = 0;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return false;
   handle_ = h;
   cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
   insn_ = cs_malloc(h);
+  return insn_ != nullptr;
+}
+
+bool StubDecoder::ok() const {
+  return opened_ ? insn_ != nullptr : cs_support(CS_ARCH_X86);
 }
 
 StubDecoder::~StubDecoder() {
@@ -387,6 +494,7 @@ bool StubDecoder::decode_slow(const uint8_t* code, uint64_t size, uint64_t vaddr
 }
 
 std::optional<StubInsn> StubDecoder::decode_capstone(ByteView code, uint64_t vaddr) {
+  if (!open()) return std::nullopt;
   const uint8_t* p = code.data();
   size_t n = code.size();
   uint64_t a = vaddr;
@@ -395,6 +503,12 @@ std::optional<StubInsn> StubDecoder::decode_capstone(ByteView code, uint64_t vad
 }
 
 std::string StubDecoder::text(ByteView code, uint64_t vaddr) {
+  if (auto t = stub_insn_text_fast(code, vaddr)) return std::move(*t);
+  return text_capstone(code, vaddr);
+}
+
+std::string StubDecoder::text_capstone(ByteView code, uint64_t vaddr) {
+  if (!open()) return "(undecodable)";
   const uint8_t* p = code.data();
   size_t n = code.size();
   uint64_t a = vaddr;

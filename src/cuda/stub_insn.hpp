@@ -63,14 +63,23 @@ inline std::optional<StubInsn> decode_stub_insn_fast(ByteView code, uint64_t vad
   return s;
 }
 
-// Both decoders behind one Capstone handle (opened once: not thread-safe, one per thread).
+// The text of the jumps and calls a dispatch note names (call / jmp rel, and FF /2, /4 through a
+// register, [register + displacement] or [rip + displacement]), exactly as Capstone prints them
+// in Intel syntax; nothing for any other form (then Capstone prints it).
+std::optional<std::string> stub_insn_text_fast(ByteView code, uint64_t vaddr);
+
+// Both decoders behind one Capstone handle, opened on first need (the fast paths answer for
+// every instruction and note of the six real builds' stubs: Capstone's first instruction reads
+// its table of every x86 instruction, ~0.1 ms a handle). Not thread-safe: one per thread.
 class StubDecoder {
  public:
   StubDecoder();
   ~StubDecoder();
   StubDecoder(const StubDecoder&) = delete;
   StubDecoder& operator=(const StubDecoder&) = delete;
-  [[nodiscard]] bool ok() const { return insn_ != nullptr; }
+  // Whether Capstone can decode x86-64: the handle, once opened; before, whether Capstone was
+  // built with x86.
+  [[nodiscard]] bool ok() const;
 
   // The fast decoder, Capstone where it answers nothing; nothing when Capstone cannot decode.
   std::optional<StubInsn> decode(ByteView code, uint64_t vaddr);
@@ -80,14 +89,20 @@ class StubDecoder {
   }
   // Capstone alone (the reference the fast decoder is tested against).
   std::optional<StubInsn> decode_capstone(ByteView code, uint64_t vaddr);
-  // "mnemonic operands" as Capstone prints them (Intel syntax), for notes.
+  // "mnemonic operands" as Capstone prints them (Intel syntax), for notes: the fast printer's,
+  // else Capstone's own.
   std::string text(ByteView code, uint64_t vaddr);
+  std::string text_capstone(ByteView code, uint64_t vaddr);
+  // Whether Capstone was opened (for the tests of the fast paths).
+  [[nodiscard]] bool capstone_opened() const { return opened_; }
   // Instructions Capstone decoded for decode() (the fast decoder did not know them).
   [[nodiscard]] uint64_t capstone_decoded() const { return capstone_decoded_; }
 
  private:
   bool decode_slow(const uint8_t* code, uint64_t size, uint64_t vaddr, StubInsn& out);
+  bool open();  // opens Capstone once; false when it cannot be opened
 
+  bool opened_ = false;
   size_t handle_ = 0;  // csh
   ::cs_insn* insn_ = nullptr;
   uint64_t capstone_decoded_ = 0;

@@ -67,11 +67,15 @@ TEST(StubInsn, StubInstructions) {
 TEST(StubInsn, FastDecoderAgreesWithCapstoneOnEveryEncodingItDecodes) {
   StubDecoder cs;
   ASSERT_TRUE(cs.ok());
-  const std::vector<std::vector<uint8_t>> prefixes = {{},     {0x66}, {0x40}, {0x41},      {0x44},
-                                                      {0x48}, {0x49}, {0x4c}, {0x66, 0x48}};
-  // Prefixes the fast decoder must leave to Capstone (REX before 66 is ignored by the CPU).
-  const std::vector<std::vector<uint8_t>> refused = {{0xf0}, {0xf2}, {0xf3}, {0x67},
-                                                     {0x2e}, {0x3e}, {0x64}, {0x48, 0x66}};
+  // F3 and F0 only for the few instructions bodies use after them (rep stos, movss, lock
+  // cmpxchg…); what the fast decoder claims under them is checked like the rest.
+  const std::vector<std::vector<uint8_t>> prefixes = {
+      {},     {0x66},       {0x40}, {0x41},       {0x44}, {0x48},       {0x49},
+      {0x4c}, {0x66, 0x48}, {0xf3}, {0xf3, 0x48}, {0xf0}, {0xf0, 0x48}, {0xf3, 0x41}};
+  // Prefixes the fast decoder must leave to Capstone (REX before 66 is ignored by the CPU; a 66
+  // after F3 or F0 is not a stub's).
+  const std::vector<std::vector<uint8_t>> refused = {
+      {0xf2}, {0x67}, {0x2e}, {0x3e}, {0x64}, {0x48, 0x66}, {0xf3, 0x66}, {0xf0, 0x66}};
   // After the ModRM byte: a SIB byte (base 5 with mod 0 takes a disp32), then displacement and
   // immediate bytes with their sign bits set, so sign extension shows.
   const std::vector<uint8_t> tail = {0x25, 0x88, 0x99, 0xaa, 0xfb, 0xcc, 0xdd, 0xee,
@@ -124,6 +128,53 @@ TEST(StubInsn, FastDecoderAgreesWithCapstoneOnEveryEncodingItDecodes) {
   // The one- and two-byte instructions of a stub and of the bodies it reaches: hundreds of
   // opcodes times 256 ModRM bytes.
   EXPECT_GT(claimed, 100'000u);
+}
+
+// The note printer against Capstone's own text: call / jmp rel32 and rel8 forward and back, and
+// FF with every ModRM byte under no REX, REX.B and REX.W, with displacements of both signs, of
+// 0 and of one digit. What it does not print (SIB, other FF forms) is Capstone's; a decoder that
+// only printed notes never opens Capstone.
+TEST(StubInsn, NoteTextIsCapstones) {
+  StubDecoder cs;
+  ASSERT_TRUE(cs.ok());
+  const std::vector<std::vector<uint8_t>> prefixes = {{}, {0x41}, {0x48}, {0x49}, {0x40}};
+  const std::vector<std::vector<uint8_t>> tails = {
+      {0x88, 0x99, 0xaa, 0xfb}, {0x08, 0, 0, 0},    {0x10, 0, 0, 0}, {0, 0, 0, 0},
+      {0xf8, 0xff, 0xff, 0xff}, {0x09, 0x01, 0, 0}, {0x0a, 0, 0, 0}, {0xf7, 0xff, 0xff, 0xff}};
+  uint64_t printed = 0, mismatches = 0;
+  auto check = [&](const std::vector<uint8_t>& b) {
+    auto mine = stub_insn_text_fast(ByteView(b.data(), b.size()), 0x7ff0);
+    if (!mine) return;
+    ++printed;
+    std::string ref = cs.text_capstone(ByteView(b.data(), b.size()), 0x7ff0);
+    if (*mine != ref && ++mismatches <= 50) {
+      ADD_FAILURE() << describe(b) << ": capstone \"" << ref << "\", fast \"" << *mine << "\"";
+    }
+  };
+  for (const auto& pre : prefixes) {
+    for (const auto& tail : tails) {
+      for (uint8_t op : {0xe8, 0xe9, 0xeb}) {
+        std::vector<uint8_t> b = pre;
+        b.push_back(op);
+        b.insert(b.end(), tail.begin(), tail.end());
+        check(b);
+      }
+      for (int modrm = 0; modrm < 256; ++modrm) {
+        std::vector<uint8_t> b = pre;
+        b.push_back(0xff);
+        b.push_back(static_cast<uint8_t>(modrm));
+        b.insert(b.end(), tail.begin(), tail.end());
+        check(b);
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+  // 5 prefixes x 8 tails x (3 rel forms + the 58 FF ModRM bytes of /2 and /4 without a SIB).
+  EXPECT_EQ(printed, 2440u);
+  StubDecoder fresh;
+  const std::vector<uint8_t> call = {0xff, 0x50, 0x10};
+  EXPECT_EQ(fresh.text(ByteView(call.data(), call.size()), 0x1000), "call qword ptr [rax + 0x10]");
+  EXPECT_FALSE(fresh.capstone_opened());
 }
 
 }  // namespace
