@@ -1,8 +1,10 @@
-// Fuzzes the x86-64 length decoder and the masked fingerprint over arbitrary bytes.
+// Fuzzes the x86-64 length decoder and the masked fingerprint over arbitrary bytes, and the
+// dispatch decoder's fast paths built on it (the stub decoder and the note printer).
 #include <cstddef>
 #include <cstdint>
 
 #include "base/x86_length.hpp"
+#include "cuda/stub_insn.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cudatool;
@@ -14,5 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)x86::masked_fingerprint(code);
+  cuda::StubInsn s;
+  if (cuda::decode_stub_insn_fast(data, size, 0x7ff0, s) && (s.length == 0 || s.length > size)) {
+    __builtin_trap();
+  }
+  if (auto t = cuda::stub_insn_text_fast(code, 0x7ff0); t && t->empty()) __builtin_trap();
   return 0;
 }
