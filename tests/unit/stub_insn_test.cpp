@@ -131,13 +131,14 @@ TEST(StubInsn, FastDecoderAgreesWithCapstoneOnEveryEncodingItDecodes) {
 }
 
 // The note printer against Capstone's own text: call / jmp rel32 and rel8 forward and back, and
-// FF with every ModRM byte under no REX, REX.B and REX.W, with displacements of both signs, of
-// 0 and of one digit. What it does not print (SIB, other FF forms) is Capstone's; a decoder that
-// only printed notes never opens Capstone.
+// FF with every ModRM byte under no REX and REX with every bit (B, X, R, W), with displacements of
+// both signs, of 0 and of one digit. What it does not print (SIB, other FF forms) is Capstone's; a
+// decoder that only printed notes never opens Capstone.
 TEST(StubInsn, NoteTextIsCapstones) {
   StubDecoder cs;
   ASSERT_TRUE(cs.ok());
-  const std::vector<std::vector<uint8_t>> prefixes = {{}, {0x41}, {0x48}, {0x49}, {0x40}};
+  const std::vector<std::vector<uint8_t>> prefixes = {{},     {0x41}, {0x48}, {0x49},
+                                                      {0x40}, {0x42}, {0x44}, {0x4f}};
   const std::vector<std::vector<uint8_t>> tails = {
       {0x88, 0x99, 0xaa, 0xfb}, {0x08, 0, 0, 0},    {0x10, 0, 0, 0}, {0, 0, 0, 0},
       {0xf8, 0xff, 0xff, 0xff}, {0x09, 0x01, 0, 0}, {0x0a, 0, 0, 0}, {0xf7, 0xff, 0xff, 0xff}};
@@ -169,8 +170,8 @@ TEST(StubInsn, NoteTextIsCapstones) {
     }
   }
   EXPECT_EQ(mismatches, 0u);
-  // 5 prefixes x 8 tails x (3 rel forms + the 58 FF ModRM bytes of /2 and /4 without a SIB).
-  EXPECT_EQ(printed, 2440u);
+  // 8 prefixes x 8 tails x (3 rel forms + the 58 FF ModRM bytes of /2 and /4 without a SIB).
+  EXPECT_EQ(printed, 3904u);
   StubDecoder fresh;
   const std::vector<uint8_t> call = {0xff, 0x50, 0x10};
   EXPECT_EQ(fresh.text(ByteView(call.data(), call.size()), 0x1000), "call qword ptr [rax + 0x10]");
