@@ -9,7 +9,6 @@
 #include <latch>
 #include <optional>
 #include <system_error>
-#include <tuple>
 #include <unordered_map>
 
 #include "analysis/relocations.hpp"
@@ -337,9 +336,7 @@ std::vector<NamedFunction> DriverTables::merge_in_address_order(
 
 void DriverTables::merge_in_address_order(std::span<const std::vector<NamedFunction>> parts,
                                           const std::function<void(const NamedFunction&)>& visit) {
-  std::array<size_t, std::tuple_size_v<NameParts>> at{};
-  std::vector<size_t> more_at(parts.size() > at.size() ? parts.size() : 0, 0);
-  size_t* pos = more_at.empty() ? at.data() : more_at.data();
+  std::vector<size_t> pos(parts.size(), 0);
   const NamedFunction* last = nullptr;  // the last name given
   for (;;) {
     size_t pick = parts.size();

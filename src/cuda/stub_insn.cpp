@@ -21,6 +21,11 @@ constexpr uint16_t reg_code(RegClass c, unsigned num) {
   return static_cast<uint16_t>((c << 5) | num);
 }
 
+// The 64-bit registers by number (REX.B / REX.R the high bit), as Capstone names them.
+constexpr std::array<std::string_view, 16> kReg64 = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
+                                                     "rsi", "rdi", "r8",  "r9",  "r10", "r11",
+                                                     "r12", "r13", "r14", "r15"};
+
 // The operand fields of one instruction that x86::decode_length has measured.
 struct Fields {
   const uint8_t* p;  // the instruction's first byte
@@ -229,9 +234,6 @@ std::optional<StubInsn> two_byte(const Fields& f) {
 
 // Capstone's register as StubInsn::reg (by its name, so the two decoders' numbers agree).
 uint16_t reg_from_capstone(csh h, x86_reg r) {
-  static constexpr std::array<std::string_view, 16> k64 = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
-                                                           "rsi", "rdi", "r8",  "r9",  "r10", "r11",
-                                                           "r12", "r13", "r14", "r15"};
   static constexpr std::array<std::string_view, 16> k32 = {
       "eax", "ecx", "edx",  "ebx",  "esp",  "ebp",  "esi",  "edi",
       "r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d"};
@@ -250,7 +252,7 @@ uint16_t reg_from_capstone(csh h, x86_reg r) {
     return std::nullopt;
   };
   for (auto v :
-       {find(k64, kR64), find(k32, kR32), find(k16, kR16), find(k8, kLow8), find(k8h, kHigh8)})
+       {find(kReg64, kR64), find(k32, kR32), find(k16, kR16), find(k8, kLow8), find(k8h, kHigh8)})
     if (v) return *v;
   return static_cast<uint16_t>(0x400 + r);
 }
@@ -393,10 +395,6 @@ bool decode_stub_insn_fast(const uint8_t* code, uint64_t size, uint64_t vaddr, S
 }
 
 namespace {
-
-constexpr std::array<std::string_view, 16> kReg64 = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
-                                                     "rsi", "rdi", "r8",  "r9",  "r10", "r11",
-                                                     "r12", "r13", "r14", "r15"};
 
 // A number as Capstone's Intel printer writes it: decimal up to 9, else 0x and hex digits.
 std::string capstone_number(uint64_t v) {
